@@ -1,0 +1,68 @@
+"""hpu: run a recursive divide-and-conquer function on CPU cores and an OpenCL device together.
+
+You write the textbook recursive function; :func:`divide_and_conquer` converts it
+into breadth-first, level-by-level execution whose levels run as Numba CPU
+threads and as OpenCL kernels generated from the same source, split between the
+two by the HPU model's α (share kept on the CPU) and y (transfer level).
+
+Public API
+==========
+
+Decorating and running
+    divide_and_conquer   decorator: ``@divide_and_conquer`` or ``@divide_and_conquer(b=2, cost="n", span=("lo", "hi"))``
+    DivideAndConquer     what the decorator returns: call it, ``.run``, ``.plan``, ``.sequential``, ``.py_func``
+    Run, LevelRecord     the report of one run: value, α, y, tasks and seconds per device and level, fallbacks
+
+The model
+    model                the HPU model of 004 (basic and advanced division, schedule simulator); pure functions
+
+Devices and calibration
+    devices              the OpenCL devices hpu can use, default first
+
+Errors
+    HpuError             base class of every hpu error
+    TranslationError     a function outside the shape or subset hpu accepts (names file, line, construct, fix)
+    DeviceUnavailableError, KernelBuildError, ProfileError
+
+Everything else (modules starting with ``_``) is private and may change.
+
+The catalog is resolved lazily so that ``import hpu`` and ``hpu plan`` do not pay
+for importing Numba and PyOpenCL until they are needed.
+"""
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+# public name -> (module, attribute or None for the module itself)
+_CATALOG: dict[str, tuple[str, str | None]] = {
+    "divide_and_conquer": ("hpu._decorator", "divide_and_conquer"),
+    "DivideAndConquer": ("hpu._decorator", "DivideAndConquer"),
+    "Run": ("hpu._run", "Run"),
+    "LevelRecord": ("hpu._run", "LevelRecord"),
+    "model": ("hpu.model", None),
+    "devices": ("hpu._opencl._device", "devices"),
+    "HpuError": ("hpu._errors", "HpuError"),
+    "TranslationError": ("hpu._errors", "TranslationError"),
+    "DeviceUnavailableError": ("hpu._errors", "DeviceUnavailableError"),
+    "KernelBuildError": ("hpu._errors", "KernelBuildError"),
+    "ProfileError": ("hpu._errors", "ProfileError"),
+}
+
+__all__ = sorted(_CATALOG) + ["__version__"]
+
+
+def __getattr__(name: str):
+    try:
+        module_name, attr = _CATALOG[name]
+    except KeyError:
+        raise AttributeError(f"module 'hpu' has no attribute {name!r}") from None
+    module = importlib.import_module(module_name)
+    value = module if attr is None else getattr(module, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

@@ -1,0 +1,5 @@
+import sys
+
+from hpu.cli import main
+
+sys.exit(main())

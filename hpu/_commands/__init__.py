@@ -1,0 +1,1 @@
+"""One module per ``hpu`` subcommand; see :mod:`hpu.cli`."""

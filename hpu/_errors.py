@@ -1,0 +1,64 @@
+"""The exceptions hpu raises, in one place.
+
+Every hpu error derives from :class:`HpuError` so that callers can catch the
+library's failures without catching their own.  Messages follow one rule: they
+name the offending value, what was expected, and how to fix it.
+"""
+from __future__ import annotations
+
+__all__ = [
+    "HpuError",
+    "TranslationError",
+    "DeviceUnavailableError",
+    "KernelBuildError",
+    "ProfileError",
+]
+
+
+class HpuError(Exception):
+    """Base class of every error raised by hpu."""
+
+
+class TranslationError(HpuError):
+    """A function cannot be converted: it is outside the shape or subset hpu accepts.
+
+    ``filename`` and ``lineno`` point into the user's source; ``construct`` names
+    what was refused and ``hint`` what to write instead.  ``str(err)`` reads
+    ``file:line: construct is not supported: reason. hint``.
+    """
+
+    def __init__(self, message: str, *, filename: str | None = None,
+                 lineno: int | None = None, construct: str | None = None,
+                 hint: str | None = None):
+        self.filename = filename
+        self.lineno = lineno
+        self.construct = construct
+        self.hint = hint
+        self.reason = message
+        where = ""
+        if filename is not None:
+            where = f"{filename}:{lineno}: " if lineno is not None else f"{filename}: "
+        text = where + message
+        if hint:
+            text += f" {hint}" if text.endswith(".") else f". {hint}"
+        super().__init__(text)
+
+
+class DeviceUnavailableError(HpuError):
+    """No usable OpenCL device matches what was asked for."""
+
+
+class KernelBuildError(HpuError):
+    """The OpenCL compiler rejected generated source.
+
+    The message carries the numbered source and the compiler's log.
+    """
+
+    def __init__(self, message: str, *, source: str = "", log: str = ""):
+        self.source = source
+        self.log = log
+        super().__init__(message)
+
+
+class ProfileError(HpuError):
+    """A calibration profile is missing, corrupt or stale."""
