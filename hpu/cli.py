@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from hpu._errors import HpuError
@@ -64,6 +65,13 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # `hpu plan --json | head`: the reader went away; exit quietly as Unix tools do.
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:  # pragma: no cover
+            pass
+        return 141
 
 
 if __name__ == "__main__":  # pragma: no cover

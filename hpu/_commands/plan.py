@@ -1,0 +1,231 @@
+"""``hpu plan``: ask the HPU model how a divide-and-conquer problem splits, and why.
+
+The command is the model made visible: it prints the paper's continuous answer
+(α*, the level y the device reaches, the device's share of the work), the
+integer split the runtime would use (``transfer_level``), the predicted times,
+and a picture of the division in the manner of 004's Figure 4.  It imports
+only :mod:`hpu.model` so that it starts quickly, and every bad value is one
+line on stderr with exit code 2.
+
+Without ``--profile`` machinery yet, the machine is given by flags; the
+defaults are the worked example of 004 §5.2.2 (p = 4, g = 2^12, γ = 1/160,
+n = 2^24, mergesort).
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from fractions import Fraction
+
+from hpu import model
+
+__all__ = ["NAME", "HELP", "ALGORITHMS", "add_arguments", "main", "render_text"]
+
+NAME = "plan"
+HELP = "show how the HPU model splits a divide-and-conquer problem between CPU and device"
+
+#: Known algorithm shapes: name -> (a, b, cost).  ``--a``/``--b``/``--cost`` override.
+ALGORITHMS: dict[str, tuple[int, int, str]] = {
+    "mergesort": (2, 2, "n"),
+    "sum": (2, 2, "1"),
+    "inversions": (2, 2, "n"),
+    "maxsubarray": (2, 2, "1"),
+}
+
+_DEFAULTS = {"a": "2", "b": "2", "cost": "n", "n": "16777216", "p": "4", "g": "4096",
+             "gamma": "1/160"}
+
+_BAR = 48
+
+
+class _BadValue(Exception):
+    """A flag's value is unusable; the message is the one line to print."""
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("algorithm", nargs="?", metavar="ALGORITHM", default=None,
+                        help=f"a known shape: {', '.join(ALGORITHMS)} (default: --a/--b/--cost)")
+    parser.add_argument("--a", default=None, metavar="A",
+                        help="recursive calls per task, integer >= 2 (default 2)")
+    parser.add_argument("--b", default=None, metavar="B",
+                        help="size shrink factor per level, > 1, e.g. 2 or 3/2 (default 2)")
+    parser.add_argument("--cost", default=None, metavar="F",
+                        help="divide+combine cost f(n): 1, n, 'n log n', n^k (default n)")
+    parser.add_argument("--n", default=_DEFAULTS["n"], metavar="N",
+                        help="input size, e.g. 16777216 or 2^24 (default 2^24)")
+    parser.add_argument("--p", default=_DEFAULTS["p"], metavar="P", help="CPU cores (default 4)")
+    parser.add_argument("--g", default=_DEFAULTS["g"], metavar="G",
+                        help="device parallelism, e.g. 4096 or 2^12 (default 4096)")
+    parser.add_argument("--gamma", default=_DEFAULTS["gamma"], metavar="GAMMA",
+                        help="device core speed / CPU core speed, a number or a fraction "
+                             "such as 1/160 (default 1/160)")
+    parser.add_argument("--strategy", default="advanced", metavar="S",
+                        help="advanced (004 5.2, default) or basic (004 5.1)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _number(text: str, flag: str, expected: str, example: str) -> Fraction:
+    """Parse ``12``, ``0.5``, ``1/160``, ``1e-3`` or ``2^24`` exactly."""
+    s = str(text).strip()
+    m = re.fullmatch(r"(\d+)\s*(?:\^|\*\*)\s*(\d+)", s)
+    try:
+        if m:
+            if int(m.group(2)) > 4096:
+                raise ValueError
+            return Fraction(int(m.group(1)) ** int(m.group(2)))
+        return Fraction(s)
+    except (ValueError, ZeroDivisionError):
+        raise _BadValue(f"{flag} {text!r} is not a number: expected {expected}; "
+                        f"pass e.g. {flag} {example}") from None
+
+
+def _integer(text: str, flag: str, expected: str, example: str, minimum: int) -> int:
+    v = _number(text, flag, expected, example)
+    if v.denominator != 1 or v < minimum:
+        raise _BadValue(f"{flag} {text!r} is not valid: expected {expected}; "
+                        f"pass e.g. {flag} {example}")
+    return int(v)
+
+
+def _positive(text: str, flag: str, expected: str, example: str, *, above: Fraction,
+              strict: bool) -> float:
+    v = _number(text, flag, expected, example)
+    if v < above or (strict and v == above):
+        raise _BadValue(f"{flag} {text!r} is not valid: expected {expected}; "
+                        f"pass e.g. {flag} {example}")
+    return int(v) if v.denominator == 1 else float(v)
+
+
+def _inputs(args) -> tuple[model.Problem, model.Machine, str]:
+    shape = ALGORITHMS.get(args.algorithm) if args.algorithm is not None else None
+    if args.algorithm is not None and shape is None:
+        raise _BadValue(f"algorithm {args.algorithm!r} is unknown: expected one of "
+                        f"{', '.join(ALGORITHMS)}; or give its shape with --a, --b and --cost")
+    a_text = args.a if args.a is not None else (str(shape[0]) if shape else _DEFAULTS["a"])
+    b_text = args.b if args.b is not None else (str(shape[1]) if shape else _DEFAULTS["b"])
+    cost_text = args.cost if args.cost is not None else (shape[2] if shape else _DEFAULTS["cost"])
+    a = _integer(a_text, "--a", "an integer >= 2 (recursive calls per task)", "2", 2)
+    b = _positive(b_text, "--b", "a number > 1 (size shrink factor)", "2", above=Fraction(1),
+                  strict=True)
+    try:
+        cost = model.parse_cost(cost_text)
+    except ValueError:
+        raise _BadValue(f"--cost {cost_text!r} is not understood: expected one of "
+                        f"{model.ACCEPTED_COSTS}; pass e.g. --cost n") from None
+    n = _integer(args.n, "--n", "an integer >= 1 (input size)", "16777216", 1)
+    p = _positive(args.p, "--p", "a number >= 1 (CPU cores)", "4", above=Fraction(1),
+                  strict=False)
+    g = _positive(args.g, "--g", "a number >= 1 (device parallelism)", "4096",
+                  above=Fraction(1), strict=False)
+    gamma = _positive(args.gamma, "--gamma", "a number > 0 (device core speed / CPU core "
+                      "speed)", "1/160", above=Fraction(0), strict=True)
+    strategy = str(args.strategy).strip().lower()
+    if strategy not in model.STRATEGIES:
+        raise _BadValue(f"--strategy {args.strategy!r} is unknown: expected one of "
+                        f"{', '.join(model.STRATEGIES)}; pass e.g. --strategy advanced")
+    try:
+        return model.Problem(a, b, cost, n), model.Machine(p, g, gamma), strategy
+    except ValueError as err:  # what only the model can check, e.g. n too large
+        raise _BadValue(f"{err} (from --a {a_text} --b {b_text} --cost {cost_text!r} "
+                        f"--n {args.n})") from None
+
+
+def _fraction_text(x: float) -> str:
+    f = Fraction(x).limit_denominator(100000)
+    if f.denominator != 1 and abs(float(f) - x) <= 1e-12 * abs(x):
+        return f"{f.numerator}/{f.denominator}"
+    return f"{x:g}"
+
+
+def _size_text(n: int) -> str:
+    if n > 1 and n & (n - 1) == 0:
+        return f"{n} (2^{n.bit_length() - 1})"
+    return str(n)
+
+
+def _t(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def render_text(plan: model.Plan, algorithm: str | None = None) -> str:
+    """The human-readable report of ``plan``: the numbers, then the picture."""
+    unit = "model units" if plan.time_unit == "unit" else "s"
+    name = f"{algorithm}: " if algorithm else ""
+    lines = [
+        f"{name}T(n) = {plan.a} T(n/{plan.b:g}) + f(n), f(n) = {plan.cost}, "
+        f"n = {_size_text(plan.n)}, tree height log_b n = {plan.height:.4g}",
+        f"machine: p = {plan.p:g} CPU cores, g = {plan.g:g} device cores, "
+        f"gamma = {_fraction_text(plan.gamma)}",
+        "",
+    ]
+    section = "004 5.2" if plan.strategy == "advanced" else "004 5.1"
+    rows = [("strategy", plan.strategy, f"({section})")]
+    if plan.strategy == "advanced":
+        rows.append(("alpha*", f"{plan.alpha:.4f}", "the CPU's share of the tasks below level y"))
+        rows.append(("y", f"{plan.y:.4f}", "the level the device reaches (continuous model)"))
+    else:
+        rows.append(("alpha", f"{plan.alpha:g}", "every level from y down runs on the device"))
+        rows.append(("y", f"{plan.y:.4f}", "log_a(p/gamma), the first level faster on the device"))
+    if plan.transfer_level is None:
+        rows.append(("transfer_level", "none", "the device is not used"))
+    else:
+        m = plan.a ** plan.transfer_level
+        cpu = round(plan.split_alpha * m)
+        rows.append(("transfer_level", str(plan.transfer_level),
+                     f"the runtime splits there: {cpu} of {m} tasks on the CPU "
+                     f"(alpha = {plan.split_alpha:.4f}), subtrees from level K = "
+                     f"{plan.cutoff_level}"))
+    rows.append(("gpu_work_fraction", f"{100 * plan.gpu_work_fraction:.1f} %",
+                 "of the work (continuous model)"))
+    rows.append(("predicted time", _t(plan.predicted_time),
+                 f"{unit} (speedup {plan.speedup:.2f}x over the CPU alone)"))
+    rows.append(("CPU alone", _t(plan.cpu_only_time),
+                 f"{unit} on {plan.p:g} cores; one core {_t(plan.sequential_time)}"))
+    rows.append(("device alone", _t(plan.device_only_time), unit))
+    rows.append(("why", "", plan.reason))
+    width = max(len(k) for k, _, _ in rows)
+    vwidth = max(len(v) for _, v, _ in rows)
+    lines += [f"{k:<{width}}  {v:<{vwidth}}  {note}".rstrip() if v else f"{k:<{width}}  {note}"
+              for k, v, note in rows]
+    lines.append("")
+    lines.append("division of the work, levels top to bottom "
+                 "(bar width ~ the level's work; # CPU, = device):")
+    lines += _picture(plan)
+    return "\n".join(lines)
+
+
+def _picture(plan: model.Plan) -> list[str]:
+    biggest = max(level.work for level in plan.levels) or 1.0
+    label_width = max(len(str(level.index)) for level in plan.levels)
+    out = []
+    for level in plan.levels:
+        width = max(1, round(_BAR * level.work / biggest))
+        dev = round(width * level.device_fraction)
+        if level.device_fraction > 0 and dev == 0:
+            dev = 1
+        bar = "#" * (width - dev) + "=" * dev
+        notes = []
+        if plan.transfer_level is not None and level.index == plan.transfer_level:
+            notes.append("<- transfer level")
+        if level.leaves:
+            notes.append("leaves")
+        note = ("  " + ", ".join(notes)) if notes else ""
+        out.append(f"  {level.index:>{label_width}} |{bar:<{_BAR}}|{note}")
+    return out
+
+
+def main(args) -> int:
+    try:
+        problem, machine, strategy = _inputs(args)
+    except _BadValue as err:
+        print(f"hpu plan: error: {err}", file=sys.stderr)
+        return 2
+    result = model.plan(problem, machine, strategy)
+    if args.json:
+        d = result.to_dict()
+        d["algorithm"] = args.algorithm
+        print(json.dumps(d))
+    else:
+        print(render_text(result, args.algorithm))
+    return 0
