@@ -14,6 +14,18 @@ case-insensitive substring of the device or platform name.
 
 Contexts and queues are created once per device and cached; creating a PoCL
 context costs tens of milliseconds and kernels are cached per context.
+
+Two facts of real machines shape this module:
+
+* pyopencl's wheels bundle their own ICD loader, which by default sees only the
+  PoCL bundled with them.  A GPU vendor's driver (or a distribution's PoCL) is
+  registered in ``/etc/OpenCL/vendors``; unless ``OCL_ICD_VENDORS`` is already
+  set, hpu points the loader there so that those drivers are found too.
+* A device can be listed and still be unable to compile anything: PyPI's PoCL
+  (LLVM 14) fails every build with "unknown target CPU 'generic'" on CPUs newer
+  than its LLVM (AMD Zen 5, for one).  Every device is therefore probed once per
+  process with a one-line kernel; an unusable device is never chosen by default,
+  and ``hpu devices`` shows why.
 """
 from __future__ import annotations
 
@@ -24,9 +36,11 @@ from functools import lru_cache
 
 from hpu._errors import DeviceUnavailableError
 
-__all__ = ["DeviceInfo", "devices", "select_device", "context_and_queue", "describe_device"]
+__all__ = ["DeviceInfo", "devices", "select_device", "context_and_queue", "describe_device", "probe"]
 
 _ENV = "HPU_DEVICE"
+_SYSTEM_VENDORS = "/etc/OpenCL/vendors"
+_PROBE_SOURCE = "__kernel void hpu_probe(__global int *x) { x[get_global_id(0)] = 1; }"
 
 
 @dataclass(frozen=True)
@@ -43,9 +57,13 @@ class DeviceInfo:
     fp64: bool
     unified_memory: bool  # host and device share memory (zero-copy is cheap)
     default: bool = False
+    usable: bool = True
+    problem: str = ""     # why the device is unusable (empty when usable)
 
 
 def _cl():
+    if "OCL_ICD_VENDORS" not in os.environ and os.path.isdir(_SYSTEM_VENDORS):
+        os.environ["OCL_ICD_VENDORS"] = _SYSTEM_VENDORS
     try:
         import pyopencl as cl
     except Exception as err:  # pragma: no cover - pyopencl is a dependency
@@ -90,8 +108,41 @@ def _rank(entry) -> int:
     return {"GPU": 0, "ACCELERATOR": 1, "CPU": 2}.get(_kind(entry[2]), 3)
 
 
+def _key(dev):
+    return (dev.platform.name, dev.name, dev.int_ptr)
+
+
+_probe_lock = threading.Lock()
+_probe_results: dict = {}
+
+
+def probe(dev) -> str:
+    """Build a one-line kernel on ``dev``; return "" if it works, else the reason (cached)."""
+    key = _key(dev)
+    with _probe_lock:
+        if key in _probe_results:
+            return _probe_results[key]
+        cl = _cl()
+        try:
+            ctx = cl.Context([dev])
+            cl.Program(ctx, _PROBE_SOURCE).build()
+            problem = ""
+        except Exception as err:  # the driver's own words are the useful part
+            text = str(err)
+            lines = [ln.strip() for ln in text.splitlines() if "error" in ln.lower()]
+            problem = (lines[-1] if lines else text.splitlines()[0] if text else type(err).__name__)
+            problem = f"cannot compile OpenCL kernels: {problem}"
+        _probe_results[key] = problem
+        return problem
+
+
+def _usable_entries(entries):
+    return [e for e in entries if not probe(e[2])]
+
+
 def _info(entry, default: bool) -> DeviceInfo:
     index, plat, dev = entry
+    problem = probe(dev)
     return DeviceInfo(
         index=index,
         name=dev.name.strip(),
@@ -103,16 +154,26 @@ def _info(entry, default: bool) -> DeviceInfo:
         fp64="cl_khr_fp64" in dev.extensions or bool(getattr(dev, "double_fp_config", 0)),
         unified_memory=bool(getattr(dev, "host_unified_memory", False)) or _kind(dev) == "CPU",
         default=default,
+        usable=not problem,
+        problem=problem,
     )
 
 
 def devices() -> list[DeviceInfo]:
-    """Every OpenCL device hpu can use, the default one first and marked ``default``."""
-    entries = _all_devices()
+    """Every OpenCL device found, usable ones first, the default marked ``default``.
+
+    Unusable devices are listed too (``usable=False``, ``problem`` says why).
+    """
+    entries = sorted(_all_devices(), key=lambda e: (bool(probe(e[2])), _rank(e)))
     if not entries:
         return []
-    entries.sort(key=_rank)
-    return [_info(e, i == 0) for i, e in enumerate(entries)]
+    default_found = False
+    out = []
+    for e in entries:
+        is_default = not default_found and not probe(e[2])
+        default_found = default_found or is_default
+        out.append(_info(e, is_default))
+    return out
 
 
 def _match(spec: str, entries):
@@ -136,14 +197,32 @@ def select_device(spec: str | None = None):
         spec = os.environ.get(_ENV) or None
         origin = f"{_ENV}="
     if spec is None:
-        return sorted(entries, key=_rank)[0][2]
-    found = sorted(_match(spec, entries), key=_rank)
+        usable = _usable_entries(sorted(entries, key=_rank))
+        if not usable:
+            raise DeviceUnavailableError(_no_usable_message(entries))
+        return usable[0][2]
+    matched = sorted(_match(spec, entries), key=_rank)
+    found = _usable_entries(matched)
+    if matched and not found:
+        raise DeviceUnavailableError(
+            f"{origin}{spec!r} matches only unusable OpenCL devices: "
+            + "; ".join(f"{i} {d.name.strip()}: {probe(d)}" for i, _, d in matched)
+            + f". {_FIX}")
     if not found:
         listing = "; ".join(f"{i} {d.name.strip()} ({_kind(d)})" for i, _, d in entries)
         raise DeviceUnavailableError(
             f"{origin}{spec!r} matches no OpenCL device. Expected 'gpu', 'cpu', 'P:D' or part of "
             f"a device name; available: {listing}. Run `hpu devices` to list them")
     return found[0][2]
+
+
+_FIX = ("If PyPI's PoCL cannot compile for this CPU, install the distribution's PoCL "
+        "(`apt-get install pocl-opencl-icd`) or a GPU vendor's OpenCL driver")
+
+
+def _no_usable_message(entries) -> str:
+    listing = "; ".join(f"{i} {d.name.strip()}: {probe(d)}" for i, _, d in entries)
+    return f"no usable OpenCL device: {listing}. {_FIX}, then check with `hpu devices`"
 
 
 _lock = threading.Lock()
@@ -153,7 +232,7 @@ _lock = threading.Lock()
 def _ctx_queue_for(dev_key):
     cl = _cl()
     for _, _, dev in _all_devices():
-        if (dev.platform.name, dev.name, dev.int_ptr) == dev_key:
+        if _key(dev) == dev_key:
             ctx = cl.Context([dev])
             return ctx, cl.CommandQueue(ctx)
     raise DeviceUnavailableError(f"OpenCL device {dev_key[1]!r} disappeared")  # pragma: no cover
@@ -163,7 +242,7 @@ def context_and_queue(device=None):
     """A cached ``(Context, CommandQueue)`` for a device, a device string, or the default."""
     if device is None or isinstance(device, str):
         device = select_device(device)
-    key = (device.platform.name, device.name, device.int_ptr)
+    key = _key(device)
     with _lock:
         return _ctx_queue_for(key)
 
