@@ -1,0 +1,95 @@
+"""``hpu calibrate``: measure p, g, γ, λ, δ on this machine and store the profile.
+
+The measuring is :func:`hpu.calibrate.calibrate`; this module only parses the
+options, saves the profile where :func:`hpu.calibrate.profile_path` says
+(``HPU_PROFILE`` or the user's config folder), and reports it, for a person
+or, with ``--json``, as one JSON object for scripts.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+__all__ = ["NAME", "HELP", "add_arguments", "main", "format_summary"]
+
+NAME = "calibrate"
+HELP = "measure p, g, gamma and the transfer cost of this machine and store them as a profile"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--device", metavar="D", default=None,
+                        help="OpenCL device: 'gpu', 'cpu', 'P:D' or part of a name (see `hpu devices`); "
+                             "default: HPU_DEVICE or the first GPU")
+    parser.add_argument("--quick", action="store_true",
+                        help="smaller sweeps: under a minute instead of a few")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object instead of the summary")
+    parser.add_argument("--plot", metavar="DIR", default=None,
+                        help="also write the g sweep, the gamma ratios and the transfers as PNGs into DIR")
+
+
+def _fmt_seconds(s: float) -> str:
+    if s == 0:
+        return "0 s"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if abs(s) >= scale:
+            return f"{s / scale:.3g} {unit}"
+    return f"{s:.3g} s"
+
+
+def format_summary(profile, path, wall_s: float | None = None) -> str:
+    """The readable report of a profile (also used by ``hpu info``)."""
+    bw = "unbounded" if profile.seconds_per_byte <= 0 else f"{1 / profile.seconds_per_byte / 1e9:.3g} GB/s"
+    if profile.device_shares_cpu:
+        shares = (f"yes: a {profile.device_kind} device, it runs on the same cores as Numba's "
+                  f"{profile.p} threads (CPU and device compete for them)")
+    else:
+        shares = f"no: a {profile.device_kind} device, separate from the CPU cores"
+    lines = [
+        f"device      {profile.device} ({profile.platform}, driver {profile.driver_version}, "
+        f"{profile.compute_units} compute units)",
+        f"shares CPU  {shares}",
+        f"p           {profile.p}  CPU cores Numba uses",
+        f"g           {profile.g}  work-items that saturate the device",
+        f"gamma       {profile.gamma:.4g}  (1/gamma = {profile.inv_gamma:.4g}; one device work-item "
+        f"vs one CPU core)",
+        f"lambda      {_fmt_seconds(profile.latency_s)}  transfer latency",
+        f"delta       {profile.seconds_per_byte:.3g} s/byte  ({bw})",
+        f"CPU merge   {_fmt_seconds(profile.cpu_seconds_per_element)} per element (one core)",
+        f"source      {profile.source}{' (quick)' if profile.quick else ''}, {profile.created}, "
+        f"host {profile.host}, hpu {profile.hpu_version}",
+        f"profile     {path}",
+    ]
+    if wall_s is not None:
+        lines.append(f"took        {wall_s:.1f} s")
+    return "\n".join(lines)
+
+
+def main(args) -> int:
+    from hpu import calibrate as cal
+
+    t0 = time.perf_counter()
+    profile = cal.calibrate(args.device, quick=args.quick)
+    wall = time.perf_counter() - t0
+    path = cal.save_profile(profile)
+    plots = []
+    if args.plot:
+        out = Path(args.plot)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, fn in (("g_sweep.png", cal.plot_g_sweep), ("gamma.png", cal.plot_gamma),
+                         ("transfers.png", cal.plot_transfers)):
+            fn(profile, out / name)
+            plots.append(str(out / name))
+    if args.json:
+        data = profile.summary()
+        data["profile_path"] = str(path)
+        data["wall_s"] = round(wall, 3)
+        if plots:
+            data["plots"] = plots
+        print(json.dumps(data, indent=2))
+    else:
+        print(format_summary(profile, path, wall))
+        for p in plots:
+            print(f"figure      {p}")
+    return 0

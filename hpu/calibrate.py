@@ -1,0 +1,761 @@
+"""Measure the HPU model's parameters on this machine: p, g, γ, λ and δ.
+
+004 §6.4 estimates its parameters by hand from two experiments; hpu runs
+them (and one more, for transfers) with one call and keeps the result as a
+:class:`Profile` (storage and checks in :mod:`hpu._profile`):
+
+p
+    the cores Numba can use, ``numba.get_num_threads()``.  When the OpenCL
+    device is a CPU device (PoCL on this host), it runs on these same cores
+    and ``device_shares_cpu`` says so: CPU and device then compete for the
+    cores instead of adding up, which the planner has to know.
+g
+    004 Figure 5: an element-wise sum ``c = a + b`` of two float32 arrays on a
+    growing number of work-items, each work-item on one *consecutive*
+    segment; g is the knee of time vs work-items, the count after which more
+    work-items stop helping (:func:`hpu._stats.find_knee`: the first count
+    whose time is within 10 % of the best time at any larger count).
+γ
+    004 Figure 6: one task (a single work-item; one Numba thread) merges two
+    sorted int32 lists, on the CPU and on the device, for several sizes;
+    γ = median over sizes of CPU time / device time (< 1 when a device core is
+    slower).  The CPU merge's seconds per element are kept too
+    (``cpu_seconds_per_element``): the model counts work in elements and this
+    turns it into seconds.
+λ, δ
+    000's communication cost λ + δ·w: host->device and device->host copies of
+    growing size (1 KiB to 64 MiB).  δ is the robust slope of the largest
+    copies and λ what is left at the smallest (:func:`hpu._stats.fit_transfer`:
+    cached copies run several times faster, and hpu moves megabytes).
+    Zero-copy devices report what they measure, which is small, not zero.
+
+Every number is a median of repeats taken after a warm-up run; every kernel's
+first (compiling) run is thrown away, and so is the first run of each sweep
+point, because PoCL and GPU drivers specialise a kernel for each launch shape.
+Device kernels are timed with OpenCL profiling events (the kernel alone, not
+the launch); transfers with the host's clock (λ is what the host waits).
+Each timed merge works on fresh inputs (a pool of pairs, cycled), because a
+merge timed on the same inputs again and again lets the branch predictor
+learn it and runs several times too fast.  Kernel results are checked against
+NumPy: a device that adds or merges wrongly gives an error, not a profile.
+
+The sizes are a :class:`CalibrationSettings`; :meth:`CalibrationSettings.full`
+takes a few minutes, :meth:`CalibrationSettings.quick` well under one, and
+tests pass tiny ones.  The plotting helpers (:func:`plot_g_sweep`,
+:func:`plot_gamma`, :func:`plot_transfers`) redraw 004's figures from a
+profile's raw sweeps, in a notebook or to PNG files.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from hpu import _stats
+from hpu._errors import DeviceUnavailableError, HpuError, KernelBuildError
+from hpu._profile import (
+    Profile,
+    ProfileKey,
+    Sweeps,
+    active_profile,
+    load_profile,
+    profile_path,
+    save_profile,
+)
+
+__all__ = [
+    "CalibrationSettings",
+    "Profile",
+    "ProfileKey",
+    "Sweeps",
+    "calibrate",
+    "estimates",
+    "Estimates",
+    "load_profile",
+    "save_profile",
+    "active_profile",
+    "profile_path",
+    "plot_g_sweep",
+    "plot_gamma",
+    "plot_transfers",
+    "FULL_SECONDS",
+]
+
+#: Rough duration of a full calibration, for messages.
+FULL_SECONDS = 60
+
+#: Relative tolerance of the knee: g is the first count within 10 % of the best later time.
+KNEE_TOLERANCE = 0.10
+
+ProgressCallback = Callable[[str, int, int], None]
+
+
+# ---------------------------------------------------------------------- settings
+
+def _pow2_range(lo_exp: int, hi_exp: int, step: int = 1) -> tuple[int, ...]:
+    return tuple(1 << e for e in range(lo_exp, hi_exp + 1, step))
+
+
+@dataclass(frozen=True)
+class CalibrationSettings:
+    """The sizes one calibration measures.
+
+    ``sum_elements``: float32 elements per array of the g sweep;
+    ``max_work_items``: the largest work-item count swept (powers of two from
+    1; ``None`` chooses ``max(2^16, 16 × compute units × SIMD width)``, capped
+    at ``sum_elements``); ``merge_sizes``: elements merged by one task for γ;
+    ``transfer_bytes``: copy sizes for λ and δ; ``repeats``: timed runs per
+    point after the warm-up; ``min_cpu_sample_s``: a CPU merge sample loops
+    until it lasts this long, so that the clock's resolution does not matter.
+    """
+
+    sum_elements: int
+    merge_sizes: tuple[int, ...]
+    transfer_bytes: tuple[int, ...]
+    repeats: int
+    max_work_items: int | None = None
+    min_cpu_sample_s: float = 2e-3
+
+    def __post_init__(self):
+        def need(ok, what):
+            if not ok:
+                raise ValueError(f"CalibrationSettings: {what}")
+        need(isinstance(self.sum_elements, int) and self.sum_elements >= 1,
+             f"sum_elements={self.sum_elements!r}; expected an integer >= 1")
+        need(self.max_work_items is None or (isinstance(self.max_work_items, int) and self.max_work_items >= 1),
+             f"max_work_items={self.max_work_items!r}; expected None or an integer >= 1")
+        need(len(self.merge_sizes) >= 1 and all(isinstance(n, int) and n >= 2 for n in self.merge_sizes),
+             f"merge_sizes={self.merge_sizes!r}; expected one or more integers >= 2")
+        need(len(set(self.transfer_bytes)) >= 2 and all(isinstance(n, int) and n >= 1 for n in self.transfer_bytes),
+             f"transfer_bytes={self.transfer_bytes!r}; expected two or more distinct integers >= 1")
+        need(isinstance(self.repeats, int) and self.repeats >= 1,
+             f"repeats={self.repeats!r}; expected an integer >= 1")
+        need(self.min_cpu_sample_s >= 0, f"min_cpu_sample_s={self.min_cpu_sample_s!r}; expected >= 0")
+
+    @classmethod
+    def full(cls) -> "CalibrationSettings":
+        """2^22-element sum, merges of 2^12..2^18 elements, copies of 1 KiB..64 MiB, 7 repeats."""
+        return cls(sum_elements=1 << 22, merge_sizes=_pow2_range(12, 18),
+                   transfer_bytes=_pow2_range(10, 26), repeats=7)
+
+    @classmethod
+    def quick(cls) -> "CalibrationSettings":
+        """2^20-element sum, merges of 2^12..2^16, copies of 1 KiB..16 MiB (×4 steps), 5 repeats."""
+        return cls(sum_elements=1 << 20, merge_sizes=_pow2_range(12, 16, 2),
+                   transfer_bytes=_pow2_range(10, 24, 2), repeats=5, min_cpu_sample_s=1e-3)
+
+
+# -------------------------------------------------------------------- the device
+
+_VSUM = "hpu_calib_vsum"
+_MERGE = "hpu_calib_merge"
+
+_SOURCE = r"""
+#pragma OPENCL FP_CONTRACT OFF
+
+/* 004 Figure 5: work-item i adds the consecutive segment [i*seg, min(n, (i+1)*seg)). */
+__kernel void hpu_calib_vsum(__global const float *a, __global const float *b,
+                             __global float *c, const long n, const long seg)
+{
+    long lo = (long)get_global_id(0) * seg;
+    long hi = lo + seg;
+    if (hi > n) hi = n;
+    for (long i = lo; i < hi; ++i)
+        c[i] = a[i] + b[i];
+}
+
+/* 004 Figure 6: one work-item merges the pair-th of several pairs of sorted
+   lists, a[pair*na ..] and b[pair*nb ..], into out[pair*(na+nb) ..]. */
+__kernel void hpu_calib_merge(__global const int *a, __global const int *b,
+                              __global int *out, const long na, const long nb,
+                              const long pair)
+{
+    if (get_global_id(0) != 0) return;
+    a += pair * na;
+    b += pair * nb;
+    out += pair * (na + nb);
+    long i = 0, j = 0, k = 0;
+    while (i < na && j < nb) {
+        int x = a[i];
+        int y = b[j];
+        if (y < x) { out[k++] = y; ++j; }
+        else       { out[k++] = x; ++i; }
+    }
+    while (i < na) out[k++] = a[i++];
+    while (j < nb) out[k++] = b[j++];
+}
+"""
+
+
+def _resolve_device(device):
+    """A ``pyopencl.Device`` for None, a device string, a DeviceInfo or a Device."""
+    from hpu._opencl import _device as dev_mod
+
+    if isinstance(device, dev_mod.DeviceInfo):
+        return dev_mod.select_device(device.index)
+    if device is None or isinstance(device, str):
+        return dev_mod.select_device(device)
+    return device
+
+
+class _OpenCLBench:
+    """The device side of the measurements: buffers, kernels, one timed run at a time.
+
+    Each ``*_run`` method performs one run and returns its seconds; the
+    caller decides about warm-ups and repeats.
+    """
+
+    def __init__(self, device=None):
+        import pyopencl as cl
+
+        from hpu._opencl._device import context_and_queue
+
+        self._cl = cl
+        self.device = _resolve_device(device)
+        ctx, _ = context_and_queue(self.device)
+        self.ctx = ctx
+        dev = self.device
+        t = dev.type
+        self.kind = ("GPU" if t & cl.device_type.GPU else "ACCELERATOR" if t & cl.device_type.ACCELERATOR
+                     else "CPU" if t & cl.device_type.CPU else cl.device_type.to_string(t))
+        self.name = dev.name.strip()
+        self.platform = dev.platform.name.strip()
+        self.driver_version = dev.driver_version.strip()
+        self.compute_units = int(dev.max_compute_units)
+        simd = [int(getattr(dev, "preferred_vector_width_float", 1) or 1)]
+        for attr in ("warp_size_nv", "wavefront_width_amd"):
+            try:
+                simd.append(int(getattr(dev, attr)))
+            except Exception:
+                pass
+        self.simd_width = max(simd)
+        self.max_alloc = int(dev.max_mem_alloc_size)
+        try:
+            self.queue = cl.CommandQueue(ctx, dev, properties=cl.command_queue_properties.PROFILING_ENABLE)
+            self.events = True
+        except cl.Error:  # pragma: no cover - every conformant device supports profiling
+            self.queue = cl.CommandQueue(ctx, dev)
+            self.events = False
+        try:
+            program = cl.Program(ctx, _SOURCE).build()
+        except cl.Error as err:
+            log = str(err)
+            first = next((ln.strip() for ln in log.splitlines() if "error" in ln.lower()), log.strip()[:200])
+            raise KernelBuildError(
+                f"the OpenCL device {self.name!r} ({self.platform}, driver {self.driver_version}) "
+                f"could not compile hpu's calibration kernels: {first}. Check the OpenCL installation "
+                "with `hpu devices`, or choose another device with --device / HPU_DEVICE",
+                source=_SOURCE, log=log) from None
+        self._vsum = cl.Kernel(program, _VSUM)
+        self._merge = cl.Kernel(program, _MERGE)
+        self._sum_bufs = None
+        self._merge_bufs = None
+        self._xfer = None
+
+    # -- timing ------------------------------------------------------------------
+    def _timed(self, launch) -> float:
+        w = time.perf_counter()
+        ev = launch()
+        ev.wait()
+        wall = time.perf_counter() - w
+        if self.events:
+            try:
+                return max(0.0, (ev.profile.end - ev.profile.start) * 1e-9)
+            except self._cl.Error:  # pragma: no cover
+                pass
+        return wall
+
+    # -- g: element-wise sum ---------------------------------------------------------
+    def sum_setup(self, n: int) -> None:
+        cl = self._cl
+        rng = np.random.default_rng(12345)
+        a = rng.random(n, dtype=np.float32)
+        b = rng.random(n, dtype=np.float32)
+        mf = cl.mem_flags
+        self._sum_host = (a, b)
+        self._sum_bufs = (cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a),
+                          cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=b),
+                          cl.Buffer(self.ctx, mf.WRITE_ONLY, a.nbytes))
+        self._sum_n = n
+
+    def sum_run(self, work_items: int) -> float:
+        A, B, C = self._sum_bufs
+        n = self._sum_n
+        seg = -(-n // work_items)
+        # On a CPU device one work-group runs on one thread: groups of one work-item let
+        # the driver spread the sweep's work-items over its cores, as a GPU spreads warps.
+        local = (1,) if self.kind == "CPU" else None
+        return self._timed(lambda: self._vsum(self.queue, (work_items,), local, A, B, C,
+                                              np.int64(n), np.int64(seg)))
+
+    def sum_check(self) -> None:
+        a, b = self._sum_host
+        c = np.empty_like(a)
+        self._cl.enqueue_copy(self.queue, c, self._sum_bufs[2])
+        if not np.array_equal(c, a + b):
+            bad = int(np.argmax(c != a + b))
+            raise DeviceUnavailableError(
+                f"the OpenCL device {self.name!r} computed a wrong element-wise sum during calibration "
+                f"(element {bad}: {c[bad]!r}, expected {(a + b)[bad]!r}); choose another device with "
+                "--device / HPU_DEVICE")
+
+    # -- γ: one-task merge -------------------------------------------------------------
+    def merge_setup(self, pool: "_MergePool") -> None:
+        cl = self._cl
+        mf = cl.mem_flags
+        self._pool = pool
+        self._merge_bufs = (cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=pool.a),
+                            cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=pool.b),
+                            cl.Buffer(self.ctx, mf.WRITE_ONLY, pool.out.nbytes))
+
+    def merge_run(self, pair: int) -> float:
+        A, B, O = self._merge_bufs
+        p = self._pool
+        return self._timed(lambda: self._merge(self.queue, (1,), (1,), A, B, O, np.int64(p.na),
+                                               np.int64(p.nb), np.int64(pair)))
+
+    def merge_result(self) -> np.ndarray:
+        out = np.empty_like(self._pool.out)
+        self._cl.enqueue_copy(self.queue, out, self._merge_bufs[2])
+        return out
+
+    # -- λ, δ: copies ------------------------------------------------------------------
+    def transfer_setup(self, max_bytes: int) -> None:
+        cl = self._cl
+        host = np.empty(max_bytes, dtype=np.uint8)
+        host.fill(0xA5)                     # touch every page before anything is timed
+        self._xfer = (host, cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, max_bytes))
+        cl.enqueue_copy(self.queue, self._xfer[1], host).wait()
+
+    def h2d_run(self, nbytes: int) -> float:
+        host, buf = self._xfer
+        w = time.perf_counter()
+        self._cl.enqueue_copy(self.queue, buf, host[:nbytes], is_blocking=True)
+        return time.perf_counter() - w
+
+    def d2h_run(self, nbytes: int) -> float:
+        host, buf = self._xfer
+        w = time.perf_counter()
+        self._cl.enqueue_copy(self.queue, host[:nbytes], buf, is_blocking=True)
+        return time.perf_counter() - w
+
+    def close(self) -> None:
+        self._sum_bufs = self._merge_bufs = self._xfer = None
+        self.queue.finish()
+
+
+# ------------------------------------------------------------------------ the CPU
+
+#: Elements in the pool of merge inputs of one size.  Timing the same merge
+#: over and over lets the CPU's branch predictor learn its outcomes (measured
+#: here: 0.7 instead of 4.5 ns per element at 2^13); cycling through pairs that
+#: add up to this many elements keeps every timed merge a fresh one.
+MERGE_POOL_ELEMENTS = 1 << 18
+
+
+@dataclass(frozen=True)
+class _MergePool:
+    """``pairs`` pairs of sorted int32 lists of ``na`` and ``nb`` elements, concatenated."""
+
+    a: np.ndarray
+    b: np.ndarray
+    out: np.ndarray
+    na: int
+    nb: int
+    pairs: int
+
+    @classmethod
+    def random(cls, n: int, rng) -> "_MergePool":
+        na, nb = n // 2, n - n // 2
+        k = max(1, MERGE_POOL_ELEMENTS // n)
+        a = np.sort(rng.integers(0, 2 * n, (k, na), dtype=np.int32), axis=1).ravel()
+        b = np.sort(rng.integers(0, 2 * n, (k, nb), dtype=np.int32), axis=1).ravel()
+        return cls(a=a, b=b, out=np.empty(k * n, dtype=np.int32), na=na, nb=nb, pairs=k)
+
+    def expected(self, pair: int) -> np.ndarray:
+        na, nb = self.na, self.nb
+        return np.sort(np.concatenate([self.a[pair * na:(pair + 1) * na],
+                                       self.b[pair * nb:(pair + 1) * nb]]), kind="stable")
+
+    def merged(self, out: np.ndarray, pair: int) -> np.ndarray:
+        n = self.na + self.nb
+        return out[pair * n:(pair + 1) * n]
+
+
+@lru_cache(maxsize=None)
+def _cpu_merge_kernel():
+    import numba
+
+    @numba.njit(cache=False, nogil=True)
+    def merge_pairs(a, b, out, na, nb, pairs, first, count):
+        """Merge ``count`` pairs, cycling from pair ``first``; one thread."""
+        for r in range(count):
+            p = (first + r) % pairs
+            i = p * na
+            j = p * nb
+            k = p * (na + nb)
+            ie = i + na
+            je = j + nb
+            while i < ie and j < je:
+                x = a[i]
+                y = b[j]
+                if y < x:
+                    out[k] = y
+                    j += 1
+                else:
+                    out[k] = x
+                    i += 1
+                k += 1
+            while i < ie:
+                out[k] = a[i]
+                i += 1
+                k += 1
+            while j < je:
+                out[k] = b[j]
+                j += 1
+                k += 1
+
+    return merge_pairs
+
+
+def _cpu_merge_run(pool: _MergePool, min_seconds: float) -> float:
+    """Seconds of one CPU merge (one thread): merges cycle through the pool until ``min_seconds`` pass."""
+    merge_pairs = _cpu_merge_kernel()
+    reps = 1
+    while True:
+        w = time.perf_counter()
+        merge_pairs(pool.a, pool.b, pool.out, pool.na, pool.nb, pool.pairs, 0, reps)
+        dt = time.perf_counter() - w
+        if dt >= min_seconds or reps >= 1 << 20:
+            return dt / reps
+        reps = max(reps * 2, int(reps * min_seconds / max(dt, 1e-9) * 1.2) + 1)
+
+
+# --------------------------------------------------------------------- estimates
+
+@dataclass(frozen=True)
+class Estimates:
+    """The model's parameters as derived from a profile's raw sweeps."""
+
+    g: int
+    g_knee: _stats.Knee
+    gamma: _stats.Ratio
+    cpu_seconds_per_element: float
+    transfer: _stats.Line
+    h2d: _stats.Line
+    d2h: _stats.Line
+
+
+def estimates(sweeps: Sweeps, *, tolerance: float = KNEE_TOLERANCE) -> Estimates:
+    """Derive g, γ, cpu seconds/element, λ and δ from raw sweeps (pure; used by :func:`calibrate`).
+
+    λ and δ come from one fit (:func:`hpu._stats.fit_transfer`) over both
+    directions' copies (the model charges one λ + δ·w per transfer either
+    way); the per-direction fits are returned too.
+    """
+    xs, reps = _stats.group_samples(sweeps.g)
+    knee = _stats.find_knee(xs, reps, tolerance=tolerance)
+    cx, creps = _stats.group_samples(sweeps.merge_cpu)
+    dx, dreps = _stats.group_samples(sweeps.merge_device)
+    if cx != dx:
+        raise ValueError(f"merge sweeps cover different sizes (CPU {cx}, device {dx}); "
+                         "expected the same sizes on both sides")
+    ratio = _stats.ratio_estimate(creps, dreps)
+    per_el = float(np.median(_stats.point_medians(creps) / np.asarray(cx, dtype=float)))
+    hx, hreps = _stats.group_samples(sweeps.h2d)
+    ox, oreps = _stats.group_samples(sweeps.d2h)
+    both_x, both_r = _stats.group_samples(list(sweeps.h2d) + list(sweeps.d2h))
+    return Estimates(g=int(knee.x), g_knee=knee, gamma=ratio, cpu_seconds_per_element=per_el,
+                     transfer=_stats.fit_transfer(both_x, both_r),
+                     h2d=_stats.fit_transfer(hx, hreps), d2h=_stats.fit_transfer(ox, oreps))
+
+
+# ---------------------------------------------------------------------- progress
+
+class _Progress:
+    def __init__(self, progress, total: int):
+        self.total = total
+        self.done = 0
+        self._cb: ProgressCallback | None = None
+        self._rich = None
+        if callable(progress):
+            self._cb = progress
+        elif progress is True or (progress is None and sys.stderr.isatty()):
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._rich = Progress(TextColumn("calibrating {task.description:<28}"), BarColumn(),
+                                  TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
+                                  console=Console(stderr=True), transient=True)
+            self._task = self._rich.add_task("", total=total)
+
+    def __enter__(self):
+        if self._rich is not None:
+            self._rich.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self._rich is not None:
+            self._rich.stop()
+
+    def begin(self, stage: str) -> None:
+        """Show what is being measured now (the callback hears of finished steps only)."""
+        if self._rich is not None:
+            self._rich.update(self._task, description=stage)
+
+    def step(self, stage: str) -> None:
+        self.done += 1
+        if self._cb is not None:
+            self._cb(stage, self.done, self.total)
+        if self._rich is not None:
+            self._rich.update(self._task, description=stage, completed=self.done)
+
+
+# --------------------------------------------------------------------- calibrate
+
+def _after_warmup(run, repeats: int) -> list[float]:
+    run()                       # warm-up: the first run of a shape compiles/specialises
+    return [run() for _ in range(repeats)]
+
+
+def calibrate(device=None, quick: bool = False, progress=None, *,
+              settings: CalibrationSettings | None = None) -> Profile:
+    """Measure p, g, γ, λ, δ (and the CPU's merge seconds per element) and return a Profile.
+
+    ``device``: None (``HPU_DEVICE`` or the default), a device string as
+    ``hpu devices`` lists them, a ``DeviceInfo`` or a ``pyopencl.Device``.
+    ``quick``: the sizes of :meth:`CalibrationSettings.quick` (under a minute)
+    instead of :meth:`~CalibrationSettings.full` (a few minutes); ``settings``
+    overrides both (``quick`` is still recorded in the profile).
+    ``progress``: None shows a progress bar on stderr when it is a terminal,
+    False never, True always, or a callable ``progress(stage, done, total)``.
+
+    The profile is returned, not saved: see :func:`save_profile`.  Raises
+    :class:`hpu.KernelBuildError` when the device cannot compile the
+    calibration kernels and :class:`hpu.DeviceUnavailableError` when it
+    computes wrong results or there is no device.
+    """
+    import numba
+
+    if settings is None:
+        settings = CalibrationSettings.quick() if quick else CalibrationSettings.full()
+    elif not isinstance(settings, CalibrationSettings):
+        raise TypeError(f"settings must be a CalibrationSettings, got {type(settings).__name__}")
+    if not (progress is None or isinstance(progress, bool) or callable(progress)):
+        raise TypeError(f"progress={progress!r}; expected None, True, False or a callable(stage, done, total)")
+
+    bench = _OpenCLBench(device)
+    try:
+        return _measure(bench, settings, quick=bool(quick), progress=progress,
+                        p=int(numba.get_num_threads()))
+    finally:
+        bench.close()
+
+
+def _sweep_counts(settings: CalibrationSettings, bench) -> list[int]:
+    top = settings.max_work_items
+    if top is None:
+        wide = 16 * max(1, bench.compute_units) * max(1, bench.simd_width)
+        top = max(1 << 16, 1 << math.ceil(math.log2(wide)))
+    top = max(1, min(top, settings.sum_elements))
+    return [1 << e for e in range(0, int(math.log2(top)) + 1)]
+
+
+def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: int) -> Profile:
+    from hpu._profile import _host, _hpu_version, _now
+
+    counts = _sweep_counts(settings, bench)
+    merge_sizes = sorted(set(settings.merge_sizes))
+    xfer = sorted({min(n, bench.max_alloc) for n in settings.transfer_bytes})
+    if len(xfer) < 2:
+        raise DeviceUnavailableError(
+            f"the OpenCL device {bench.name!r} allows buffers of only {bench.max_alloc} bytes; "
+            "too small to measure transfer costs")
+    total = len(counts) + 2 * len(merge_sizes) + 2 * len(xfer)
+    R = settings.repeats
+    g_pairs, cpu_pairs, dev_pairs, h2d_pairs, d2h_pairs = [], [], [], [], []
+    rng = np.random.default_rng(2014)
+
+    with _Progress(progress, total) as bar:
+        # g: time vs work-items of an element-wise sum on consecutive segments
+        bar.begin("g: work-item sweep")
+        bench.sum_setup(settings.sum_elements)
+        bench.sum_run(counts[0])                    # the kernel's compiling run
+        for n_items in counts:
+            for t in _after_warmup(lambda: bench.sum_run(n_items), R):
+                g_pairs.append((n_items, t))
+            bar.step("g: work-item sweep")
+        bench.sum_check()
+
+        # γ: a one-task merge on each side, each timed merge on fresh inputs
+        merge_pairs = _cpu_merge_kernel()
+        first = True
+        for n in merge_sizes:
+            bar.begin("γ: one-task merge, CPU")
+            pool = _MergePool.random(n, rng)
+            merge_pairs(pool.a, pool.b, pool.out, pool.na, pool.nb, pool.pairs, 0, pool.pairs)
+            for k in range(pool.pairs):             # the first call also compiled it
+                if not np.array_equal(pool.merged(pool.out, k), pool.expected(k)):  # pragma: no cover
+                    raise HpuError("the CPU merge used for calibration gave a wrong result")
+            for t in _after_warmup(lambda: _cpu_merge_run(pool, settings.min_cpu_sample_s), R):
+                cpu_pairs.append((n, t))
+            bar.step("γ: one-task merge, CPU")
+
+            bar.begin("γ: one-task merge, device")
+            bench.merge_setup(pool)
+            used = itertools.count()
+
+            def run_device(pool=pool, used=used):
+                return bench.merge_run(next(used) % pool.pairs)
+
+            if first:
+                run_device()                        # the kernel's compiling run
+                first = False
+            for t in _after_warmup(run_device, R):
+                dev_pairs.append((n, t))
+            got = bench.merge_result()
+            for k in range(min(next(used), pool.pairs)):
+                want = pool.expected(k)
+                have = pool.merged(got, k)
+                if not np.array_equal(have, want):
+                    bad = int(np.argmax(have != want))
+                    raise DeviceUnavailableError(
+                        f"the OpenCL device {bench.name!r} merged wrongly during calibration (n={n}, "
+                        f"element {bad}: {have[bad]}, expected {want[bad]}); choose another device "
+                        "with --device / HPU_DEVICE")
+            bar.step("γ: one-task merge, device")
+
+        # λ, δ: copies of growing size, both directions
+        bench.transfer_setup(max(xfer))
+        for direction, run, pairs in (("h2d", bench.h2d_run, h2d_pairs), ("d2h", bench.d2h_run, d2h_pairs)):
+            label = f"λ, δ: copies {'host→device' if direction == 'h2d' else 'device→host'}"
+            for nbytes in xfer:
+                bar.begin(label)
+                for t in _after_warmup(lambda: run(nbytes), R):
+                    pairs.append((nbytes, t))
+                bar.step(label)
+
+    sweeps = Sweeps(g_elements=settings.sum_elements, g=tuple(g_pairs), merge_cpu=tuple(cpu_pairs),
+                    merge_device=tuple(dev_pairs), h2d=tuple(h2d_pairs), d2h=tuple(d2h_pairs))
+    est = estimates(sweeps)
+    return Profile(
+        p=p,
+        g=est.g,
+        gamma=est.gamma.value,
+        # A negative intercept or slope is noise around zero; the model needs >= 0.
+        latency_s=max(0.0, est.transfer.intercept),
+        seconds_per_byte=max(0.0, est.transfer.slope),
+        cpu_seconds_per_element=est.cpu_seconds_per_element,
+        device=bench.name, platform=bench.platform, driver_version=bench.driver_version,
+        device_kind=bench.kind, compute_units=bench.compute_units,
+        device_shares_cpu=bench.kind == "CPU",
+        host=_host(), hpu_version=_hpu_version(), created=_now(), quick=bool(quick),
+        source="measured", sweeps=sweeps,
+    )
+
+
+# ------------------------------------------------------------------------ figures
+
+def _figure():
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise HpuError("plotting needs matplotlib, which is not installed; "
+                       "install it with `pip install matplotlib`") from None
+    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _need(pairs, what: str, profile: Profile):
+    if not pairs:
+        raise HpuError(f"the profile for {profile.device!r} ({profile.source}) has no {what} sweep to "
+                       "plot; run `hpu calibrate` to measure one")
+
+
+def _finish(fig, path):
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig
+
+
+def plot_g_sweep(profile: Profile, path=None):
+    """004 Figure 5: time vs work-items of the element-wise sum, the knee (g) marked.
+
+    Returns the matplotlib ``Figure``; writes it to ``path`` (PNG) when given.
+    """
+    _need(profile.sweeps.g, "g", profile)
+    xs, reps = _stats.group_samples(profile.sweeps.g)
+    med = _stats.point_medians(reps)
+    fig = _figure()
+    ax = fig.add_subplot()
+    for x, r in zip(xs, reps):
+        ax.scatter([x] * len(r), r, s=8, color="0.7", zorder=1)
+    ax.plot(xs, med, "o-", color="C0", zorder=2, label="median time")
+    ax.axvline(profile.g, color="C3", ls="--", label=f"g = {profile.g}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("work-items (each on a consecutive segment)")
+    ax.set_ylabel("seconds")
+    ax.set_title(f"element-wise sum of 2×{profile.sweeps.g_elements} float32 on {profile.device}",
+                 fontsize=9)
+    ax.legend()
+    return _finish(fig, path)
+
+
+def plot_gamma(profile: Profile, path=None):
+    """004 Figure 6: CPU time / device time of a one-task merge vs size, γ marked."""
+    _need(profile.sweeps.merge_cpu, "merge", profile)
+    cx, creps = _stats.group_samples(profile.sweeps.merge_cpu)
+    _, dreps = _stats.group_samples(profile.sweeps.merge_device)
+    ratio = _stats.ratio_estimate(creps, dreps)
+    fig = _figure()
+    ax = fig.add_subplot()
+    ax.plot(cx, ratio.ratios, "o-", color="C0", label="CPU time / device time")
+    ax.axhline(profile.gamma, color="C3", ls="--",
+               label=f"γ = {profile.gamma:.3g} (1/γ = {profile.inv_gamma:.3g})")
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("elements merged by one task")
+    ax.set_ylabel("γ (speed of one device work-item / one CPU core)")
+    ax.set_title(f"one-task merge, {profile.device}", fontsize=9)
+    ax.legend()
+    return _finish(fig, path)
+
+
+def plot_transfers(profile: Profile, path=None):
+    """Copy time vs bytes in both directions, with the fitted λ + δ·bytes."""
+    _need(profile.sweeps.h2d, "transfer", profile)
+    fig = _figure()
+    ax = fig.add_subplot()
+    xs_all = [x for x, _ in profile.sweeps.h2d + profile.sweeps.d2h]
+    bottom, top = max(1, min(xs_all)), max(xs_all)
+    for name, pairs, color in (("host→device", profile.sweeps.h2d, "C0"),
+                               ("device→host", profile.sweeps.d2h, "C1")):
+        if not pairs:
+            continue
+        xs, reps = _stats.group_samples(pairs)
+        ax.plot(xs, _stats.point_medians(reps), "o", color=color, label=name)
+    grid = np.geomspace(bottom, top, 64)
+    ax.plot(grid, profile.latency_s + profile.seconds_per_byte * grid, "-", color="C3",
+            label=f"λ = {profile.latency_s * 1e6:.3g} µs, 1/δ = {_bandwidth(profile)}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("bytes")
+    ax.set_ylabel("seconds")
+    ax.set_title(f"copies to and from {profile.device}", fontsize=9)
+    ax.legend()
+    return _finish(fig, path)
+
+
+def _bandwidth(profile: Profile) -> str:
+    if profile.seconds_per_byte <= 0:
+        return "∞"
+    return f"{1.0 / profile.seconds_per_byte / 1e9:.3g} GB/s"

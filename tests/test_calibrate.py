@@ -1,0 +1,400 @@
+"""hpu.calibrate: the measuring loop, the estimates, the figures, and a real run.
+
+The measuring loop is tested against ``SyntheticBench``, a stand-in for the
+OpenCL side whose timings follow known curves (a knee at G work-items, a
+line λ + δ·bytes) and whose first run of every shape is slow, as a compiling
+run is: the profile must recover G, λ and δ and contain none of the slow
+runs.  The CPU side (a Numba merge) is always real.  A real device run with
+tiny sizes checks the OpenCL kernels; it is skipped, with the reason, where
+the OpenCL device cannot compile kernels.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import hpu
+import hpu.calibrate as cal
+from hpu import _profile
+from hpu._errors import DeviceUnavailableError, HpuError, KernelBuildError
+from hpu.calibrate import CalibrationSettings, Profile, Sweeps
+
+TINY = CalibrationSettings(sum_elements=1 << 12, merge_sizes=(256, 1024), transfer_bytes=(1024, 4096, 16384),
+                           repeats=3, max_work_items=256, min_cpu_sample_s=1e-4)
+
+
+@pytest.fixture(autouse=True)
+def isolated_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(_profile, "profiles_dir", lambda: tmp_path / "config" / "profiles")
+    monkeypatch.delenv("HPU_PROFILE", raising=False)
+    monkeypatch.delenv("HPU_NO_AUTOCALIBRATE", raising=False)
+
+
+class SyntheticBench:
+    """The OpenCL side with known answers: knee at G, γ_dev seconds/element, copies λ + δ·bytes.
+
+    Every first run of a shape takes 50x longer (compilation); a correct
+    measuring loop throws those runs away.
+    """
+
+    G = 32
+    LAM = 2e-5
+    DELTA = 1e-10
+    DEV_S_PER_EL = 4e-8
+
+    def __init__(self, device=None, *, wrong_sum=False, wrong_merge=False):
+        self.name, self.platform, self.driver_version = "Synthetic Device", "Synthetic Platform", "1.0"
+        self.kind, self.compute_units, self.simd_width = "GPU", 4, 8
+        self.max_alloc = 1 << 30
+        self.wrong_sum, self.wrong_merge = wrong_sum, wrong_merge
+        self.seen: set = set()
+        self.runs: list = []
+        self.closed = False
+
+    def _t(self, shape, seconds):
+        slow = shape not in self.seen
+        self.seen.add(shape)
+        self.runs.append((shape, slow))
+        return seconds * (50 if slow else 1)
+
+    def sum_setup(self, n):
+        self.n = n
+
+    def sum_run(self, work_items):
+        return self._t(("sum", work_items), 1e-3 * self.n / min(work_items, self.G) / self.n + 1e-6)
+
+    def sum_check(self):
+        if self.wrong_sum:
+            raise DeviceUnavailableError("wrong sum")
+
+    def merge_setup(self, pool):
+        self.pool = pool
+        self.out = np.zeros_like(pool.out)
+
+    def merge_run(self, pair):
+        p = self.pool
+        n = p.na + p.nb
+        self.out[pair * n:(pair + 1) * n] = np.sort(np.concatenate(
+            [p.a[pair * p.na:(pair + 1) * p.na], p.b[pair * p.nb:(pair + 1) * p.nb]]))
+        if self.wrong_merge:
+            self.out[pair * n] += 1
+        return self._t(("merge", n), self.DEV_S_PER_EL * n)
+
+    def merge_result(self):
+        return self.out.copy()
+
+    def transfer_setup(self, max_bytes):
+        self.max_bytes = max_bytes
+
+    def h2d_run(self, nbytes):
+        return self._t(("h2d", nbytes), self.LAM + self.DELTA * nbytes)
+
+    def d2h_run(self, nbytes):
+        return self._t(("d2h", nbytes), self.LAM + self.DELTA * nbytes)
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.fixture
+def synthetic(monkeypatch):
+    made = []
+
+    def factory(device=None):
+        bench = SyntheticBench(device)
+        made.append(bench)
+        return bench
+
+    monkeypatch.setattr(cal, "_OpenCLBench", factory)
+    return made
+
+
+# ------------------------------------------------------------------- the loop
+
+def test_calibrate_recovers_the_synthetic_parameters(synthetic):
+    import numba
+
+    prof = cal.calibrate(settings=TINY, progress=False)
+    bench = synthetic[0]
+    assert bench.closed
+    assert prof.p == numba.get_num_threads()
+    assert prof.g == SyntheticBench.G
+    assert prof.latency_s == pytest.approx(SyntheticBench.LAM, rel=1e-6)
+    assert prof.seconds_per_byte == pytest.approx(SyntheticBench.DELTA, rel=1e-6)
+    assert (prof.device, prof.platform, prof.driver_version) == ("Synthetic Device", "Synthetic Platform", "1.0")
+    assert prof.device_kind == "GPU" and not prof.device_shares_cpu
+    assert prof.source == "measured" and prof.quick is False
+    assert prof.hpu_version == hpu.__version__
+
+
+def test_gamma_is_the_median_ratio_of_the_raw_merges(synthetic):
+    prof = cal.calibrate(settings=TINY, progress=False)
+    sizes = sorted(set(TINY.merge_sizes))
+    ratios, per_el = [], []
+    for n in sizes:
+        cpu = np.median([t for x, t in prof.sweeps.merge_cpu if x == n])
+        dev = np.median([t for x, t in prof.sweeps.merge_device if x == n])
+        assert dev == pytest.approx(SyntheticBench.DEV_S_PER_EL * n)
+        ratios.append(cpu / dev)
+        per_el.append(cpu / n)
+    assert prof.gamma == pytest.approx(float(np.median(ratios)))
+    assert prof.cpu_seconds_per_element == pytest.approx(float(np.median(per_el)))
+    assert 0 < prof.cpu_seconds_per_element < 1e-6          # a merge is nanoseconds per element
+
+
+def test_first_runs_are_thrown_away_and_repeats_kept(synthetic):
+    prof = cal.calibrate(settings=TINY, progress=False)
+    bench = synthetic[0]
+    counts = [1 << e for e in range(9)]                      # 1 .. max_work_items=256
+    assert sorted({x for x, _ in prof.sweeps.g}) == counts
+    for name, xs in (("g", counts), ("merge_device", TINY.merge_sizes), ("merge_cpu", TINY.merge_sizes),
+                     ("h2d", TINY.transfer_bytes), ("d2h", TINY.transfer_bytes)):
+        pairs = getattr(prof.sweeps, name)
+        assert len(pairs) == len(xs) * TINY.repeats, name
+    # every slow (first) run happened, and none of them is in the profile
+    slow = [shape for shape, was_slow in bench.runs if was_slow]
+    assert len(slow) == len(counts) + len(TINY.merge_sizes) + 2 * len(TINY.transfer_bytes)
+    g_times = dict(prof.sweeps.g)
+    assert max(t for _, t in prof.sweeps.g) < 2e-3 and g_times[1] == pytest.approx(1e-3 + 1e-6)
+    assert max(t for _, t in prof.sweeps.h2d) < 1.01 * (SyntheticBench.LAM + SyntheticBench.DELTA * 16384)
+
+
+def test_progress_callback_sees_every_step(synthetic):
+    seen = []
+    cal.calibrate(settings=TINY, progress=lambda stage, done, total: seen.append((stage, done, total)))
+    total = 9 + 2 * 2 + 2 * 3
+    assert [d for _, d, _ in seen] == list(range(1, total + 1))
+    assert {t for _, _, t in seen} == {total}
+    stages = [s for s, _, _ in seen]
+    assert stages[0].startswith("g") and any(s.startswith("γ") for s in stages) and stages[-1].startswith("λ")
+
+
+def test_wrong_device_results_are_errors_not_profiles(monkeypatch):
+    for flag in ("wrong_sum", "wrong_merge"):
+        monkeypatch.setattr(cal, "_OpenCLBench", lambda device=None, f=flag: SyntheticBench(device, **{f: True}))
+        with pytest.raises(DeviceUnavailableError):
+            cal.calibrate(settings=TINY, progress=False)
+
+
+def test_default_sweep_reaches_well_past_the_device_width():
+    bench = SyntheticBench()
+    full = CalibrationSettings.full()
+    counts = cal._sweep_counts(full, bench)
+    assert counts[0] == 1 and counts[-1] == 1 << 16
+    assert all(b == 2 * a for a, b in zip(counts, counts[1:]))
+    bench.compute_units, bench.simd_width = 128, 64          # a big GPU: 16 x 128 x 64 = 2^17
+    assert cal._sweep_counts(full, bench)[-1] == 1 << 17
+    small = CalibrationSettings(sum_elements=1000, merge_sizes=(4,), transfer_bytes=(1, 2), repeats=1)
+    assert cal._sweep_counts(small, bench)[-1] == 512        # never past the array
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(sum_elements=0), "sum_elements=0"),
+    (dict(merge_sizes=()), "merge_sizes"),
+    (dict(merge_sizes=(1,)), "merge_sizes"),
+    (dict(transfer_bytes=(8, 8)), "transfer_bytes"),
+    (dict(repeats=0), "repeats=0"),
+    (dict(max_work_items=0), "max_work_items=0"),
+])
+def test_settings_refuse_bad_sizes(kwargs, match):
+    base = dict(sum_elements=16, merge_sizes=(4,), transfer_bytes=(1, 2), repeats=1)
+    with pytest.raises(ValueError, match=match):
+        CalibrationSettings(**{**base, **kwargs})
+
+
+def test_calibrate_refuses_bad_arguments():
+    with pytest.raises(TypeError, match="CalibrationSettings"):
+        cal.calibrate(settings={"repeats": 1})
+    with pytest.raises(TypeError, match="progress="):
+        cal.calibrate(settings=TINY, progress="yes")
+
+
+def test_estimates_from_sweeps_are_the_stats_of_the_raw_pairs():
+    g = tuple((x, 1.0 / min(x, 8)) for x in (1, 2, 4, 8, 16, 32) for _ in range(3))
+    sw = Sweeps(g_elements=64, g=g, merge_cpu=((100, 1e-6), (200, 2e-6)), merge_device=((100, 4e-6), (200, 1e-5)),
+                h2d=((1000, 1.1e-5), (2000, 1.2e-5), (4000, 1.4e-5)), d2h=((1000, 1.1e-5), (4000, 1.4e-5)))
+    est = cal.estimates(sw)
+    assert est.g == 8
+    assert est.gamma.ratios == pytest.approx((0.25, 0.2)) and est.gamma.value == pytest.approx(0.225)
+    assert est.cpu_seconds_per_element == pytest.approx(1e-8)
+    assert est.transfer.intercept == pytest.approx(1e-5) and est.transfer.slope == pytest.approx(1e-9)
+    with pytest.raises(ValueError, match="different sizes"):
+        cal.estimates(Sweeps(g=g, merge_cpu=((100, 1e-6),), merge_device=((200, 1e-6),), h2d=sw.h2d, d2h=sw.d2h))
+
+
+# ------------------------------------------------------------------ CPU merge
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(2, 3000), seed=st.integers(0, 2**32 - 1))
+def test_cpu_merge_of_a_pool_matches_numpy(n, seed, monkeypatch):
+    monkeypatch.setattr(cal, "MERGE_POOL_ELEMENTS", 4096)
+    pool = cal._MergePool.random(n, np.random.default_rng(seed))
+    assert pool.pairs == max(1, 4096 // n) and pool.na + pool.nb == n
+    assert pool.out.size == pool.pairs * n
+    merge_pairs = cal._cpu_merge_kernel()
+    first = seed % pool.pairs
+    merge_pairs(pool.a, pool.b, pool.out, pool.na, pool.nb, pool.pairs, first, pool.pairs)
+    for k in range(pool.pairs):
+        a = pool.a[k * pool.na:(k + 1) * pool.na]
+        b = pool.b[k * pool.nb:(k + 1) * pool.nb]
+        assert np.array_equal(pool.merged(pool.out, k), np.sort(np.concatenate([a, b])))
+
+
+def test_merge_pool_pairs_differ_so_no_timed_merge_repeats_its_inputs():
+    pool = cal._MergePool.random(1 << 12, np.random.default_rng(0))
+    assert pool.pairs * (1 << 12) >= cal.MERGE_POOL_ELEMENTS
+    firsts = {tuple(pool.a[k * pool.na:k * pool.na + 16]) for k in range(pool.pairs)}
+    assert len(firsts) == pool.pairs
+    assert cal._cpu_merge_run(pool, 1e-4) > 0
+
+
+# ----------------------------------------------------------------------- figures
+
+def _png(path):
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
+
+
+def test_plots_write_pngs(synthetic, tmp_path):
+    prof = cal.calibrate(settings=TINY, progress=False)
+    for fn, name in ((cal.plot_g_sweep, "g.png"), (cal.plot_gamma, "gamma.png"), (cal.plot_transfers, "t.png")):
+        fig = fn(prof, tmp_path / name)
+        _png(tmp_path / name)
+        assert fig.axes and fig.axes[0].get_xscale() == "log"
+
+
+def test_plot_of_a_builtin_profile_says_what_is_missing():
+    import dataclasses
+    prof = dataclasses.replace(_profile_for_plots(), sweeps=Sweeps(), source="builtin")
+    with pytest.raises(HpuError, match="has no g sweep to plot; run `hpu calibrate`"):
+        cal.plot_g_sweep(prof)
+
+
+def test_plot_without_matplotlib_says_how_to_install(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    with pytest.raises(HpuError, match="pip install matplotlib"):
+        cal.plot_g_sweep(_profile_for_plots())
+
+
+def _profile_for_plots() -> Profile:
+    return Profile(p=2, g=4, gamma=0.5, latency_s=1e-5, seconds_per_byte=1e-10, cpu_seconds_per_element=2e-9,
+                   device="D", platform="P", driver_version="1", device_kind="CPU", compute_units=2,
+                   device_shares_cpu=True, host="h", hpu_version=hpu.__version__,
+                   created="2026-01-01T00:00:00+00:00", quick=True,
+                   sweeps=Sweeps(g_elements=8, g=((1, 1.0), (2, 0.5), (4, 0.25), (8, 0.25))))
+
+
+# ------------------------------------------- the kernels' logic, compiled as C
+
+_C_PRELUDE = """
+#include <stddef.h>
+#define __kernel
+#define __global
+static size_t hpu_gid;
+static size_t get_global_id(unsigned d) { (void)d; return hpu_gid; }
+"""
+
+_C_DRIVER = """
+void run_vsum(const float *a, const float *b, float *c, long n, long seg, long items) {
+    for (hpu_gid = 0; hpu_gid < (size_t)items; ++hpu_gid) hpu_calib_vsum(a, b, c, n, seg);
+}
+void run_merge(const int *a, const int *b, int *out, long na, long nb, long pair) {
+    hpu_gid = 0;
+    hpu_calib_merge(a, b, out, na, nb, pair);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def kernels_as_c(tmp_path_factory):
+    """The calibration kernels' OpenCL C built by the host C compiler (OpenCL C here is also C)."""
+    import ctypes
+    import shutil
+    import subprocess
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler to check the kernels' logic")
+    d = tmp_path_factory.mktemp("calib-c")
+    (d / "k.c").write_text(_C_PRELUDE + cal._SOURCE + _C_DRIVER)
+    subprocess.run([cc, "-O1", "-shared", "-fPIC", "-Wno-unknown-pragmas", "-o", str(d / "k.so"), str(d / "k.c")],
+                   check=True, capture_output=True)
+    return ctypes.CDLL(str(d / "k.so"))
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 5000), items=st.integers(1, 300), seed=st.integers(0, 2**32 - 1))
+def test_vsum_kernel_covers_every_element_once(kernels_as_c, n, items, seed):
+    import ctypes
+    rng = np.random.default_rng(seed)
+    a = rng.random(n, dtype=np.float32)
+    b = rng.random(n, dtype=np.float32)
+    c = np.full(n, np.nan, dtype=np.float32)
+    seg = -(-n // items)                                  # as _OpenCLBench.sum_run passes it
+    p = ctypes.c_void_p
+    kernels_as_c.run_vsum(p(a.ctypes.data), p(b.ctypes.data), p(c.ctypes.data), ctypes.c_long(n),
+                          ctypes.c_long(seg), ctypes.c_long(items))
+    assert np.array_equal(c, a + b)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(2, 3000), seed=st.integers(0, 2**32 - 1))
+def test_merge_kernel_merges_the_chosen_pair_only(kernels_as_c, n, seed):
+    import ctypes
+    pool = cal._MergePool.random(n, np.random.default_rng(seed))
+    out = np.full(pool.out.size, -7, dtype=np.int32)
+    pair = seed % pool.pairs
+    p = ctypes.c_void_p
+    kernels_as_c.run_merge(p(pool.a.ctypes.data), p(pool.b.ctypes.data), p(out.ctypes.data),
+                           ctypes.c_long(pool.na), ctypes.c_long(pool.nb), ctypes.c_long(pair))
+    assert np.array_equal(pool.merged(out, pair), pool.expected(pair))
+    others = np.ones(out.size, dtype=bool)
+    others[pair * n:(pair + 1) * n] = False
+    assert np.all(out[others] == -7)
+
+
+# ---------------------------------------------------------------- a real device
+
+def _real_device_or_skip():
+    from hpu._opencl._device import context_and_queue, devices
+
+    try:
+        if not devices():
+            pytest.skip("no OpenCL device")
+        import pyopencl as cl
+        ctx, _ = context_and_queue()
+        cl.Program(ctx, "__kernel void probe(__global int *a) { a[0] = 1; }").build()
+    except (HpuError, Exception) as err:   # pyopencl raises its own errors for a broken compiler
+        first = str(err).strip().splitlines()
+        pytest.skip(f"the OpenCL device cannot compile kernels here: "
+                    f"{next((ln for ln in first if 'error' in ln.lower()), first[0] if first else err)}")
+
+
+@pytest.mark.opencl
+def test_real_device_calibration_with_tiny_sizes():
+    _real_device_or_skip()
+    prof = cal.calibrate(settings=TINY, progress=False)     # kernels' results are checked inside
+    assert 1 <= prof.g <= 256
+    assert prof.gamma > 0 and prof.cpu_seconds_per_element > 0
+    assert prof.latency_s >= 0 and prof.seconds_per_byte >= 0
+    from hpu._opencl._device import select_device
+    dev = select_device(None)
+    assert prof.device == dev.name.strip()
+    assert prof.device_shares_cpu == bool(dev.type & __import__("pyopencl").device_type.CPU)
+    assert Profile.from_json(prof.to_json()) == prof
+
+
+def test_a_device_that_cannot_compile_gives_a_kernel_build_error(monkeypatch):
+    """Where kernels compile, a syntax error stands in for a broken compiler."""
+    from hpu._opencl._device import devices
+    if not devices():
+        pytest.skip("no OpenCL device")
+    monkeypatch.setattr(cal, "_SOURCE", cal._SOURCE + "\n this is not OpenCL C;\n")
+    with pytest.raises(KernelBuildError) as err:
+        cal.calibrate(settings=TINY, progress=False)
+    assert "could not compile hpu's calibration kernels" in str(err.value)
+    assert "hpu devices" in str(err.value) and err.value.source

@@ -1,0 +1,289 @@
+"""The robust estimators of hpu._stats on synthetic timing curves with known answers.
+
+Each curve is built from a true value (a knee, a ratio, a line), then noise and
+a few 10x spikes are added; the estimate must come back within tolerance.
+Spikes are slowdowns (a timing is never ten times too fast), and each point is
+measured several times, as calibration does.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hpu import _stats
+
+REPEATS = 5
+
+
+def knee_curve(g_exp: int, top_exp: int, work: float = 1.0, overhead: float = 0.0):
+    """Ideal time of an element-wise sum on N work-items of a device that runs g at once."""
+    xs = [1 << e for e in range(top_exp + 1)]
+    g = 1 << g_exp
+    return xs, [work / min(x, g) + overhead for x in xs]
+
+
+def noisy_repeats(rng, clean, noise, spikes_per_point, spike_points=()):
+    """REPEATS samples per point: multiplicative noise, some repeats spiked 10x,
+    and whole points in ``spike_points`` (their median too) spiked 10x."""
+    out = []
+    for i, t in enumerate(clean):
+        reps = t * (1 + rng.uniform(-noise, noise, REPEATS))
+        k = rng.integers(0, spikes_per_point + 1)
+        reps[rng.choice(REPEATS, size=k, replace=False)] *= 10
+        if i in spike_points:
+            reps *= 10
+        out.append(reps.tolist())
+    return out
+
+
+def isolated_interior(rng, n, count, avoid=-1):
+    """Up to ``count`` interior indices, no two adjacent and none at ``avoid``
+    (what despike can repair)."""
+    chosen = []
+    for i in rng.permutation(np.arange(1, n - 1)):
+        if len(chosen) == count:
+            break
+        if int(i) != avoid and all(abs(int(i) - c) > 1 for c in chosen):
+            chosen.append(int(i))
+    return chosen
+
+
+# --------------------------------------------------------------------- find_knee
+
+def test_knee_of_a_clean_curve_is_the_saturation_point():
+    xs, t = knee_curve(6, 12)
+    knee = _stats.find_knee(xs, t)
+    assert knee.x == 64 and knee.index == 6
+    assert knee.time == pytest.approx(1 / 64) and knee.floor == pytest.approx(1 / 64)
+
+
+def test_knee_uses_the_tolerance_against_the_best_later_time():
+    # 1.05 is within 10 % of the later floor 1.0, 1.2 is not.
+    assert _stats.find_knee([1, 2, 4, 8], [2.0, 1.2, 1.05, 1.0]).x == 4
+    assert _stats.find_knee([1, 2, 4, 8], [2.0, 1.2, 1.05, 1.0], tolerance=0.0).x == 8
+    assert _stats.find_knee([1, 2, 4, 8], [2.0, 1.2, 1.05, 1.0], tolerance=0.25).x == 2
+
+
+def test_knee_of_a_curve_that_rises_again_is_before_the_minimum():
+    # too many work-items cost scheduling overhead: the knee is the point of best time
+    xs = [1, 2, 4, 8, 16, 32]
+    t = [8.0, 4.0, 2.0, 1.0, 1.5, 3.0]
+    assert _stats.find_knee(xs, t).x == 8
+
+
+def test_knee_of_a_flat_curve_is_the_first_point():
+    assert _stats.find_knee([1, 2, 4], [1.0, 1.0, 1.0]).x == 1
+
+
+def test_knee_takes_medians_of_repeats():
+    xs = [1, 2, 4, 8]
+    reps = [[4, 4, 40], [2, 20, 2], [1, 1, 1], [1, 10, 1]]
+    assert _stats.find_knee(xs, reps).x == 4
+
+
+def test_isolated_spike_in_the_tail_does_not_move_the_knee():
+    xs, t = knee_curve(4, 10)
+    t[7] *= 10                            # a whole point spoiled, past the knee
+    assert _stats.find_knee(xs, t).x == 16
+
+
+def test_spike_on_the_knee_itself_moves_it_at_most_one_step():
+    # a spoiled corner cannot be told from a real one by its neighbours
+    xs, t = knee_curve(4, 10)
+    t[4] *= 10
+    assert _stats.find_knee(xs, t).x == 32
+
+
+@settings(max_examples=40, deadline=None)
+@given(g_exp=st.integers(1, 12), extra=st.integers(2, 5), noise=st.floats(0.0, 0.03),
+       spikes=st.integers(0, 2), whole=st.integers(0, 2), seed=st.integers(0, 2**32 - 1))
+def test_knee_found_exactly_under_noise_and_spikes(g_exp, extra, noise, spikes, whole, seed):
+    rng = np.random.default_rng(seed)
+    xs, clean = knee_curve(g_exp, g_exp + extra, work=1e-2, overhead=1e-6)
+    bad = isolated_interior(rng, len(xs), whole, avoid=g_exp)
+    samples = noisy_repeats(rng, clean, noise, spikes, bad)
+    assert _stats.find_knee(xs, samples).x == 1 << g_exp
+
+
+@settings(max_examples=30, deadline=None)
+@given(g_exp=st.integers(2, 12), noise=st.floats(0.0, 0.06), seed=st.integers(0, 2**32 - 1))
+def test_knee_within_a_factor_two_under_heavy_noise(g_exp, noise, seed):
+    rng = np.random.default_rng(seed)
+    xs, clean = knee_curve(g_exp, g_exp + 4, work=1.0)
+    samples = noisy_repeats(rng, clean, noise, 2)
+    assert (1 << g_exp) / 2 <= _stats.find_knee(xs, samples).x <= 2 * (1 << g_exp)
+
+
+@pytest.mark.parametrize("xs, times, tol, match", [
+    ([], [], 0.1, "empty"),
+    ([1, 1, 2], [1, 1, 1], 0.1, "strictly increasing"),
+    ([4, 2], [1, 1], 0.1, "strictly increasing"),
+    ([1, 2], [1], 0.1, "one time"),
+    ([1, 2], [1, -1], 0.1, r">= 0"),
+    ([1, 2], [1, []], 0.1, "no repeats"),
+    ([1, 2], [1, float("nan")], 0.1, "finite"),
+    ([1, 2], [1, 1], 1.5, "tolerance"),
+])
+def test_knee_refuses_bad_input(xs, times, tol, match):
+    with pytest.raises(ValueError, match=match):
+        _stats.find_knee(xs, times, tolerance=tol)
+
+
+# ----------------------------------------------------------------------- despike
+
+@given(st.lists(st.floats(0, 1e6), min_size=0, max_size=30))
+def test_despike_leaves_monotone_sequences_alone(values):
+    dec = sorted(values, reverse=True)
+    assert _stats.despike(dec).tolist() == dec
+    inc = sorted(values)
+    assert _stats.despike(inc).tolist() == inc
+
+
+def test_despike_caps_an_isolated_spike_keeps_dips_and_ends():
+    assert _stats.despike([5.0, 4.0, 40.0, 2.0, 9.0]).tolist() == [5.0, 4.0, 4.0, 2.0, 9.0]
+    assert _stats.despike([50.0, 1.0, 3.0, 30.0]).tolist() == [50.0, 1.0, 3.0, 30.0]
+
+
+def test_relative_noise_estimates_the_spread_of_a_median():
+    rng = np.random.default_rng(3)
+    sigma = 0.05
+    samples = [1.0 + sigma * rng.standard_normal(9) for _ in range(200)]
+    expected = sigma * 1.2533 / 3            # standard error of a median of 9
+    assert _stats.relative_noise(samples) == pytest.approx(expected, rel=0.15)
+    assert _stats.relative_noise([1.0, 2.0]) == 0.0
+
+
+# ------------------------------------------------------------------ ratio_estimate
+
+def test_ratio_is_the_median_of_per_point_ratios():
+    r = _stats.ratio_estimate([1.0, 2.0, 9.0], [2.0, 2.0, 3.0])
+    assert r.ratios == (0.5, 1.0, 3.0)
+    assert (r.value, r.low, r.high) == (1.0, 0.5, 3.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(gamma=st.floats(1e-3, 10.0), sizes=st.integers(3, 9), noise=st.floats(0.0, 0.05),
+       spikes=st.integers(0, 2), seed=st.integers(0, 2**32 - 1))
+def test_ratio_within_tolerance_under_noise_and_spikes(gamma, sizes, noise, spikes, seed):
+    rng = np.random.default_rng(seed)
+    n = np.array([1 << (12 + i) for i in range(sizes)], dtype=float)
+    cpu_clean = 3e-9 * n
+    dev_clean = cpu_clean / gamma
+    # a minority of sizes may be spoiled entirely, on either side
+    spoiled = rng.choice(sizes, size=(sizes - 1) // 2 if sizes >= 5 else 0, replace=False)
+    cpu = noisy_repeats(rng, cpu_clean, noise, spikes, set(spoiled[: len(spoiled) // 2].tolist()))
+    dev = noisy_repeats(rng, dev_clean, noise, spikes, set(spoiled[len(spoiled) // 2:].tolist()))
+    est = _stats.ratio_estimate(cpu, dev).value
+    # the worst honest ratio is (1+noise)/(1-noise) away from gamma
+    bound = (1 + noise) / (1 - noise) * (1 + 1e-12)
+    assert gamma / bound <= est <= gamma * bound
+
+
+@pytest.mark.parametrize("num, den, match", [
+    ([], [], "no points"),
+    ([1.0], [1.0, 2.0], "equal lengths"),
+    ([1.0], [0.0], "> 0"),
+])
+def test_ratio_refuses_bad_input(num, den, match):
+    with pytest.raises(ValueError, match=match):
+        _stats.ratio_estimate(num, den)
+
+
+# -------------------------------------------------------------------- fit_transfer
+
+SIZES = [1 << k for k in range(10, 27)]                  # 1 KiB .. 64 MiB, as calibration copies
+
+
+def test_transfer_line_through_exact_points():
+    line = _stats.fit_transfer(SIZES, [2e-5 + 1e-10 * x for x in SIZES])
+    assert line.intercept == pytest.approx(2e-5, rel=1e-9)
+    assert line.slope == pytest.approx(1e-10, rel=1e-9)
+    assert line(0) == pytest.approx(2e-5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(lam=st.floats(1e-6, 1e-3), bw=st.floats(1e8, 1e11), noise=st.floats(0.0, 0.05),
+       spikes=st.integers(0, 2), whole=st.integers(0, 3), seed=st.integers(0, 2**32 - 1))
+def test_transfer_fit_within_tolerance_under_noise_and_spikes(lam, bw, noise, spikes, whole, seed):
+    rng = np.random.default_rng(seed)
+    delta = 1.0 / bw
+    clean = [lam + delta * x for x in SIZES]
+    large = range(len(SIZES) - 5, len(SIZES))            # the sizes δ is taken from
+    # whole spoiled sizes anywhere, but at most one among the large ones
+    bad = set(rng.choice(len(SIZES) - 5, size=whole, replace=False).tolist())
+    if whole and rng.random() < 0.5:
+        bad.add(int(rng.choice(large)))
+    line = _stats.fit_transfer(SIZES, noisy_repeats(rng, clean, noise, spikes, bad))
+    # δ is pinned down only as well as the large copies rise above λ's noise;
+    # a 10x spike that got through would be far outside this bound
+    identifiable = 1 + lam / (delta * SIZES[-1] / 2)
+    assert line.slope == pytest.approx(delta, rel=4 * noise * identifiable + 0.02)
+    # λ shows at the smallest clean copy: its noise, and δ's error there, bound λ's error
+    i = min(set(range(len(SIZES))) - bad)
+    bound = 2 * noise * clean[i] + abs(line.slope - delta) * SIZES[i] + 0.02 * lam
+    assert abs(line.intercept - lam) <= bound
+
+
+def test_transfer_fit_prices_large_copies_at_their_own_bandwidth():
+    # cached copies at 40 GB/s up to 8 MiB, then 20 GB/s (as PoCL measured here)
+    lam, fast, slow, knee = 2e-5, 1 / 40e9, 1 / 20e9, 8 << 20
+    ys = [lam + fast * min(x, knee) + slow * max(0, x - knee) for x in SIZES]
+    line = _stats.fit_transfer(SIZES, ys)
+    assert line.slope == pytest.approx(slow, rel=1e-9)
+    assert line.intercept == pytest.approx(lam, rel=0.05)
+    # the largest copy is priced at most by the cached part's saving too high ...
+    assert ys[-1] * 0.999 <= line(64 << 20) <= ys[-1] + 1.01 * knee * (slow - fast)
+    # ... and no copy is priced much too low (a single line cannot follow the bend exactly)
+    assert all(line(x) >= 0.9 * y for x, y in zip(SIZES, ys))
+
+
+def test_transfer_fit_of_a_zero_copy_device_is_near_zero():
+    rng = np.random.default_rng(7)
+    xs = SIZES[:15]
+    ys = [1e-7 + 5e-12 * x + rng.uniform(0, 2e-8) for x in xs]
+    line = _stats.fit_transfer(xs, ys)
+    assert abs(line.intercept) < 1e-6 and line.slope == pytest.approx(5e-12, rel=0.1)
+
+
+def test_transfer_fit_with_few_sizes_uses_them_all():
+    line = _stats.fit_transfer([1000, 3000], [[1.1e-5, 9e-5, 1.1e-5], [1.3e-5]])
+    assert line.slope == pytest.approx(1e-9) and line.intercept == pytest.approx(1e-5)
+
+
+@pytest.mark.parametrize("xs, ys, kw, match", [
+    ([1], [1.0], {}, "two distinct"),
+    ([2, 2], [1.0, 2.0], {}, "two distinct"),
+    ([1, 2], [1.0], {}, "one y"),
+    ([1, float("inf")], [1.0, 2.0], {}, "finite"),
+    ([1, 2], [1.0, 2.0], {"large_fraction": 0}, "large_fraction"),
+])
+def test_transfer_fit_refuses_bad_input(xs, ys, kw, match):
+    with pytest.raises(ValueError, match=match):
+        _stats.fit_transfer(xs, ys, **kw)
+
+
+# ------------------------------------------------------------------- helpers
+
+@given(st.lists(st.tuples(st.floats(-100, 100), st.floats(0.01, 10)), min_size=1, max_size=20))
+def test_weighted_median_matches_the_definition(pairs):
+    v = np.array([p[0] for p in pairs])
+    w = np.array([p[1] for p in pairs])
+    m = _stats.weighted_median(v, w)
+    # at most half the weight lies strictly below, at most half strictly above
+    total = w.sum()
+    assert w[v < m].sum() <= total / 2 + 1e-9
+    assert w[v > m].sum() <= total / 2 + 1e-9
+
+
+def test_weighted_median_with_equal_weights_is_the_median():
+    assert _stats.weighted_median([3, 1, 2], [1, 1, 1]) == 2
+    assert _stats.weighted_median([4, 1, 3, 2], [1, 1, 1, 1]) == 2.5
+
+
+def test_group_samples_sorts_and_collects_repeats():
+    xs, reps = _stats.group_samples([(4, 1.0), (1, 3.0), (4, 2.0), (2, 5.0)])
+    assert xs == [1, 2, 4] and reps == [[3.0], [5.0], [1.0, 2.0]]
+    with pytest.raises(ValueError, match="pair"):
+        _stats.group_samples([(1, 2, 3)])
