@@ -32,12 +32,15 @@ def _mem(n: int) -> str:
 
 def format_table(devs) -> str:
     header = ("", "index", "kind", "name", "platform", "driver", "CUs", "memory", "fp64", "unified")
-    rows = [("*" if d.default else "", d.index, d.kind, d.name, d.platform, d.driver_version,
+    rows = [("*" if d.default else ("!" if not getattr(d, "usable", True) else ""), d.index, d.kind, d.name, d.platform, d.driver_version,
              str(d.compute_units), _mem(d.global_mem_bytes), "yes" if d.fp64 else "no",
              "yes" if d.unified_memory else "no") for d in devs]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
     lines.append("* default (override with --device or HPU_DEVICE)")
+    for d in devs:
+        if not getattr(d, "usable", True):
+            lines.append(f"! {d.index} is unusable: {d.problem}")
     return "\n".join(lines)
 
 
