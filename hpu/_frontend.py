@@ -1,0 +1,1351 @@
+"""Frontend: read the user's recursive function and check that hpu can convert it.
+
+Why this module exists
+======================
+
+hpu never asks the user to rewrite their algorithm.  It reads the textbook
+recursive function (``inspect.getsource`` + ``ast``) and recognises the four
+parts of 004's Algorithm 1 in it::
+
+    def f(a, tmp, lo, hi):
+        if hi - lo <= 16:             # 1. base guard(s): `if COND: ...; return [v]`
+            insertion_sort(a, lo, hi)
+            return
+        mid = (lo + hi) // 2          # 2. divide: statements before the calls
+        f(a, tmp, lo, mid)            # 3. a >= 2 recursive calls, one after the other
+        f(a, tmp, mid, hi)
+        merge(a, tmp, lo, mid, hi)    # 4. combine: statements after the calls
+
+Everything the breadth-first conversion (004 Algorithm 2) needs is then a
+matter of moving these parts around: the guard conditions decide which tasks
+are base cases (the *count* pass), the divide writes the children's
+parameters (the *fill* pass), the combine runs bottom-up once the children's
+results exist.  :func:`parse` finds the parts and records them in a frozen
+:class:`DCSpec`; :func:`resolve` finds the helpers, module constants and
+modules the code uses (through the function's ``__globals__``) and checks them
+too, producing a :class:`Closure`.  Code generation (:mod:`hpu._codegen`) works
+only from these two.
+
+The shape, precisely
+--------------------
+
+* **Guards.**  ``if COND: <statements ending in return>`` (``elif`` chains of
+  the same form allowed, no ``else``).  Plain assignments may come before or
+  between guards (``n = hi - lo`` then ``if n <= 1: return``); they and the
+  conditions are evaluated more than once, so they must be *pure*: no writes
+  to arrays, no helpers that write.  At least one guard is required: without
+  one the recursion never ends.
+* **Divide.**  Any statements between the last guard and the first call
+  (helpers may write arrays here, e.g. a quicksort partition); no ``return``.
+* **Calls.**  2 to 8 consecutive statements ``f(...)``, ``s = f(...)`` or
+  ``x, y = f(...)``, nothing between them.  Array parameters are passed
+  through unchanged (same name, same position); scalar parameters may change,
+  by expressions over names and constants that do not read arrays or call
+  helpers and do not use an earlier call's result (sibling subproblems are
+  independent: that is what lets them run in any order, on any device).
+* **Combine.**  The statements after the calls; they may use the divide's
+  names, the parameters and the children's results, and return a scalar, a
+  tuple written out (``return s, lo, hi``) or nothing.  Every ``return`` of
+  the function agrees on that.
+
+Which parameters are arrays is decided at call time from the arguments; the
+checks that depend on it (an array reassigned or moved to another position)
+run then, in :mod:`hpu._codegen`.  Parameters that are indexed in the function
+are certainly arrays and are checked here already.
+
+The numeric subset (the same for the function and its helpers): assignments,
+``if``, ``while``, ``for ... in range(...)``, ``break``/``continue``/``pass``,
+``return``; int/float/bool arithmetic and comparisons; 1-D indexing ``a[i]``;
+calls to helpers, ``math``, a few NumPy scalar functions and the builtins
+``len min max abs int float bool round range``.  Refused, each with the line
+and what to write instead: allocation (``np.empty``, lists, ...), slicing,
+``with``/``try``/``raise``/``assert``/``import``/``global``/``print``,
+nested functions, lambdas, generators, strings, keyword arguments to helpers,
+recursion through or inside helpers, names that contain ``__`` (reserved for
+generated code), and globals other than int/float/bool constants.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import inspect
+import math
+import re
+import textwrap
+import types
+from dataclasses import dataclass
+
+import numpy as np
+
+from hpu._errors import TranslationError
+
+__all__ = [
+    "CallSite", "DCSpec", "Helper", "Closure", "parse", "resolve",
+    "check_cost", "MAX_CALLS", "RESERVED_NAMES",
+]
+
+#: Most recursive calls one function may make (a).
+MAX_CALLS = 8
+
+#: Module-level names used by the generated code; user globals may not use them.
+RESERVED_NAMES = frozenset({
+    "np", "numpy", "math", "njit", "prange",
+    "count_task", "fill_task", "leaf_task", "combine_task", "leaf_task_iter",
+    "count_level", "fill_level", "leaf_level", "combine_level", "leaf_level_iter",
+    "solve_iter", "hpu__probe",
+})
+
+_BUILTINS = frozenset({"range", "len", "min", "max", "abs", "int", "float", "bool", "round"})
+
+#: NumPy names allowed inside the subset: scalar types, scalar functions, constants.
+_NUMPY_OK = frozenset({
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "intp", "float32", "float64", "bool_",
+    "sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "arctan", "floor", "ceil",
+    "fabs", "abs", "absolute", "minimum", "maximum", "fmin", "fmax", "isnan", "isinf",
+    "isfinite", "sign", "inf", "nan", "pi", "e",
+})
+_NUMPY_ALLOC = frozenset({
+    "empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like",
+    "array", "asarray", "ascontiguousarray", "arange", "linspace", "copy", "concatenate",
+    "stack", "hstack", "vstack", "sort", "argsort", "cumsum", "where", "unique", "repeat",
+    "tile", "append", "resize", "reshape",
+})
+
+_COST_RE = re.compile(r"^(1|n|n log n|n\^\d+(\.\d+)?)$")
+
+
+def check_cost(cost) -> str:
+    """Normalise a ``cost=`` string (``"1"``, ``"n"``, ``"n log n"``, ``"n^k"``)."""
+    if not isinstance(cost, str):
+        raise TypeError(f"cost={cost!r} must be a string: one of '1', 'n', 'n log n', 'n^k' "
+                        "(f(n) of T(n) = a·T(n/b) + f(n)); pass e.g. cost='n'")
+    text = " ".join(cost.replace("**", "^").split())
+    if not _COST_RE.match(text):
+        raise ValueError(f"cost={cost!r} is not understood: expected '1', 'n', 'n log n' or "
+                         "'n^k' with a number k (e.g. 'n^2'); pass the cost of one divide "
+                         "plus combine on n elements")
+    return text
+
+
+# --------------------------------------------------------------------------- results
+
+@dataclass(frozen=True)
+class CallSite:
+    """One recursive call: its line, one argument per parameter, the names it binds."""
+
+    lineno: int                       #: line in the user's file
+    args: tuple[ast.expr, ...]        #: positional, one per parameter (keywords mapped)
+    targets: tuple[str, ...]          #: names bound to the result's components; () if discarded
+
+
+@dataclass(frozen=True)
+class DCSpec:
+    """A recursive divide-and-conquer function, split into its four parts.
+
+    The statement tuples hold the function's own AST nodes (treat them as
+    read-only; code generation deep-copies before transforming).
+    """
+
+    name: str
+    filename: str
+    lineno: int                         #: line of ``def`` in ``filename``
+    params: tuple[str, ...]
+    source: str                         #: the function's source as written (dedented)
+    source_line: int                    #: the file line of ``source``'s first line
+    tree: ast.FunctionDef               #: parsed, decorators and docstring removed, file line numbers
+    check: tuple[ast.stmt, ...]         #: pure assignments and guard ``if``s (up to the last guard)
+    divide: tuple[ast.stmt, ...]        #: statements between the last guard and the first call
+    calls: tuple[CallSite, ...]
+    combine: tuple[ast.stmt, ...]       #: statements after the calls
+    result_arity: int                   #: 0: returns nothing; 1: a scalar; k >= 2: a k-tuple
+    passthrough: frozenset[str]         #: parameters every call passes unchanged, never reassigned
+    carried: tuple[str, ...]            #: names set before the calls and read after them
+    indexed: frozenset[str] = frozenset()  #: parameters indexed (or len()-ed): certainly arrays
+    b: float = 2
+    cost: str = "n"
+    span: tuple[str, str] | None = None
+
+    @property
+    def a(self) -> int:
+        """The number of recursive calls (the branching factor of the tree)."""
+        return len(self.calls)
+
+    @property
+    def result_names(self) -> tuple[str, ...]:
+        return tuple(n for c in self.calls for n in c.targets)
+
+    def line(self, lineno: int) -> str:
+        """The text of a line of the user's file (for comments in generated code)."""
+        lines = self.source.splitlines()
+        i = lineno - self.source_line
+        return lines[i].strip() if 0 <= i < len(lines) else ""
+
+
+@dataclass(frozen=True)
+class Helper:
+    """A plain function called from the divide-and-conquer function (or another helper)."""
+
+    name: str                  #: the name it is called by in the generated module
+    source: str                #: checked source, decorators and docstring removed, renamed
+    filename: str
+    lineno: int
+    params: tuple[str, ...]
+    writes: frozenset[int]     #: positions of parameters it may write (transitively)
+
+
+@dataclass(frozen=True)
+class Closure:
+    """What the function's code refers to besides its parameters and locals."""
+
+    helpers: tuple[Helper, ...]                 #: in the order found (breadth-first)
+    constants: tuple[tuple[str, object], ...]   #: module constants (int, float, bool), by name
+    modules: tuple[tuple[str, str], ...]        #: alias -> "math" | "numpy"
+    imported: tuple[tuple[str, str, str], ...]  #: alias -> (module, attribute), e.g. sqrt from math
+    written: frozenset[str]                     #: parameters of the function it may write
+    first_write: tuple[tuple[str, int], ...] = ()  #: parameter -> a line that writes it
+
+
+# --------------------------------------------------------------------------- helpers
+
+class _Where:
+    """Where a piece of source came from, to make errors point at the user's line.
+
+    The ASTs carry file line numbers (:func:`_source_of` rebases them).
+    """
+
+    def __init__(self, filename: str, what: str):
+        self.filename = filename
+        self.what = what                  # "function 'f'" / "helper 'merge'"
+
+    @staticmethod
+    def line(node) -> int | None:
+        return getattr(node, "lineno", None)
+
+    def refuse(self, node, construct: str, reason: str, hint: str | None = None):
+        raise TranslationError(f"{construct} is not supported: {reason}", filename=self.filename,
+                               lineno=self.line(node), construct=construct, hint=_cap(hint))
+
+
+def _cap(hint: str | None) -> str | None:
+    """Hints follow a full stop: start them with a capital letter."""
+    return hint[:1].upper() + hint[1:] if hint else hint
+
+
+def _source_of(fn, kind: str):
+    """Dedented source, its first line in the file, the file name, the parsed def."""
+    try:
+        lines, start = inspect.getsourcelines(fn)
+        filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    except (OSError, TypeError):
+        raise TranslationError(
+            f"a {kind} without source is not supported: the source of {fn.__qualname__!r} "
+            "cannot be read (was it typed at an interactive prompt or made with exec?)",
+            filename=getattr(getattr(fn, "__code__", None), "co_filename", None),
+            construct="function without source",
+            hint="Define it in a .py file (or a notebook cell) so that inspect.getsource works",
+        ) from None
+    text = textwrap.dedent("".join(lines))
+    try:
+        module = ast.parse(text)
+    except SyntaxError as err:  # e.g. a lambda's line, or a def cut out of an expression
+        raise TranslationError(
+            f"a {kind} whose source cannot be parsed on its own is not supported ({err.msg})",
+            filename=filename, lineno=start, construct="unparsable source",
+            hint="Define it with a plain `def` statement at module level") from None
+    defs = [n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if not defs:
+        raise TranslationError(f"a {kind} that is not a `def` is not supported",
+                               filename=filename, lineno=start, construct="lambda",
+                               hint="Write it as `def name(...):` at module level")
+    node = defs[0]
+    ast.increment_lineno(module, start - 1)  # line numbers are file lines from here on
+    return text, start, filename, node
+
+
+class _Plain(ast.NodeTransformer):
+    """Drops string statements (docstrings, comment-like strings) and turns ``x: T = v``
+    into ``x = v``: generated code carries no annotations and no strings."""
+
+    def visit_Expr(self, node):
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return None
+        return node
+
+    def visit_AnnAssign(self, node):
+        if node.value is None or not isinstance(node.target, ast.Name):
+            return node  # refused later by the subset checker, with its line
+        return ast.copy_location(ast.Assign(targets=[node.target], value=node.value), node)
+
+    def generic_visit(self, node):
+        super().generic_visit(node)
+        for name in ("body", "orelse"):
+            block = getattr(node, name, None)
+            if isinstance(block, list) and not block and name == "body":
+                block.append(ast.copy_location(ast.Pass(), node))
+        return node
+
+
+def _strip(node: ast.FunctionDef) -> ast.FunctionDef:
+    """A copy without decorators, annotations, docstring and string statements."""
+    node = copy.deepcopy(node)
+    node.decorator_list = []
+    node.returns = None
+    for arg in node.args.posonlyargs + node.args.args:
+        arg.annotation = None
+    node = _Plain().visit(node)
+    ast.fix_missing_locations(node)
+    return node
+
+
+def _check_params(node, where: _Where) -> tuple[str, ...]:
+    args = node.args
+    if args.vararg is not None:
+        where.refuse(node, "*args", "a variable number of parameters cannot be laid out per task",
+                     "name every parameter")
+    if args.kwarg is not None:
+        where.refuse(node, "**kwargs", "keyword-only bundles cannot be laid out per task",
+                     "name every parameter")
+    if args.kwonlyargs:
+        where.refuse(node, "keyword-only parameter",
+                     f"{args.kwonlyargs[0].arg!r} comes after `*`", "make it an ordinary parameter")
+    params = tuple(a.arg for a in args.posonlyargs + args.args)
+    for p in params:
+        _check_identifier(p, node, where)
+    return params
+
+
+def _check_identifier(name: str, node, where: _Where) -> None:
+    if "__" in name:
+        where.refuse(node, f"the name {name!r}",
+                     "names containing '__' are reserved for hpu's generated code",
+                     f"rename it, e.g. {name.replace('__', '_')!r}")
+
+
+def stored_names(nodes) -> set[str]:
+    """Names assigned (Store context, loop targets) anywhere inside ``nodes``."""
+    out = set()
+    for n in nodes:
+        for sub in ast.walk(n):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                out.add(sub.id)
+    return out
+
+
+def loaded_names(nodes) -> list[str]:
+    """Names read inside ``nodes``, in order of first appearance."""
+    out: dict[str, None] = {}
+    for n in nodes:
+        for sub in ast.walk(n):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
+                out.setdefault(sub.id, None)
+    return list(out)
+
+
+def _subscripted_params(nodes, params) -> set[str]:
+    out = set()
+    for n in nodes:
+        for sub in ast.walk(n):
+            if isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name) \
+                    and sub.value.id in params:
+                out.add(sub.value.id)
+            if (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "len"
+                    and len(sub.args) == 1 and isinstance(sub.args[0], ast.Name)
+                    and sub.args[0].id in params):
+                out.add(sub.args[0].id)
+    return out
+
+
+# --------------------------------------------------------------------------- the subset
+
+class _SubsetChecker(ast.NodeVisitor):
+    """Refuses syntax outside the numeric subset (names are resolved later, in :func:`resolve`)."""
+
+    def __init__(self, where: _Where, recursive_name: str | None = None):
+        self.where = where
+        self.recursive_name = recursive_name
+
+    def check(self, stmts):
+        for s in stmts:
+            self.visit(s)
+
+    # ---- statements
+    def visit_Assign(self, node):
+        for t in node.targets:
+            self._target(t, node)
+        if isinstance(node.value, ast.Tuple):
+            if not all(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
+                self.where.refuse(node, "a tuple value",
+                                  "tuples exist only to return several values or to swap",
+                                  "assign each value to its own name")
+            for e in node.value.elts:
+                self.visit(e)
+        else:
+            self.visit(node.value)
+
+    def _target(self, t, node):
+        if isinstance(t, ast.Name):
+            _check_identifier(t.id, node, self.where)
+        elif isinstance(t, ast.Subscript):
+            self.visit(t)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for e in t.elts:
+                if isinstance(e, ast.Starred):
+                    self.where.refuse(node, "starred assignment", "`*x` collects a list",
+                                      "unpack into a fixed number of names")
+                self._target(e, node)
+        elif isinstance(t, ast.Attribute):
+            self.where.refuse(node, "attribute assignment",
+                              f"`{ast.unparse(t)} = ...` changes an object",
+                              "only names and array elements can be assigned")
+        else:
+            self.where.refuse(node, "this assignment target", ast.unparse(t),
+                              "assign to a name or an array element a[i]")
+
+    def visit_AugAssign(self, node):
+        self._target(node.target, node)
+        if isinstance(node.op, ast.MatMult):
+            self.where.refuse(node, "the @ operator", "matrix products are not scalar arithmetic")
+        self.visit(node.value)
+
+    def visit_AnnAssign(self, node):
+        if node.value is None or not isinstance(node.target, ast.Name):
+            self.where.refuse(node, "an annotation without a value",
+                              "it declares nothing hpu can use", "write `x = value`")
+        self._target(node.target, node)
+        self.visit(node.value)
+
+    def visit_Expr(self, node):
+        if isinstance(node.value, (ast.Yield, ast.YieldFrom)):
+            self.where.refuse(node, "yield (a generator)",
+                              "a generator returns its results lazily, one at a time",
+                              "return the result, or write it into an array parameter")
+        if isinstance(node.value, ast.Await):
+            self.where.refuse(node, "await", "coroutines cannot run as kernels",
+                              "write a plain function")
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # a string statement, e.g. a comment-like docstring in the middle: no effect
+        if not isinstance(node.value, ast.Call):
+            self.where.refuse(node, "an expression statement",
+                              f"`{ast.unparse(node.value)}` has no effect",
+                              "remove it, or assign its value to a name")
+        self.visit(node.value)
+
+    def visit_If(self, node):
+        self.visit(node.test)
+        self.check(node.body)
+        self.check(node.orelse)
+
+    def visit_While(self, node):
+        if node.orelse:
+            self.where.refuse(node, "while ... else", "the else branch of a loop",
+                              "set a flag in the loop and test it afterwards")
+        self.visit(node.test)
+        self.check(node.body)
+
+    def visit_For(self, node):
+        if node.orelse:
+            self.where.refuse(node, "for ... else", "the else branch of a loop",
+                              "set a flag in the loop and test it afterwards")
+        if not isinstance(node.target, ast.Name):
+            self.where.refuse(node, "this loop target", ast.unparse(node.target),
+                              "loop over one name: `for i in range(lo, hi):`")
+        _check_identifier(node.target.id, node, self.where)
+        it = node.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                and 1 <= len(it.args) <= 3 and not it.keywords):
+            self.where.refuse(node, f"`for ... in {ast.unparse(it)}`",
+                              "only counted loops over range(...) can run on every device",
+                              "loop over indices: `for i in range(lo, hi):` and read a[i]")
+        for a in it.args:
+            self.visit(a)
+        self.check(node.body)
+
+    def visit_Return(self, node):
+        if node.value is not None:
+            if isinstance(node.value, ast.Tuple):
+                for e in node.value.elts:
+                    if isinstance(e, ast.Starred):
+                        self.where.refuse(node, "starred return", "`*x` in a tuple",
+                                          "write the values out")
+                    self.visit(e)
+            else:
+                self.visit(node.value)
+
+    def visit_Pass(self, node):
+        pass
+
+    def visit_Break(self, node):
+        pass
+
+    def visit_Continue(self, node):
+        pass
+
+    def _refuse_stmt(self, node, construct, reason, hint):
+        self.where.refuse(node, construct, reason, hint)
+
+    def visit_With(self, node):
+        self._refuse_stmt(node, "with", "context managers need Python objects at run time",
+                          "remove the with block and keep its body")
+
+    visit_AsyncWith = visit_With
+
+    def visit_Try(self, node):
+        self._refuse_stmt(node, "try", "exceptions cannot be caught inside kernels",
+                          "check the condition with an if before the operation")
+
+    visit_TryStar = visit_Try
+
+    def visit_Raise(self, node):
+        self._refuse_stmt(node, "raise", "kernels cannot raise exceptions",
+                          "check the arguments before calling the decorated function")
+
+    def visit_Assert(self, node):
+        self._refuse_stmt(node, "assert", "kernels cannot raise exceptions",
+                          "check the arguments before calling the decorated function")
+
+    def visit_Import(self, node):
+        self._refuse_stmt(node, "import", "imports cannot run inside kernels",
+                          "import at the top of the module")
+
+    visit_ImportFrom = visit_Import
+
+    def visit_Global(self, node):
+        self._refuse_stmt(node, "global", "tasks running in parallel cannot share a variable",
+                          "pass the value as a parameter, or write it into an array parameter")
+
+    visit_Nonlocal = visit_Global
+
+    def visit_FunctionDef(self, node):
+        self._refuse_stmt(node, "a nested function",
+                          f"`def {node.name}` inside the function",
+                          "define it at module level as a helper")
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node):
+        self._refuse_stmt(node, "a class definition", "classes are Python objects",
+                          "use scalars and array parameters")
+
+    def visit_Delete(self, node):
+        self._refuse_stmt(node, "del", "names and elements cannot be deleted in a kernel",
+                          "remove the del statement")
+
+    def visit_Match(self, node):
+        self._refuse_stmt(node, "match", "structural pattern matching",
+                          "use if/elif on scalar comparisons")
+
+    def visit_AsyncFor(self, node):
+        self._refuse_stmt(node, "async for", "coroutines cannot run as kernels",
+                          "write a plain for loop over range(...)")
+
+    # ---- expressions
+    def visit_Constant(self, node):
+        v = node.value
+        if isinstance(v, (bool, int, float)) or v is None:
+            return
+        kind = type(v).__name__
+        self.where.refuse(node, f"a {kind} constant", f"{node.value!r} is not a number",
+                          "use int, float or bool values only")
+
+    def visit_Name(self, node):
+        _check_identifier(node.id, node, self.where)
+
+    def visit_Subscript(self, node):
+        if not isinstance(node.value, ast.Name):
+            self.where.refuse(node, "this indexing", f"`{ast.unparse(node)}`",
+                              "index an array parameter directly: a[i]")
+        if isinstance(node.slice, ast.Slice):
+            self.where.refuse(node, f"slicing `{ast.unparse(node)}`",
+                              "a slice makes a new array view, which kernels cannot",
+                              "pass the bounds as parameters and index element by element")
+        if isinstance(node.slice, ast.Tuple):
+            self.where.refuse(node, f"multi-dimensional indexing `{ast.unparse(node)}`",
+                              "arrays are 1-D", "flatten the index: a[i * width + j]")
+        self.visit(node.slice)
+
+    def visit_Call(self, node):
+        f = node.func
+        if isinstance(f, ast.Name):
+            if f.id == "print":
+                self.where.refuse(node, "print", "kernels cannot print",
+                                  "remove it, or debug with .py_func, the original function")
+        elif isinstance(f, ast.Attribute):
+            if not isinstance(f.value, ast.Name):
+                self.where.refuse(node, f"the call `{ast.unparse(node)}`",
+                                  "only functions of math and numpy can be called by attribute",
+                                  "call a module-level helper instead")
+        else:
+            self.where.refuse(node, f"the call `{ast.unparse(node)}`",
+                              "only named functions can be called", "call a helper by name")
+        if node.keywords and not (isinstance(f, ast.Name) and f.id == self.recursive_name):
+            self.where.refuse(node, "keyword arguments",
+                              f"`{ast.unparse(node)}` passes {node.keywords[0].arg}=...",
+                              "pass every argument by position")
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                self.where.refuse(node, "starred arguments", f"`{ast.unparse(a)}`",
+                                  "pass each argument by position")
+            self.visit(a)
+        for k in node.keywords:
+            self.visit(k.value)
+
+    def visit_Attribute(self, node):
+        if not isinstance(node.value, ast.Name):
+            self.where.refuse(node, f"the attribute `{ast.unparse(node)}`",
+                              "only constants of math and numpy can be read by attribute",
+                              "use len(a) for an array's length")
+
+    def visit_Tuple(self, node):
+        self.where.refuse(node, "a tuple", f"`{ast.unparse(node)}` outside a return or a swap",
+                          "tuples exist only to return several values (`return x, y`) "
+                          "or to unpack them (`x, y = g(...)`)")
+
+    def _alloc(self, node, what):
+        self.where.refuse(node, what, "it allocates memory, which kernels cannot",
+                          "pass a scratch array as a parameter (like `tmp` in mergesort)")
+
+    def visit_List(self, node):
+        self._alloc(node, "a list")
+
+    def visit_Dict(self, node):
+        self._alloc(node, "a dict")
+
+    def visit_Set(self, node):
+        self._alloc(node, "a set")
+
+    def visit_ListComp(self, node):
+        self._alloc(node, "a list comprehension")
+
+    visit_SetComp = visit_ListComp
+    visit_DictComp = visit_ListComp
+
+    def visit_GeneratorExp(self, node):
+        self.where.refuse(node, "a generator expression", "it produces values lazily",
+                          "write a for loop over range(...)")
+
+    def visit_Lambda(self, node):
+        self.where.refuse(node, "lambda", "functions cannot be created inside a kernel",
+                          "define a module-level helper with def")
+
+    def visit_Yield(self, node):
+        self.where.refuse(node, "yield (a generator)",
+                          "a generator returns its results lazily, one at a time",
+                          "return the result, or write it into an array parameter")
+
+    visit_YieldFrom = visit_Yield
+
+    def visit_Await(self, node):
+        self.where.refuse(node, "await", "coroutines cannot run as kernels", "write a plain function")
+
+    def visit_NamedExpr(self, node):
+        self.where.refuse(node, "the walrus operator :=", "assignments inside expressions",
+                          "assign on a line of its own")
+
+    def visit_JoinedStr(self, node):
+        self.where.refuse(node, "an f-string", "strings are not numbers", "remove it")
+
+    def visit_Starred(self, node):
+        self.where.refuse(node, "starred expression", f"`{ast.unparse(node)}`",
+                          "write the values out")
+
+    def visit_BinOp(self, node):
+        if isinstance(node.op, ast.MatMult):
+            self.where.refuse(node, "the @ operator", "matrix products are not scalar arithmetic")
+        self.generic_visit(node)
+
+    def visit_Slice(self, node):
+        self.where.refuse(node, "a slice", "a slice makes a new array view",
+                          "pass the bounds as parameters and index element by element")
+
+
+# --------------------------------------------------------------------------- parse
+
+def _contains_return(node) -> bool:
+    return any(isinstance(n, ast.Return) for n in ast.walk(node))
+
+
+def _recursive_calls(node, name):
+    return [n for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+            and n.func.id == name]
+
+
+def _call_stmt(stmt, name):
+    """(call, targets) when ``stmt`` is exactly one recursive call statement, else None."""
+    if isinstance(stmt, ast.Expr):
+        value, targets = stmt.value, None
+    elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        value, targets = stmt.value, stmt.targets[0]
+    else:
+        return None
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == name):
+        return None
+    return value, targets
+
+
+def _describe_nesting(stmt, call) -> tuple[str, str]:
+    """What encloses ``call`` inside the top-level statement ``stmt``: construct and hint."""
+    path = []
+
+    def walk(node, trail):
+        if node is call:
+            path.extend(trail)
+            return True
+        for child in ast.iter_child_nodes(node):
+            if walk(child, trail + [node]):
+                return True
+        return False
+
+    walk(stmt, [])
+    for n in reversed(path):
+        if isinstance(n, (ast.For, ast.While)):
+            return ("a recursive call inside a loop",
+                    "make the calls top-level statements, one per subproblem; the number of "
+                    "calls a is fixed (2 to 8)")
+        if isinstance(n, (ast.If, ast.IfExp)):
+            return ("a recursive call inside a condition",
+                    "write the base case as a guard `if COND: ...; return` first, then the "
+                    "divide and the calls unindented after it")
+        if isinstance(n, ast.Return):
+            return ("a recursive call inside a return",
+                    "assign each call's result to a name (`s1 = f(...)`, `s2 = f(...)`) "
+                    "and return an expression of the names")
+    return ("a recursive call inside an expression",
+            "write each call as its own statement: `f(...)`, `s = f(...)` or `x, y = f(...)`")
+
+
+def _guard_chain(stmt, where: _Where) -> list[ast.If]:
+    """The ``if``/``elif`` nodes of a guard statement; refuses anything else that returns."""
+    chain = []
+    node = stmt
+    while True:
+        if not isinstance(node, ast.If):
+            where.refuse(node, "a return before the recursive calls outside a base-case guard",
+                         "returns before the calls must be the last statement of an "
+                         "`if COND:` block (the base case)",
+                         "write `if COND: <base case>; return [value]` and the divide after it")
+        if not node.body or not isinstance(node.body[-1], ast.Return):
+            where.refuse(node.body[-1] if node.body else node,
+                         "a base-case guard that does not end in return",
+                         "the guard's block must finish with `return` so that the base "
+                         "case never reaches the recursive calls",
+                         "end the block with `return` (or `return value`)")
+        chain.append(node)
+        if not node.orelse:
+            return chain
+        if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+            node = node.orelse[0]
+            continue
+        where.refuse(node.orelse[0], "an else branch after a base-case guard",
+                     "the divide must follow the guard, not sit in its else branch",
+                     "remove the `else:` and unindent its statements")
+
+
+def _check_pure_prefix(stmt, where: _Where):
+    """Statements before a guard run more than once: only assignments to names."""
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Subscript):
+                    where.refuse(stmt, "writing an array before the base-case guard",
+                                 f"`{ast.unparse(stmt)}` runs again each time hpu evaluates "
+                                 "the guard", "move it after the last guard (into the divide)")
+        return
+    where.refuse(stmt, f"`{ast.unparse(stmt).splitlines()[0]}` before the base-case guard",
+                 "only assignments to names may come before or between guards (they are "
+                 "evaluated again whenever hpu tests whether a task is a base case)",
+                 "move it after the last guard, or into the guard's block")
+
+
+def _map_call_args(call, params, name, where: _Where) -> tuple[ast.expr, ...]:
+    for a in call.args:
+        if isinstance(a, ast.Starred):
+            where.refuse(call, "starred arguments in a recursive call", f"`{ast.unparse(a)}`",
+                         "pass each parameter explicitly")
+    n = len(call.args) + len(call.keywords)
+    if n != len(params) or len(call.args) > len(params):
+        where.refuse(call, f"a recursive call with {n} arguments",
+                     f"{name} takes {len(params)} ({', '.join(params)}); every call must pass "
+                     "all of them", f"write {name}({', '.join(params)}) with the child's values")
+    args: list = list(call.args) + [None] * (len(params) - len(call.args))
+    for k in call.keywords:
+        if k.arg is None:
+            where.refuse(call, "**kwargs in a recursive call", f"`{ast.unparse(call)}`",
+                         "pass each parameter explicitly")
+        if k.arg not in params:
+            where.refuse(call, f"the keyword {k.arg}=", f"{name} has no parameter {k.arg!r}",
+                         f"use one of {', '.join(params)}")
+        i = params.index(k.arg)
+        if args[i] is not None:
+            where.refuse(call, f"the keyword {k.arg}=", "it is also passed by position",
+                         "pass it once")
+        args[i] = k.value
+    return tuple(args)
+
+
+def _return_arity(ret: ast.Return) -> int:
+    v = ret.value
+    if v is None or (isinstance(v, ast.Constant) and v.value is None):
+        return 0
+    if isinstance(v, ast.Tuple):
+        return len(v.elts)
+    return 1
+
+
+def _always_returns(stmts) -> bool:
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, ast.Return):
+        return True
+    if isinstance(last, ast.If):
+        return _always_returns(last.body) and _always_returns(last.orelse)
+    return False
+
+
+_ARG_CALLS = frozenset({"min", "max", "abs", "int", "float", "bool", "round", "len"})
+
+
+def _check_call_arg(expr, where: _Where, results: set[str], call):
+    """A child's parameter: arithmetic on names and constants, evaluated once, in the fill pass."""
+    for n in ast.walk(expr):
+        if isinstance(n, ast.Subscript):
+            where.refuse(call, "reading an array in a recursive call's argument",
+                         f"`{ast.unparse(expr)}` would be read before the earlier siblings ran",
+                         "compute it into a name in the divide, before the calls")
+        if isinstance(n, ast.Call):
+            f = n.func
+            if not ((isinstance(f, ast.Name) and f.id in _ARG_CALLS) or isinstance(f, ast.Attribute)):
+                where.refuse(call, "a helper call in a recursive call's argument",
+                             f"`{ast.unparse(n)}`",
+                             "compute it into a name in the divide, before the calls")
+        if isinstance(n, ast.Name) and n.id in results:
+            where.refuse(call, "recursive calls that depend on each other",
+                         f"`{ast.unparse(expr)}` uses {n.id!r}, the result of an earlier call; "
+                         "sibling subproblems must be independent",
+                         "compute the children's parameters from the parent's values only")
+
+
+def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
+    """Read ``fn``'s source and split it into guard, divide, calls and combine.
+
+    Raises :class:`~hpu.TranslationError` (file, line, construct, fix) for a
+    function outside the accepted shape or subset, ``TypeError``/``ValueError``
+    for bad options.
+    """
+    if not isinstance(b, (int, float)) or isinstance(b, bool) or not math.isfinite(b) or b <= 1:
+        raise ValueError(f"b={b!r} must be a number > 1 (the factor by which each call's "
+                         "size shrinks); pass b=2 when each call gets half")
+    cost = check_cost(cost)
+    _check_callable(fn)
+    text, start, filename, node = _source_of(fn, "function")
+    if isinstance(node, ast.AsyncFunctionDef):
+        raise TranslationError("async def is not supported: coroutines cannot run as kernels",
+                               filename=filename, lineno=start, construct="async def",
+                               hint="Write a plain def")
+    where = _Where(filename, f"function {fn.__name__!r}")
+    name = node.name
+    if name in RESERVED_NAMES:
+        where.refuse(node, f"the function name {name!r}", "hpu's generated code uses this name",
+                     f"rename the function, e.g. {name + '_'!r}")
+    _check_identifier(name, node, where)
+    params = _check_params(node, where)
+    if span is not None:
+        if (not isinstance(span, (tuple, list)) or len(span) != 2
+                or not all(isinstance(s, str) for s in span)):
+            raise TypeError(f"span={span!r} must be a pair of parameter names, e.g. "
+                            "span=('lo', 'hi'): the scalars that bound the slice of the "
+                            "arrays a task touches")
+        for s in span:
+            if s not in params:
+                raise ValueError(f"span names {s!r}, which is not a parameter of {name}"
+                                 f"({', '.join(params)}); pass two of its scalar parameters")
+        span = tuple(span)
+    tree = _strip(node)
+    body = list(tree.body)
+    _SubsetChecker(where, recursive_name=name).check(body)
+
+    # 3. the recursive calls
+    rec = [i for i, s in enumerate(body) if _recursive_calls(s, name)]
+    if not rec:
+        where.refuse(node, "a function without a recursive call",
+                     f"{name} never calls itself, so there is nothing to divide",
+                     f"call {name}(...) at least twice on the subproblems (a >= 2)")
+    first = rec[0]
+    calls: list[CallSite] = []
+    j = first
+    while j < len(body) and (cs := _call_stmt(body[j], name)) is not None:
+        call, target = cs
+        if any(n is not call for n in _recursive_calls(call, name)):
+            where.refuse(call, "a recursive call inside a recursive call's argument",
+                         f"`{ast.unparse(call)}`", "compute the argument into a name first")
+        if target is None:
+            targets = ()
+        elif isinstance(target, ast.Name):
+            targets = (target.id,)
+        elif isinstance(target, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name)
+                                                               for e in target.elts):
+            targets = tuple(e.id for e in target.elts)
+        else:
+            where.refuse(body[j], "this assignment of a recursive call's result",
+                         f"`{ast.unparse(target)} = ...`",
+                         "assign the result to a name, or unpack it into names: x, y = f(...)")
+        calls.append(CallSite(where.line(call), _map_call_args(call, params, name, where), targets))
+        j += 1
+    if first == j:  # the first statement with a recursive call is not a plain call statement
+        call = _recursive_calls(body[first], name)[0]
+        construct, hint = _describe_nesting(body[first], call)
+        where.refuse(call, construct, "hpu needs the calls as top-level statements after the "
+                     "base-case guard, so that it can run them level by level", hint)
+    for i in rec:
+        if i >= j:
+            call = _recursive_calls(body[i], name)[0]
+            if _call_stmt(body[i], name) is not None:
+                where.refuse(call, "statements between the recursive calls",
+                             f"line {where.line(body[j])} separates this call from the others",
+                             "move it before the first call (divide) or after the last (combine)")
+            construct, hint = _describe_nesting(body[i], call)
+            where.refuse(call, construct, "hpu needs the calls as consecutive top-level "
+                         "statements", hint)
+    if len(calls) < 2:
+        where.refuse(body[first], "a single recursive call",
+                     "one call is a loop, not a division into subproblems",
+                     "write it as a loop, or split into a >= 2 subproblems")
+    if len(calls) > MAX_CALLS:
+        where.refuse(body[first], f"{len(calls)} recursive calls",
+                     f"hpu supports a = 2 to {MAX_CALLS}",
+                     f"split into at most {MAX_CALLS} subproblems per step")
+
+    pre, combine = body[:first], body[j:]
+    # 1. guards: every statement before the calls that returns must be one
+    guard_idx = [i for i, s in enumerate(pre) if _contains_return(s)]
+    if not guard_idx:
+        where.refuse(node, "a function without a base case",
+                     f"{name} has no `if COND: ...; return` before its recursive calls, so the "
+                     "recursion never stops", "start with the base case, e.g. "
+                     "`if hi - lo <= 1: return`")
+    for i in guard_idx:
+        _guard_chain(pre[i], where)
+    last = guard_idx[-1]
+    for i in range(last):
+        if i not in guard_idx:
+            _check_pure_prefix(pre[i], where)
+    check, divide = pre[:last + 1], pre[last + 1:]
+
+    # results: every return agrees
+    returns = [r for s in body for r in ast.walk(s) if isinstance(r, ast.Return)]
+    arities = {_return_arity(r) for r in returns}
+    if not combine:
+        arities.add(0)  # falls off the end after the calls
+    if len(arities) > 1:
+        r0 = returns[0]
+        where.refuse(r0, "returns that disagree",
+                     f"{name} returns {', '.join(_arity_words(k) for k in sorted(arities))} "
+                     "on different paths",
+                     "return the same kind of value everywhere (write tuples out: return x, y)")
+    result_arity = arities.pop()
+    if result_arity and not _always_returns(combine):
+        where.refuse(combine[-1] if combine else body[j - 1], "a combine that can end without return",
+                     f"{name} returns values, but the statements after the calls can fall "
+                     "off the end (returning None)", "end the combine with `return value`")
+    for r in returns:
+        if isinstance(r.value, ast.Tuple) and result_arity == 1:
+            where.refuse(r, "a one-element tuple return", "`return (x,)`", "return x")
+    for c in calls:
+        if c.targets and result_arity == 0:
+            where.refuse(c, "using the result of a call that returns nothing",
+                         f"{name} returns nothing, but line {c.lineno} assigns its result",
+                         f"call it as a statement: {name}(...)")
+        if len(c.targets) > 1 and len(c.targets) != result_arity:
+            where.refuse(c, f"unpacking into {len(c.targets)} names",
+                         f"{name} returns {_arity_words(result_arity)}",
+                         f"unpack into {result_arity} names" if result_arity > 1
+                         else "assign the result to one name")
+        if len(c.targets) == 1 and result_arity > 1:
+            where.refuse(c, "a tuple result assigned to one name",
+                         f"{name} returns {result_arity} values; kernels cannot hold tuples",
+                         f"unpack them: {', '.join(f'x{k}' for k in range(result_arity))} = "
+                         f"{name}(...)")
+
+    # children's arguments
+    results = set()
+    for c in calls:
+        for e in c.args:
+            _check_call_arg(e, where, results, c)
+        results.update(c.targets)
+
+    path = [s for s in check if not isinstance(s, ast.If)] + divide  # statements every division runs
+    assigned_on_path = stored_names(path)
+    passthrough = frozenset(
+        p for k, p in enumerate(params)
+        if p not in assigned_on_path
+        and all(isinstance(c.args[k], ast.Name) and c.args[k].id == p for c in calls))
+    result_names = {n for c in calls for n in c.targets}
+    carried = tuple(n for n in loaded_names(combine)
+                    if n in assigned_on_path and n not in result_names)
+
+    spec = DCSpec(
+        name=name, filename=filename, lineno=node.lineno, params=params, source=text,
+        source_line=start, tree=tree,
+        check=tuple(check), divide=tuple(divide), calls=tuple(calls), combine=tuple(combine),
+        result_arity=result_arity, passthrough=passthrough, carried=carried,
+        indexed=frozenset(_subscripted_params(body, params)),
+        b=b, cost=cost, span=span)
+    check_array_params(spec, spec.indexed)
+    return spec
+
+
+def _arity_words(k: int) -> str:
+    return {0: "nothing", 1: "one value"}.get(k, f"a tuple of {k}")
+
+
+def check_array_params(spec: DCSpec, arrays) -> None:
+    """Array parameters must be passed through unchanged and never reassigned."""
+    where = _Where(spec.filename, f"function {spec.name!r}")
+    body = spec.tree.body
+    for p in spec.params:
+        if p not in arrays:
+            continue
+        for s in body:
+            for n in ast.walk(s):
+                if isinstance(n, ast.Name) and n.id == p and isinstance(n.ctx, ast.Store):
+                    where.refuse(n, f"reassigning the array parameter {p!r}",
+                                 "every task of a level must see the same arrays",
+                                 f"use another name for the new value; keep {p!r} as passed")
+        k = spec.params.index(p)
+        for c in spec.calls:
+            arg = c.args[k]
+            if not (isinstance(arg, ast.Name) and arg.id == p):
+                raise TranslationError(
+                    f"passing {ast.unparse(arg)!r} as the array parameter {p!r} is not "
+                    f"supported: a recursive call must pass the array {p!r} unchanged in "
+                    f"position {k + 1}", filename=spec.filename, lineno=c.lineno,
+                    construct="array passed in a different position",
+                    hint=f"Pass {p!r} itself and describe the subproblem with scalar "
+                         "parameters (e.g. lo, hi)")
+
+
+def _check_callable(fn) -> None:
+    if isinstance(fn, (staticmethod, classmethod)):
+        raise TranslationError("a static or class method is not supported",
+                               construct="method", hint="Define the function at module level")
+    if inspect.ismethod(fn):
+        raise TranslationError(f"the bound method {fn.__qualname__!r} is not supported",
+                               construct="method", hint="Define the function at module level")
+    if hasattr(fn, "py_func") and hasattr(fn, "overloads"):  # a Numba dispatcher
+        raise TranslationError(
+            f"{getattr(fn, '__name__', fn)!r} is already compiled by Numba: decorating a "
+            "Numba function is not supported", construct="numba function",
+            hint="Remove @njit/@jit: hpu compiles the function with Numba itself")
+    if not isinstance(fn, types.FunctionType):
+        raise TranslationError(
+            f"{fn!r} is not supported: hpu.divide_and_conquer decorates plain Python "
+            f"functions, not {type(fn).__name__} objects", construct=type(fn).__name__,
+            hint="Decorate a `def` function")
+    if fn.__name__ == "<lambda>":
+        raise TranslationError("a lambda is not supported: it has no name to recurse by",
+                               filename=fn.__code__.co_filename, lineno=fn.__code__.co_firstlineno,
+                               construct="lambda", hint="Write it with def")
+    parts = fn.__qualname__.split(".")
+    qual = fn.__qualname__
+    if len(parts) > 1 and parts[-2] != "<locals>":
+        raise TranslationError(
+            f"the method {qual!r} is not supported: functions defined in a class body "
+            "receive self", filename=fn.__code__.co_filename, lineno=fn.__code__.co_firstlineno,
+            construct="method", hint="Define the function at module level")
+    free = [v for v in fn.__code__.co_freevars if v != fn.__name__]  # its own name may be free
+    if free:
+        raise TranslationError(
+            f"a closure is not supported: {fn.__name__} uses "
+            f"{', '.join(free)} from an enclosing function",
+            filename=fn.__code__.co_filename, lineno=fn.__code__.co_firstlineno,
+            construct="closure", hint="Pass the value as a parameter, or make it a module constant")
+    if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn):
+        kind = "a generator" if inspect.isgeneratorfunction(fn) else "a coroutine"
+        raise TranslationError(
+            f"{kind} is not supported: {fn.__name__} produces results lazily",
+            filename=fn.__code__.co_filename, lineno=fn.__code__.co_firstlineno,
+            construct="yield (a generator)",
+            hint="Return the result, or write it into an array parameter")
+
+
+# --------------------------------------------------------------------------- resolve
+
+class _Unresolved(TranslationError):
+    """A global name that is not (yet) defined; decoration defers these to the first call."""
+
+
+_MODULES = {"math": math, "numpy": np}
+
+
+def _function_locals(node: ast.FunctionDef) -> set[str]:
+    params = {a.arg for a in node.args.posonlyargs + node.args.args}
+    return params | stored_names(node.body)
+
+
+def resolve(fn, spec: DCSpec) -> Closure:
+    """Find and check everything ``spec``'s code refers to through ``fn.__globals__``.
+
+    Helpers are checked against the same subset as the function and may not
+    allocate, call the decorated function (recursion through a helper) or call
+    themselves.  Called lazily: helpers may be defined after the decorated
+    function in their module.
+    """
+    names: dict[str, object] = {}           # flat namespace of the generated module
+    origin: dict[str, str] = {}             # name -> where it was found (for conflict messages)
+    helpers: dict[str, Helper] = {}
+    helper_nodes: dict[str, ast.FunctionDef] = {}
+    helper_where: dict[str, _Where] = {}
+    calls_of: dict[str, list[tuple[str, ast.Call]]] = {}
+    constants: dict[str, object] = {}
+    modules: dict[str, str] = {}
+    imported: dict[str, tuple[str, str]] = {}
+    order: list[str] = []
+    main_where = _Where(spec.filename, f"function {spec.name!r}")
+
+    def bind(name, obj, where: _Where, node):
+        same_module = {"np": np, "numpy": np, "math": math}.get(name)
+        if name in RESERVED_NAMES and not (same_module is not None and obj is same_module):
+            where.refuse(node, f"the global name {name!r}", "hpu's generated code uses this name",
+                         f"rename it, e.g. {name + '_'!r}")
+        if name in names and names[name] is not obj:
+            where.refuse(node, f"two different globals named {name!r}",
+                         f"{origin[name]} and {where.what} see different objects under that "
+                         "name, but the generated module has one namespace",
+                         "rename one of them")
+        names[name] = obj
+        origin.setdefault(name, where.what)
+
+    def visit_function(node: ast.FunctionDef, glb: dict, where: _Where, self_name: str,
+                       is_main: bool):
+        local = _function_locals(node)
+        my_calls: list[tuple[str, ast.Call]] = []
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
+                if sub.func.id not in local:
+                    my_calls.append((sub.func.id, sub))
+            if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name):
+                if sub.value.id in local:
+                    where.refuse(sub, f"the attribute `{ast.unparse(sub)}`",
+                                 "attributes and methods of arrays and values are not in the "
+                                 "numeric subset",
+                                 "use len(a) for an array's length and loops for reductions")
+                check_attribute(sub, glb, where)
+            if not (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)):
+                continue
+            n = sub.id
+            if n in local:
+                continue
+            if is_main and n == spec.name:
+                continue  # the recursion itself (shape checked by parse)
+            if not is_main and n == spec.name and glb is fn.__globals__:
+                where.refuse(sub, "recursion through a helper",
+                             f"{self_name} calls {spec.name}, the decorated function",
+                             f"only {spec.name} itself may recurse; move the calls into it")
+            if not is_main and n == self_name:
+                where.refuse(sub, "a recursive helper", f"{self_name} calls itself",
+                             "rewrite the helper with a loop; only the decorated function "
+                             "may recurse")
+            resolve_name(n, sub, glb, where, self_name)
+        calls_of[self_name] = my_calls
+
+    def check_attribute(node: ast.Attribute, glb, where: _Where):
+        base = node.value.id
+        mod = glb.get(base, getattr(builtins, base, None))
+        if mod is math:
+            if not hasattr(math, node.attr):
+                where.refuse(node, f"math.{node.attr}", "math has no such name")
+            return
+        if mod is np:
+            if node.attr in _NUMPY_ALLOC:
+                where.refuse(node, f"{base}.{node.attr}", "it allocates memory, which kernels cannot",
+                             "pass a scratch array as a parameter (like `tmp` in mergesort)")
+            if node.attr not in _NUMPY_OK:
+                where.refuse(node, f"{base}.{node.attr}",
+                             "only NumPy's scalar types, scalar math functions and constants "
+                             "are in the numeric subset", "write the loop out over range(...)")
+            return
+        where.refuse(node, f"the attribute `{ast.unparse(node)}`",
+                     f"{base!r} is not the math or numpy module",
+                     "use len(a) for lengths; attributes of arrays and objects are not in "
+                     "the numeric subset")
+
+    def resolve_name(n, node, glb, where: _Where, self_name):
+        if n in glb:
+            obj = glb[n]
+        elif hasattr(builtins, n):
+            if n in _BUILTINS:
+                return
+            where.refuse(node, f"the builtin {n}()",
+                         f"only {', '.join(sorted(_BUILTINS))} are in the numeric subset",
+                         "write the computation with arithmetic and loops")
+        else:
+            raise _Unresolved(f"the name {n!r} is not supported: it is not defined in "
+                              f"{where.what}'s module", filename=where.filename,
+                              lineno=where.line(node), construct=f"undefined name {n!r}",
+                              hint="Define it at module level before calling the function")
+        if isinstance(obj, types.ModuleType):
+            for key, mod in _MODULES.items():
+                if obj is mod:
+                    bind(n, obj, where, node)
+                    modules[n] = key
+                    return
+            where.refuse(node, f"the module {n!r}", "only math and numpy are usable",
+                         "copy the function you need into a helper")
+        if type(obj).__name__ == "DivideAndConquer":
+            where.refuse(node, f"calling the divide_and_conquer function {n!r}",
+                         "a divide-and-conquer function cannot run inside another one's tasks",
+                         f"call a plain helper, e.g. {n}.py_func's logic written as a loop")
+        if hasattr(obj, "py_func") and hasattr(obj, "overloads"):  # numba dispatcher
+            obj = obj.py_func
+        if isinstance(obj, types.FunctionType):
+            bind(n, obj, where, node)
+            if n not in helpers and n not in helper_nodes:
+                add_helper(n, obj, where, node)
+            return
+        if isinstance(obj, (types.BuiltinFunctionType, np.ufunc)):
+            for key, mod in _MODULES.items():
+                attr = getattr(obj, "__name__", None)
+                if attr and getattr(mod, attr, None) is obj and (mod is math or attr in _NUMPY_OK):
+                    bind(n, obj, where, node)
+                    imported[n] = (key, attr)
+                    return
+            where.refuse(node, f"the function {n!r}", f"{obj!r} is not a helper written in Python",
+                         "write the computation as a module-level Python helper")
+        if isinstance(obj, (bool, int, float, np.bool_, np.integer, np.floating)):
+            value = obj.item() if isinstance(obj, np.generic) else obj
+            if isinstance(value, int) and not isinstance(value, bool) and not \
+                    (-2**63 <= value < 2**63):
+                where.refuse(node, f"the constant {n} = {value}", "it does not fit in int64",
+                             "use a smaller value or a float")
+            bind(n, obj, where, node)
+            constants[n] = value
+            return
+        kind = type(obj).__name__
+        where.refuse(node, f"the global {n!r} (a {kind})",
+                     "only int, float and bool module constants, helpers, math and numpy are "
+                     "usable inside the function", "pass arrays and other values as parameters")
+
+    def add_helper(n, obj, caller_where: _Where, node):
+        if obj is fn:
+            caller_where.refuse(node, "recursion through a helper",
+                                f"{n} is the decorated function itself",
+                                f"only {spec.name} itself may recurse")
+        if obj.__code__.co_freevars:
+            caller_where.refuse(node, f"the helper {n!r} (a closure)",
+                                f"it uses {', '.join(obj.__code__.co_freevars)} from an "
+                                "enclosing function", "define it at module level")
+        if inspect.isgeneratorfunction(obj):
+            caller_where.refuse(node, f"the helper {n!r} (a generator)",
+                                "a generator produces values lazily", "return the value instead")
+        text, start, filename, hnode = _source_of(obj, "helper")
+        where = _Where(filename, f"helper {n!r}")
+        params = _check_params(hnode, where)
+        tree = _strip(hnode)
+        tree.name = n
+        _SubsetChecker(where).check(tree.body)
+        helper_nodes[n] = tree
+        helper_where[n] = where
+        order.append(n)
+        visit_function(tree, obj.__globals__, where, n, False)
+
+    visit_function(spec.tree, fn.__globals__, main_where, spec.name, True)
+
+    # cycles among helpers (mutual recursion)
+    state: dict[str, int] = {}
+
+    def dfs(h, stack):
+        state[h] = 1
+        for callee, call in calls_of.get(h, []):
+            if callee not in helper_nodes:
+                continue
+            if state.get(callee) == 1:
+                cyc = stack[stack.index(callee):] + [callee] if callee in stack else [h, callee]
+                helper_where[h].refuse(call, "recursion among helpers",
+                                       f"{' -> '.join(cyc)} calls back", "rewrite them with loops")
+            if state.get(callee) is None:
+                dfs(callee, stack + [callee])
+        state[h] = 2
+
+    for h in order:
+        if state.get(h) is None:
+            dfs(h, [h])
+
+    # which parameters each function may write (fixed point over the call graph)
+    def direct_writes(node):
+        params = [a.arg for a in node.args.posonlyargs + node.args.args]
+        out = {}
+        for sub in ast.walk(node):
+            tgt = None
+            if isinstance(sub, ast.Assign):
+                tgts = [t for x in sub.targets for t in ast.walk(x) if isinstance(t, ast.Subscript)]
+            elif isinstance(sub, ast.AugAssign):
+                tgts = [sub.target] if isinstance(sub.target, ast.Subscript) else []
+            else:
+                continue
+            for tgt in tgts:
+                if isinstance(tgt.value, ast.Name) and tgt.value.id in params:
+                    out.setdefault(params.index(tgt.value.id), sub)
+        return out
+
+    funcs = {h: helper_nodes[h] for h in order}
+    funcs[spec.name] = spec.tree
+    writes = {h: direct_writes(node) for h, node in funcs.items()}
+    changed = True
+    while changed:
+        changed = False
+        for h, node in funcs.items():
+            params = [a.arg for a in node.args.posonlyargs + node.args.args]
+            for callee, call in calls_of.get(h, []):
+                if callee not in writes or callee == h:
+                    continue
+                for k in list(writes[callee]):
+                    if k < len(call.args) and isinstance(call.args[k], ast.Name) \
+                            and call.args[k].id in params:
+                        i = params.index(call.args[k].id)
+                        if i not in writes[h]:
+                            writes[h][i] = call
+                            changed = True
+
+    # the guard conditions and the statements before them run more than once: pure helpers only
+    for s in spec.check:
+        exprs = []
+        if isinstance(s, ast.If):
+            node = s
+            while True:
+                exprs.append(node.test)
+                if node.orelse and isinstance(node.orelse[0], ast.If):
+                    node = node.orelse[0]
+                else:
+                    break
+        else:
+            exprs.append(s)
+        for e in exprs:
+            for sub in ast.walk(e):
+                if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) \
+                        and sub.func.id in writes and writes[sub.func.id]:
+                    main_where.refuse(sub, f"calling {sub.func.id}, which writes to arrays, in a "
+                                      "base-case test",
+                                      "hpu evaluates the guard and the assignments before it "
+                                      "more than once", "call it after the last guard, in the divide")
+
+    out_helpers = []
+    for h in order:
+        node = helper_nodes[h]
+        where = helper_where[h]
+        out_helpers.append(Helper(
+            name=h, source=ast.unparse(node), filename=where.filename,
+            lineno=node.lineno, params=tuple(a.arg for a in node.args.args),
+            writes=frozenset(writes[h])))
+    written = {spec.params[k]: node for k, node in writes[spec.name].items()}
+    first_write = tuple((p, (main_where.line(n) or spec.lineno)) for p, n in written.items())
+    return Closure(
+        helpers=tuple(out_helpers),
+        constants=tuple(sorted(constants.items())),
+        modules=tuple(sorted(modules.items())),
+        imported=tuple(sorted((k, m, a) for k, (m, a) in imported.items())),
+        written=frozenset(written),
+        first_write=first_write,
+    )

@@ -1,0 +1,95 @@
+"""The report of one run: what was computed, where, and how long each level took.
+
+Why a report object
+===================
+
+A hybrid run makes decisions the caller cannot see (the split α, the transfer
+level y, the cut-off level K, fallbacks to the CPU); the paper's figures are
+made of per-level timings.  ``DivideAndConquer.run`` therefore returns the
+value *and* a record of the run, as frozen dataclasses with named fields, so
+that benchmarks, the CLI and notebooks read the same numbers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Run", "LevelRecord", "TransferRecord", "PHASES"]
+
+#: The phases of a level, in the order a run performs them.
+PHASES = ("count", "fill", "leaf", "combine")
+
+
+@dataclass(frozen=True)
+class LevelRecord:
+    """One phase of one level: how many tasks each side ran, and in how many seconds.
+
+    ``phase`` is ``"count"`` (which tasks are base cases), ``"fill"`` (write
+    the children's parameters), ``"leaf"`` (solve whole subtrees at the
+    cut-off level) or ``"combine"``.
+    """
+
+    level: int
+    phase: str
+    cpu_tasks: int
+    gpu_tasks: int
+    cpu_seconds: float
+    gpu_seconds: float
+
+    @property
+    def tasks(self) -> int:
+        return self.cpu_tasks + self.gpu_tasks
+
+
+@dataclass(frozen=True)
+class TransferRecord:
+    """One host<->device copy: ``direction`` is ``"to_device"`` or ``"from_device"``."""
+
+    direction: str
+    bytes: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Run:
+    """The result and report of one call of a divide-and-conquer function.
+
+    ``value``: what the function returns (``None`` for in-place functions).
+    ``device``: ``"cpu"``, ``"gpu"``, ``"hybrid"`` (or ``"python"`` under
+    ``HPU_DISABLE=1``).  ``alpha``: the share of the split level's tasks kept
+    on the CPU (1.0 on the CPU alone); ``y``: the level where the device took
+    over (``None`` when it did not).  ``K``: the cut-off level whose tasks
+    solved their whole subtrees.  ``cpu_tasks``/``gpu_tasks``: the tasks of
+    level ``K`` each side solved.  ``fallbacks``: one line per device failure
+    that was redone on the CPU.  ``levels``: one :class:`LevelRecord` per
+    phase per level, in execution order.  ``transfers``: host<->device copies
+    (none on the CPU).  ``seconds``: wall time of the whole run.
+    """
+
+    value: Any
+    device: str
+    alpha: float | None
+    y: int | None
+    K: int
+    cpu_tasks: int
+    gpu_tasks: int
+    fallbacks: list[str] = field(default_factory=list)
+    levels: tuple[LevelRecord, ...] = ()
+    transfers: tuple[TransferRecord, ...] = ()
+    seconds: float = 0.0
+
+    def level_seconds(self, phase: str | None = None) -> float:
+        """Wall seconds spent in ``phase`` (all phases when None), both sides added."""
+        return sum(r.cpu_seconds + r.gpu_seconds for r in self.levels
+                   if phase is None or r.phase == phase)
+
+    def summary(self) -> str:
+        """A few lines for a terminal: device, split, K and seconds per phase."""
+        head = (f"{self.device}: K={self.K}, alpha={self.alpha}, y={self.y}, "
+                f"tasks cpu={self.cpu_tasks} gpu={self.gpu_tasks}, {self.seconds:.6f} s")
+        lines = [head]
+        for r in self.levels:
+            lines.append(f"  level {r.level:>2} {r.phase:<8} cpu {r.cpu_tasks:>8} tasks "
+                         f"{r.cpu_seconds:.6f} s   gpu {r.gpu_tasks:>8} tasks {r.gpu_seconds:.6f} s")
+        lines.extend(f"  fallback: {f}" for f in self.fallbacks)
+        return "\n".join(lines)

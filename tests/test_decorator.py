@@ -1,0 +1,191 @@
+"""The decorated object: calling conventions, argument checks, devices, the debug switch."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dc_examples as E
+import hpu
+
+
+def test_bare_and_with_options():
+    @hpu.divide_and_conquer
+    def bare(a, lo, hi):
+        if hi - lo <= 1:
+            return
+        mid = (lo + hi) // 2
+        bare(a, lo, mid)
+        bare(a, mid, hi)
+
+    assert isinstance(bare, hpu.DivideAndConquer)
+    assert bare.spec.b == 2 and bare.spec.cost == "n" and bare.spec.span is None
+    assert E.sum3.spec.a == 3 and E.sum3.spec.b == 3 and E.sum3.spec.cost == "1"
+    assert E.mergesort.spec.span == ("lo", "hi")
+    assert E.mergesort.__name__ == "mergesort" and "In place" in E.mergesort.__doc__
+    assert "mergesort" in repr(E.mergesort) and "a=2" in repr(E.mergesort)
+
+
+def test_positional_options_are_refused():
+    with pytest.raises(TypeError, match="keyword-only"):
+        hpu.divide_and_conquer(2)
+
+
+def test_py_func_is_the_original_and_runs_in_plain_python():
+    import inspect
+
+    assert inspect.getsource(E.mergesort.py_func).lstrip().startswith("@hpu.divide_and_conquer")
+    x = np.array([5, 3, 9, 1, 1, 0, 7, 2, 8, 6, 4, 3])
+    a = x.copy()
+    assert E.mergesort.py_func(a, np.empty_like(a), 0, len(a)) is None
+    np.testing.assert_array_equal(a, np.sort(x))
+    # the original's recursive calls stay in Python: no specialisation is created for them
+    fresh = hpu.divide_and_conquer(E.dsum.py_func)
+    assert fresh.py_func(x, 0, len(x)) == x.sum()
+    assert fresh._programs == {}
+
+
+def test_calling_returns_what_the_original_returns():
+    x = np.arange(-50, 50)
+    assert E.dsum(x, 0, len(x)) == E.dsum.py_func(x, 0, len(x)) == x.sum()
+    assert E.maxsub(x, 0, len(x)) == E.ref_maxsub(x)
+    assert E.is_sorted(x, 0, len(x)) is True
+    assert E.sumsq(x.astype(float), hi=len(x), lo=0, scale=2.0) == pytest.approx(
+        2.0 * float((x.astype(float) ** 2).sum()))
+    a = x[::-1].copy()
+    assert E.mergesort(a, np.empty_like(a), 0, len(a)) is None
+    np.testing.assert_array_equal(a, x)
+
+
+def test_sequential_is_the_compiled_original():
+    x = np.random.default_rng(0).integers(-9, 9, 777)
+    assert E.maxsub.sequential(x, 0, len(x)) == E.ref_maxsub(x)
+    a = x.copy()
+    E.mergesort.sequential(a, np.empty_like(a), 0, len(a))
+    np.testing.assert_array_equal(a, np.sort(x))
+    program, _ = E.maxsub._program_for(x, 0, len(x))
+    assert program.function.py_func is not E.maxsub.py_func  # compiled from the generated copy
+
+
+@pytest.mark.parametrize("device", ["gpu", "hybrid"])
+def test_gpu_and_hybrid_raise_clearly_and_touch_nothing(device):
+    x = np.arange(100)[::-1].copy()
+    before = x.copy()
+    with pytest.raises(hpu.DeviceUnavailableError, match="not available yet") as info:
+        E.mergesort.run(x, np.empty_like(x), 0, len(x), device=device)
+    assert "device='cpu'" in str(info.value)
+    assert isinstance(info.value, hpu.HpuError)
+    np.testing.assert_array_equal(x, before)
+
+
+def test_device_and_split_options_are_checked():
+    x = np.arange(10)
+    with pytest.raises(ValueError, match="device='tpu'"):
+        E.dsum.run(x, 0, 10, device="tpu")
+    with pytest.raises(ValueError, match="alpha=0.5 applies only"):
+        E.dsum.run(x, 0, 10, alpha=0.5)
+    with pytest.raises(ValueError, match="y=3 applies only"):
+        E.dsum.run(x, 0, 10, y=3)
+    with pytest.raises(ValueError, match="K=-1"):
+        E.dsum.run(x, 0, 10, K=-1)
+    assert E.dsum.run(x, 0, 10, alpha=1.0).value == 45
+
+
+def _untouched(f, args, exc, match):
+    before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    with pytest.raises(exc, match=match):
+        f(*args)
+    for a, b in zip(args, before):
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_bad_arrays_are_refused_naming_parameter_value_and_fix():
+    x = np.arange(20, dtype=np.int64)[::-1].copy()
+    t = np.empty_like(x)
+    _untouched(E.mergesort, (x.reshape(4, 5), t, 0, 20), ValueError,
+               r"parameter 'a' is a 2-D array of shape \(4, 5\).*ravel")
+    _untouched(E.mergesort, (x, t[::2], 0, 10), ValueError,
+               r"parameter 'tmp' is not C-contiguous.*ascontiguousarray")
+    _untouched(E.mergesort, (x.astype(np.complex128), t, 0, 20), TypeError,
+               r"parameter 'a' has dtype complex128.*astype")
+    _untouched(E.mergesort, (x > 3, t, 0, 20), TypeError, "dtype bool")
+    ro = x.copy()
+    ro.flags.writeable = False
+    _untouched(E.mergesort, (ro, t, 0, 20), ValueError,
+               r"parameter 'a' is read-only.*writes to it.*copy\(\)")
+    _untouched(E.mergesort, (list(x), t, 0, 20), TypeError, r"parameter 'a' received a list")
+    _untouched(E.mergesort, (x, t, 0, 20.5), TypeError, r"'hi' is named in span")
+    _untouched(E.mergesort, (x, t, 0, x), TypeError, r"parameter 'hi' received an array")
+    _untouched(E.mergesort, (x, t, 0, 2**70), ValueError, "does not fit in int64")
+    _untouched(E.mergesort, (x, t, np.array(0), 20), ValueError, r"0-d array.*item\(\)")
+    _untouched(E.mergesort, (x, t, 0), TypeError, r"mergesort\(\): missing")
+    _untouched(E.mergesort, (x, t, 0, 20, 5), TypeError, r"mergesort\(\): too many")
+    _untouched(E.mergesort, (x, t, 0, "20"), TypeError, r"received str")
+
+
+def test_read_only_arrays_are_fine_when_never_written():
+    x = np.arange(-10, 30)
+    x.flags.writeable = False
+    assert E.maxsub(x, 0, len(x)) == E.ref_maxsub(x)
+    assert E.dsum.run(x, 0, len(x), K=2).value == x.sum()
+
+
+def test_numpy_scalars_are_accepted():
+    x = np.arange(30, dtype=np.int16)
+    assert E.dsum(x, np.int32(0), np.uint8(30)) == x.sum()
+    assert E.count8(x, np.int64(0), 30, np.float32(10.5)) == int((x > 10.5).sum())
+    assert E.count8(x, 0, 30, True) == int((x > 1).sum())
+
+
+def test_the_disable_switch_runs_the_plain_function(monkeypatch):
+    x = np.arange(40)[::-1].copy()
+    monkeypatch.setenv("HPU_DISABLE", "1")
+    fresh = hpu.divide_and_conquer(E.dsum.py_func)
+    assert fresh._spec is None  # not even parsed
+    assert fresh(x, 0, 40) == x.sum()
+    run = fresh.run(x, 0, 40)
+    assert run.device == "python" and run.value == x.sum() and run.levels == ()
+    assert fresh.sequential(x, 0, 40) == x.sum()
+    assert fresh._programs == {}
+    monkeypatch.setenv("HPU_DISABLE", "0")
+    assert fresh.run(x, 0, 40).device == "cpu"
+
+
+def test_a_refused_function_can_still_run_as_python_when_disabled(monkeypatch):
+    monkeypatch.setenv("HPU_DISABLE", "1")
+
+    def single(a, n):
+        if n <= 0:
+            return 0
+        return a[n - 1] + single(a, n - 1)
+
+    f = hpu.divide_and_conquer(single)
+    assert f(np.arange(5), 5) == 10
+    monkeypatch.delenv("HPU_DISABLE")
+    with pytest.raises(hpu.TranslationError):
+        f.spec
+
+
+def test_run_report_is_a_frozen_dataclass():
+    import dataclasses
+
+    x = np.arange(100)
+    run = E.dsum.run(x, 0, 100)
+    assert isinstance(run, hpu.Run)
+    assert all(isinstance(r, hpu.LevelRecord) for r in run.levels)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        run.value = 3
+    assert "cpu" in run.summary() and run.level_seconds() <= run.seconds
+
+
+def test_plan_uses_the_model_with_n_from_span():
+    from hpu import model
+
+    x = np.arange(1 << 12)
+    machine = model.Machine(p=4, g=4096, gamma=1 / 160)
+    plan = E.mergesort.plan(x, np.empty_like(x), 100, 100 + 1024, machine=machine)
+    assert plan.n == 1024 and plan.a == 2 and plan.b == 2 and plan.cost == "n"
+    direct = model.plan(model.Problem(2, 2, "n", 1024), machine, "advanced", element_bytes=8)
+    assert plan == direct
+    plan3 = E.sum3.plan(x.astype(float), 0, len(x), machine=machine, strategy="basic")
+    assert plan3.a == 3 and plan3.b == 3 and plan3.n == len(x)

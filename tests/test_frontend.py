@@ -1,0 +1,620 @@
+"""The frontend: the shape it recognises, and every construct it refuses with file, line and fix.
+
+Each malformed function below marks the line the error must name with a
+``# refused`` comment; the test finds that line in the source and checks the
+error's ``lineno``, its ``construct`` and that the message says what to write
+instead.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+
+import numba
+import numpy as np
+import pytest
+
+import dc_examples as E
+import hpu
+from hpu._frontend import check_cost, parse, resolve
+
+TABLE = [1, 2, 3]
+LIMIT = 4
+
+
+# ---------------------------------------------------------------- helpers used below
+
+def alloc_helper(a, lo):
+    t = np.empty(4, np.int64)  # refused
+    return a[lo]
+
+
+def list_helper(a, lo):
+    t = [a[lo], 0]  # refused
+    return t
+
+
+def calls_back(a, lo, hi):
+    return bad_recursion_through_helper(a, lo, hi)  # refused
+
+
+def self_recursive(a, n):
+    if n <= 0:
+        return 0
+    return self_recursive(a, n - 1)  # refused
+
+
+def ping(a, n):
+    return pong(a, n)
+
+
+def pong(a, n):
+    return ping(a, n)  # refused
+
+
+def writer(a, lo):
+    a[lo] = 0
+    return 1
+
+
+# ---------------------------------------------------------------- malformed functions
+
+def bad_no_call(a, lo, hi):  # refused
+    if hi - lo <= 1:
+        return 0
+    return a[lo]
+
+
+def bad_call_in_loop(a, lo, hi):
+    if hi - lo <= 1:
+        return
+    for k in range(2):
+        bad_call_in_loop(a, lo + k, hi)  # refused
+
+
+def bad_call_in_condition(a, lo, hi):
+    if hi - lo > 1:
+        mid = (lo + hi) // 2
+        bad_call_in_condition(a, lo, mid)  # refused
+        bad_call_in_condition(a, mid, hi)
+
+
+def bad_call_in_return(a, lo, hi):
+    if hi - lo <= 1:
+        return a[lo]
+    mid = (lo + hi) // 2
+    return bad_call_in_return(a, lo, mid) + bad_call_in_return(a, mid, hi)  # refused
+
+
+def bad_array_reassigned(a, tmp, lo, hi):
+    if hi - lo <= 1:
+        return
+    tmp[lo] = a[lo]
+    a = tmp  # refused
+    mid = (lo + hi) // 2
+    bad_array_reassigned(a, tmp, lo, mid)
+    bad_array_reassigned(a, tmp, mid, hi)
+
+
+def bad_array_moved(a, tmp, lo, hi):
+    if hi - lo <= 1:
+        return
+    mid = (lo + hi) // 2
+    tmp[lo] = a[lo]
+    bad_array_moved(tmp, a, lo, mid)  # refused
+    bad_array_moved(a, tmp, mid, hi)
+
+
+def bad_arity(a, lo, hi):
+    if hi - lo <= 1:
+        return
+    mid = (lo + hi) // 2
+    bad_arity(a, lo, mid)
+    bad_arity(a, mid)  # refused
+
+
+def bad_with(a, lo, hi):
+    if hi - lo <= 1:
+        return
+    with open("x"):  # refused
+        pass
+    bad_with(a, lo, hi)
+    bad_with(a, lo, hi)
+
+
+def bad_try(a, lo, hi):
+    if hi - lo <= 1:
+        return
+    try:  # refused
+        mid = (lo + hi) // 2
+    except ValueError:
+        mid = lo
+    bad_try(a, lo, mid)
+    bad_try(a, mid, hi)
+
+
+def bad_import(a, lo, hi):
+    if hi - lo <= 1:
+        return
+    import os  # refused
+    bad_import(a, lo, hi)
+    bad_import(a, lo, hi)
+
+
+def bad_global(a, lo, hi):
+    global LIMIT  # refused
+    if hi - lo <= 1:
+        return
+    bad_global(a, lo, hi)
+    bad_global(a, lo, hi)
+
+
+def bad_print(a, lo, hi):
+    if hi - lo <= 1:
+        print(lo)  # refused
+        return
+    mid = (lo + hi) // 2
+    bad_print(a, lo, mid)
+    bad_print(a, mid, hi)
+
+
+def bad_raise(a, lo, hi):
+    if hi < lo:
+        raise ValueError  # refused
+    if hi - lo <= 1:
+        return
+    bad_raise(a, lo, hi)
+    bad_raise(a, lo, hi)
+
+
+def bad_allocating_helper(a, lo, hi):
+    if hi - lo <= 1:
+        return alloc_helper(a, lo)
+    mid = (lo + hi) // 2
+    x = bad_allocating_helper(a, lo, mid)
+    y = bad_allocating_helper(a, mid, hi)
+    return x + y
+
+
+def bad_list_helper(a, lo, hi):
+    if hi - lo <= 1:
+        return list_helper(a, lo)
+    mid = (lo + hi) // 2
+    x = bad_list_helper(a, lo, mid)
+    y = bad_list_helper(a, mid, hi)
+    return x + y
+
+
+def bad_recursion_through_helper(a, lo, hi):
+    if hi - lo <= 1:
+        return 0
+    mid = (lo + hi) // 2
+    x = bad_recursion_through_helper(a, lo, mid)
+    y = bad_recursion_through_helper(a, mid, hi)
+    return x + y + calls_back(a, lo, hi)
+
+
+def bad_recursive_helper(a, lo, hi):
+    if hi - lo <= 1:
+        return self_recursive(a, 3)
+    mid = (lo + hi) // 2
+    x = bad_recursive_helper(a, lo, mid)
+    y = bad_recursive_helper(a, mid, hi)
+    return x + y
+
+
+def bad_mutual_helpers(a, lo, hi):
+    if hi - lo <= 1:
+        return ping(a, 3)
+    mid = (lo + hi) // 2
+    x = bad_mutual_helpers(a, lo, mid)
+    y = bad_mutual_helpers(a, mid, hi)
+    return x + y
+
+
+def bad_generator(a, lo, hi):  # refused
+    if hi - lo <= 1:
+        yield a[lo]
+        return
+    mid = (lo + hi) // 2
+    bad_generator(a, lo, mid)
+    bad_generator(a, mid, hi)
+
+
+def bad_nine_calls(a, lo, hi):
+    if hi - lo <= 9:
+        return
+    s = (hi - lo) // 9
+    bad_nine_calls(a, lo, lo + s)  # refused
+    bad_nine_calls(a, lo + s, lo + 2 * s)
+    bad_nine_calls(a, lo + 2 * s, lo + 3 * s)
+    bad_nine_calls(a, lo + 3 * s, lo + 4 * s)
+    bad_nine_calls(a, lo + 4 * s, lo + 5 * s)
+    bad_nine_calls(a, lo + 5 * s, lo + 6 * s)
+    bad_nine_calls(a, lo + 6 * s, lo + 7 * s)
+    bad_nine_calls(a, lo + 7 * s, lo + 8 * s)
+    bad_nine_calls(a, lo + 8 * s, hi)
+
+
+def bad_single_call(a, lo, hi):
+    if hi - lo <= 1:
+        return
+    bad_single_call(a, lo + 1, hi)  # refused
+
+
+def bad_between_calls(a, lo, hi):
+    if hi - lo <= 1:
+        return
+    mid = (lo + hi) // 2
+    bad_between_calls(a, lo, mid)
+    a[mid] = 0
+    bad_between_calls(a, mid, hi)  # refused
+
+
+def bad_no_base_case(a, lo, hi):  # refused
+    mid = (lo + hi) // 2
+    bad_no_base_case(a, lo, mid)
+    bad_no_base_case(a, mid, hi)
+
+
+def bad_else_after_guard(a, lo, hi):
+    if hi - lo <= 1:
+        return
+    else:
+        mid = (lo + hi) // 2  # refused
+    bad_else_after_guard(a, lo, mid)
+    bad_else_after_guard(a, mid, hi)
+
+
+def bad_slice(a, lo, hi):
+    if hi - lo <= 1:
+        return
+    b = a[lo:hi]  # refused
+    mid = (lo + hi) // 2
+    bad_slice(a, lo, mid)
+    bad_slice(a, mid, hi)
+
+
+def bad_string(a, lo, hi):
+    if hi - lo <= 1:
+        return
+    mode = "fast"  # refused
+    mid = (lo + hi) // 2
+    bad_string(a, lo, mid)
+    bad_string(a, mid, hi)
+
+
+def bad_keyword_to_helper(a, lo, hi):
+    if hi - lo <= 1:
+        return 0
+    mid = (lo + hi) // 2
+    x = bad_keyword_to_helper(a, lo, mid)
+    y = bad_keyword_to_helper(a, mid, hi)
+    return x + y + writer(a, lo=lo)  # refused
+
+
+def bad_array_in_call_arg(a, lo, hi):
+    if hi - lo <= 1:
+        return
+    bad_array_in_call_arg(a, lo, a[lo])  # refused
+    bad_array_in_call_arg(a, lo, hi)
+
+
+def bad_dependent_calls(a, lo, hi):
+    if hi - lo <= 1:
+        return 1
+    x = bad_dependent_calls(a, lo, hi - 1)
+    y = bad_dependent_calls(a, lo, x)  # refused
+    return y
+
+
+def bad_returns_disagree(a, lo, hi):
+    if hi - lo <= 1:
+        return  # refused
+    mid = (lo + hi) // 2
+    x = bad_returns_disagree(a, lo, mid)
+    y = bad_returns_disagree(a, mid, hi)
+    return x
+
+
+def bad_tuple_to_one_name(a, lo, hi):
+    if hi - lo <= 1:
+        return a[lo], a[lo]
+    mid = (lo + hi) // 2
+    left = bad_tuple_to_one_name(a, lo, mid)  # refused
+    r0, r1 = bad_tuple_to_one_name(a, mid, hi)
+    return r0, r1
+
+
+def bad_write_before_guard(a, lo, hi):
+    a[lo] = 0  # refused
+    if hi - lo <= 1:
+        return
+    mid = (lo + hi) // 2
+    bad_write_before_guard(a, lo, mid)
+    bad_write_before_guard(a, mid, hi)
+
+
+def bad_impure_guard(a, lo, hi):
+    if writer(a, lo) > hi - lo:  # refused
+        return
+    mid = (lo + hi) // 2
+    bad_impure_guard(a, lo, mid)
+    bad_impure_guard(a, mid, hi)
+
+
+def bad_dunder(a, lo, hi):
+    if hi - lo <= 1:
+        return
+    x__y = lo  # refused
+    bad_dunder(a, lo, x__y)
+    bad_dunder(a, lo, hi)
+
+
+def bad_global_list(a, lo, hi):
+    if hi - lo <= 1:
+        return TABLE[0]  # refused
+    mid = (lo + hi) // 2
+    x = bad_global_list(a, lo, mid)
+    y = bad_global_list(a, mid, hi)
+    return x + y
+
+
+def bad_nested_def(a, lo, hi):
+    if hi - lo <= 1:
+        return
+    def inner(x):  # refused
+        return x
+    bad_nested_def(a, lo, hi)
+    bad_nested_def(a, lo, hi)
+
+
+def bad_attribute(a, lo, hi):
+    if hi - lo <= 1:
+        return
+    n = a.size  # refused
+    bad_attribute(a, lo, n)
+    bad_attribute(a, lo, hi)
+
+
+def bad_for_over_array(a, lo, hi):
+    if hi - lo <= 1:
+        s = 0
+        for v in a:  # refused
+            s += v
+        return s
+    mid = (lo + hi) // 2
+    x = bad_for_over_array(a, lo, mid)
+    y = bad_for_over_array(a, mid, hi)
+    return x + y
+
+
+def bad_guard_without_return(a, lo, hi):
+    if hi - lo <= 1:
+        if lo == 0:
+            return
+        lo = 0  # refused
+    mid = (lo + hi) // 2
+    bad_guard_without_return(a, lo, mid)
+    bad_guard_without_return(a, mid, hi)
+
+
+def bad_np_alloc_in_function(a, lo, hi):
+    if hi - lo <= 1:
+        return
+    t = np.zeros(hi - lo)  # refused
+    mid = (lo + hi) // 2
+    bad_np_alloc_in_function(a, lo, mid)
+    bad_np_alloc_in_function(a, mid, hi)
+
+
+MALFORMED = [
+    (bad_no_call, "without a recursive call"),
+    (bad_call_in_loop, "inside a loop"),
+    (bad_call_in_condition, "inside a condition"),
+    (bad_call_in_return, "inside a return"),
+    (bad_array_reassigned, "reassigning the array parameter"),
+    (bad_array_moved, "as the array parameter 'a'"),
+    (bad_arity, "recursive call with 2 arguments"),
+    (bad_with, "with"),
+    (bad_try, "try"),
+    (bad_import, "import"),
+    (bad_global, "global"),
+    (bad_print, "print"),
+    (bad_raise, "raise"),
+    (bad_allocating_helper, "np.empty"),
+    (bad_list_helper, "a list"),
+    (bad_recursion_through_helper, "recursion through a helper"),
+    (bad_recursive_helper, "a recursive helper"),
+    (bad_mutual_helpers, "recursion among helpers"),
+    (bad_generator, "generator"),
+    (bad_nine_calls, "9 recursive calls"),
+    (bad_single_call, "a single recursive call"),
+    (bad_between_calls, "statements between the recursive calls"),
+    (bad_no_base_case, "without a base case"),
+    (bad_else_after_guard, "else branch after a base-case guard"),
+    (bad_slice, "slicing"),
+    (bad_string, "str constant"),
+    (bad_keyword_to_helper, "keyword arguments"),
+    (bad_array_in_call_arg, "reading an array in a recursive call"),
+    (bad_dependent_calls, "depend on each other"),
+    (bad_returns_disagree, "returns that disagree"),
+    (bad_tuple_to_one_name, "tuple result assigned to one name"),
+    (bad_write_before_guard, "writing an array before the base-case guard"),
+    (bad_impure_guard, "writes to arrays, in a base-case test"),
+    (bad_dunder, "x__y"),
+    (bad_global_list, "(a list)"),
+    (bad_nested_def, "nested function"),
+    (bad_attribute, "attribute"),
+    (bad_for_over_array, "for ... in a"),
+    (bad_guard_without_return, "guard that does not end in return"),
+    (bad_np_alloc_in_function, "np.zeros"),
+]
+
+
+#: where the marker is when the error points into a helper
+MARKER_IN = {
+    "bad_allocating_helper": alloc_helper, "bad_list_helper": list_helper,
+    "bad_recursion_through_helper": calls_back, "bad_recursive_helper": self_recursive,
+    "bad_mutual_helpers": pong,
+}
+
+
+def _marked(fn) -> tuple[str, int]:
+    """(file, line) of the `# refused` comment in fn, or in the helper the error is in."""
+    f = MARKER_IN.get(fn.__name__, fn)
+    lines, start = inspect.getsourcelines(f)
+    for i, line in enumerate(lines):
+        if "# refused" in line:
+            return inspect.getsourcefile(f), start + i
+    raise AssertionError(f"no '# refused' marker for {fn.__name__}")
+
+
+@pytest.mark.parametrize("fn, construct", MALFORMED, ids=[f.__name__ for f, _ in MALFORMED])
+def test_malformed_functions_are_refused_with_line_construct_and_fix(fn, construct):
+    filename, line = _marked(fn)
+    with pytest.raises(hpu.TranslationError) as info:
+        hpu.divide_and_conquer(fn)
+    err = info.value
+    assert err.lineno == line, (str(err), line)
+    assert err.filename == filename
+    text = str(err)
+    assert construct in text, text
+    assert text.startswith(f"{filename}:{line}: ")
+    assert "not supported" in text
+    assert err.hint, "the error must say what to write instead"
+    assert err.construct
+
+
+def test_a_lambda_is_refused():
+    with pytest.raises(hpu.TranslationError, match="lambda"):
+        hpu.divide_and_conquer(lambda a, lo, hi: None)
+
+
+class Holder:
+    def method(self, a, lo, hi):
+        if hi - lo <= 1:
+            return
+        self.method(a, lo, hi)
+        self.method(a, lo, hi)
+
+
+def test_methods_closures_and_non_functions_are_refused():
+    with pytest.raises(hpu.TranslationError, match="method"):
+        hpu.divide_and_conquer(Holder.method)
+    with pytest.raises(hpu.TranslationError, match="method"):
+        hpu.divide_and_conquer(Holder().method)
+    k = 3
+
+    def closure(a, lo, hi):
+        if hi - lo <= k:
+            return
+        closure(a, lo, hi)
+        closure(a, lo, hi)
+
+    with pytest.raises(hpu.TranslationError, match="closure"):
+        hpu.divide_and_conquer(closure)
+    with pytest.raises(hpu.TranslationError, match="plain Python functions"):
+        hpu.divide_and_conquer(math.floor)
+    with pytest.raises(hpu.TranslationError, match="Numba"):
+        hpu.divide_and_conquer(numba.njit(E.insertion_sort))
+
+
+def test_a_function_without_source_is_refused():
+    ns = {}
+    exec("def f(a, lo, hi):\n    if hi - lo <= 1:\n        return\n    f(a, lo, hi)\n"
+         "    f(a, lo, hi)\n", ns)
+    with pytest.raises(hpu.TranslationError, match="without source") as info:
+        hpu.divide_and_conquer(ns["f"])
+    assert "inspect.getsource" in str(info.value)
+
+
+def test_double_decoration_is_refused_with_the_fix():
+    with pytest.raises(hpu.TranslationError, match="twice") as info:
+        hpu.divide_and_conquer(E.mergesort)
+    assert "py_func" in str(info.value)
+
+
+# ---------------------------------------------------------------- what parse records
+
+def test_parse_mergesort():
+    spec = parse(E.mergesort.py_func, b=2, cost="n", span=("lo", "hi"))
+    assert spec.name == "mergesort" and spec.params == ("a", "tmp", "lo", "hi")
+    assert spec.a == 2 and spec.result_arity == 0
+    assert spec.passthrough == {"a", "tmp"} and spec.indexed == set()
+    assert spec.carried == ("mid",)
+    assert [ast.unparse(e) for e in spec.calls[0].args] == ["a", "tmp", "lo", "mid"]
+    assert [ast.unparse(e) for e in spec.calls[1].args] == ["a", "tmp", "mid", "hi"]
+    assert all(c.targets == () for c in spec.calls)
+    lines, start = inspect.getsourcelines(E.mergesort.py_func)
+    assert spec.lineno == start + next(i for i, ln in enumerate(lines) if ln.startswith("def"))
+    assert spec.calls[0].lineno == start + next(i for i, ln in enumerate(lines)
+                                                if "mergesort(a, tmp, lo, mid)" in ln)
+    assert [type(s).__name__ for s in spec.check] == ["If"]
+    assert [ast.unparse(s) for s in spec.divide] == ["mid = (lo + hi) // 2"]
+    assert [ast.unparse(s) for s in spec.combine] == ["merge(a, tmp, lo, mid, hi)"]
+
+
+def test_parse_records_prefix_guards_results_and_passthrough():
+    spec = E.dsum.spec
+    assert [type(s).__name__ for s in spec.check] == ["Assign", "If", "If"]
+    assert spec.result_arity == 1 and spec.result_names == ("s1", "s2")
+    assert spec.carried == () and spec.passthrough == {"a"}
+    assert E.maxsub.spec.result_arity == 4
+    assert E.maxsub.spec.result_names[:4] == ("lt", "lp", "ls", "lb")
+    assert E.count8.spec.a == 8 and E.count8.spec.passthrough == {"a", "threshold"}
+    assert E.sumsq.spec.passthrough == {"a", "scale"}  # keyword calls mapped to positions
+    assert E.is_sorted.spec.carried == ("mid",)
+    assert E.quicksort.spec.carried == () and E.quicksort.spec.divide
+    assert E.sum3.spec.b == 3 and E.max4.spec.b == 4
+
+
+def test_resolve_finds_helpers_constants_modules_and_written_arrays():
+    cl = resolve(E.mergesort.py_func, E.mergesort.spec)
+    assert {h.name for h in cl.helpers} == {"insertion_sort", "merge"}
+    assert dict(cl.constants) == {"CUTOFF": 8}
+    assert cl.written == {"a", "tmp"}
+    merge = next(h for h in cl.helpers if h.name == "merge")
+    assert merge.writes == {0, 1} and "doc" not in merge.source.lower().split("def")[0]
+    assert resolve(E.maxsub.py_func, E.maxsub.spec).written == frozenset()
+    assert dict(resolve(E.max4.py_func, E.max4.spec).modules) == {"math": "math"}
+    assert resolve(E.visit_count.py_func, E.visit_count.spec).written == {"visits"}
+
+
+@hpu.divide_and_conquer
+def uses_later_helper(a, lo, hi):
+    if hi - lo <= 1:
+        return later_helper(a, lo)
+    mid = (lo + hi) // 2
+    x = uses_later_helper(a, lo, mid)
+    y = uses_later_helper(a, mid, hi)
+    return x + y
+
+
+def later_helper(a, i):
+    return 2 * a[i]
+
+
+def test_helpers_defined_after_the_function_are_found_at_the_first_call():
+    x = np.arange(1, 40)
+    assert uses_later_helper(x, 0, len(x)) == 2 * int(x.sum())
+
+
+@pytest.mark.parametrize("cost, norm", [("1", "1"), ("n", "n"), ("n  log n", "n log n"),
+                                        ("n^2", "n^2"), ("n**1.5", "n^1.5")])
+def test_cost_strings(cost, norm):
+    assert check_cost(cost) == norm
+
+
+@pytest.mark.parametrize("kwargs, exc, text", [
+    ({"cost": "n^"}, ValueError, "cost="),
+    ({"cost": 2}, TypeError, "cost="),
+    ({"b": 1}, ValueError, "b=1"),
+    ({"b": "2"}, ValueError, "b="),
+    ({"span": ("lo", "top")}, ValueError, "'top'"),
+    ({"span": "lo"}, TypeError, "span="),
+])
+def test_bad_options_are_refused(kwargs, exc, text):
+    with pytest.raises(exc, match=text.replace("(", r"\(").replace("^", r"\^")):
+        hpu.divide_and_conquer(**kwargs)(E.merge)
