@@ -63,8 +63,9 @@ __all__ = ["divide_and_conquer", "DivideAndConquer", "DEVICES", "DEFAULT_DEVICE"
 
 #: Devices ``.run`` accepts.
 DEVICES = ("cpu", "gpu", "hybrid")
+STRATEGIES = ("advanced", "basic")
 #: The device a plain call uses.
-DEFAULT_DEVICE = "cpu"
+DEFAULT_DEVICE = "hybrid"
 ENV_DISABLE = "HPU_DISABLE"
 #: The CPU cut-off level is the first with at least this many tasks per thread.
 TASKS_PER_THREAD = 8
@@ -220,21 +221,26 @@ class DivideAndConquer:
         return program.function(*(values[p] for p in program.spec.params))
 
     def run(self, *args, device: str = DEFAULT_DEVICE, alpha=None, y=None, K=None,
-            **kwargs) -> Run:
+            strategy: str = "advanced", cl_device=None, depth: int = 64, **kwargs) -> Run:
         """Run the function breadth-first and return a :class:`~hpu.Run` report.
 
-        ``device``: ``"cpu"`` (Numba threads), ``"gpu"`` or ``"hybrid"`` (not
-        available yet: they raise :class:`~hpu.DeviceUnavailableError`).
-        ``alpha``/``y``: the hybrid split (CPU share, transfer level); only
-        ``None`` (or ``alpha=1``) on the CPU.  ``K``: the cut-off level whose
-        tasks solve whole subtrees; ``None`` picks the first level with
-        ``8 * numba.get_num_threads()`` tasks.  The function's own arguments
-        go by position or keyword (by position when a name clashes with
-        these options).
+        ``device``: ``"hybrid"`` (the default: the CPU's Numba threads and an
+        OpenCL device split by the HPU model), ``"cpu"`` (Numba threads only)
+        or ``"gpu"`` (every leaf and combine on the OpenCL device).
+        ``alpha``/``y``: the hybrid split (share of the transfer level's tasks
+        kept on the CPU, transfer level); ``None`` asks the model, with the
+        machine's calibration profile.  ``strategy``: ``"advanced"`` (004 §5.2)
+        or ``"basic"`` (§5.1: α = 0 at level log_a(p/γ)).  ``K``: the cut-off
+        level whose tasks solve whole subtrees (``None``: enough tasks for
+        every core).  ``cl_device``: which OpenCL device (``"gpu"``, ``"cpu"``,
+        ``"P:D"``, part of a name; default ``HPU_DEVICE`` or the first usable
+        GPU, else PoCL).  ``depth``: the device solver's stack frames.  The
+        function's own arguments go by position or keyword (by position when
+        a name clashes with these options).
         """
         from hpu._driver import check_K, execute
 
-        _check_device(device, alpha, y)
+        _check_device(device, alpha, y, strategy)
         check_K(K)
         if _disabled():
             t0 = time.perf_counter()
@@ -242,17 +248,37 @@ class DivideAndConquer:
             return Run(value=value, device="python", alpha=None, y=None, K=0, cpu_tasks=1,
                        gpu_tasks=0, fallbacks=[], levels=(), transfers=(),
                        seconds=time.perf_counter() - t0)
+        values = self._check_args(args, kwargs)
+        program = self._program(values)
+        if device != "cpu":
+            from hpu._hybrid import run_on_devices
+
+            return run_on_devices(self, program, values, device=device, device_spec=cl_device,
+                                  alpha=alpha, y=y, K=K, strategy=strategy, depth=depth)
         import numba
 
         from hpu._cpu import CpuBackend
 
-        values = self._check_args(args, kwargs)
-        program = self._program(values)
         ex = execute(program.layout, program.types, values, CpuBackend(program), K=K,
                      min_tasks=TASKS_PER_THREAD * numba.get_num_threads())
         return Run(value=ex.value, device="cpu", alpha=1.0, y=None, K=ex.K,
                    cpu_tasks=ex.leaf_tasks.get("cpu", 0), gpu_tasks=ex.leaf_tasks.get("gpu", 0),
                    fallbacks=[], levels=ex.levels, transfers=(), seconds=ex.seconds)
+
+    def opencl_source(self, *args, depth: int = 64, **kwargs) -> str:
+        """The OpenCL C generated for this function and these arguments' types.
+
+        The level kernels (one work-item per task) and the subtree solver
+        (the recursion as a loop over a ``depth``-frame stack), commented with
+        the Python lines they come from.  Arguments are needed because the
+        code depends on the arrays' dtypes; small ones do.
+        """
+        from hpu._opencl._levels import opencl_source
+
+        values = self._check_args(args, kwargs)
+        program = self._program(values)
+        shared = {n: values[n] for n in program.layout.shared}
+        return opencl_source(program, shared, depth)
 
     def plan(self, *args, machine=None, strategy: str = "advanced", **kwargs):
         """What the HPU model would choose for these arguments (a ``hpu.model.Plan``).
@@ -285,15 +311,31 @@ class DivideAndConquer:
         return model.plan(problem, machine, strategy, element_bytes=element_bytes)
 
 
-def _check_device(device, alpha, y) -> None:
+def _check_device(device, alpha, y, strategy="advanced") -> None:
     if device not in DEVICES:
         raise ValueError(f"device={device!r} is not known: expected one of "
                          f"{', '.join(map(repr, DEVICES))}; pass device='cpu'")
-    if device in ("gpu", "hybrid"):
-        raise DeviceUnavailableError(
-            f"device={device!r} is not available yet: this version of hpu runs divide-and-"
-            "conquer functions on the CPU only (the OpenCL backend is not built in); pass "
-            "device='cpu'")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy={strategy!r} is not known: expected one of "
+                         f"{', '.join(map(repr, STRATEGIES))}")
+    if device == "hybrid":
+        if alpha is not None:
+            if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer,
+                                                                  np.floating)) \
+                    or not 0.0 <= float(alpha) <= 1.0:
+                raise ValueError(f"alpha={alpha!r} must be a number in [0, 1]: the share of the "
+                                 "transfer level's tasks kept on the CPU; pass e.g. alpha=0.25")
+        if y is not None:
+            if isinstance(y, bool) or not isinstance(y, (int, np.integer)) or y < 0:
+                raise ValueError(f"y={y!r} must be an int >= 0: the level at which the device's "
+                                 "share is split off; pass e.g. y=4")
+        return
+    if device == "gpu":
+        if alpha not in (None, 0) or y not in (None, 0):
+            raise ValueError(f"alpha={alpha!r}, y={y!r}: device='gpu' runs every leaf and "
+                             "combine on the OpenCL device (alpha=0, y=0); use device='hybrid' "
+                             "to split")
+        return
     if alpha is not None and alpha != 1:
         raise ValueError(f"alpha={alpha!r} applies only to device='hybrid' (the share of "
                          "tasks kept on the CPU); on device='cpu' leave it None")

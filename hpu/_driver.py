@@ -123,12 +123,21 @@ def check_K(K) -> int | None:
 
 
 def execute(layout: Layout, types: Types, args: Mapping[str, Any], backend: Backend, *,
-            K: int | None = None, min_tasks: int = 16, assign: Assign | None = None) -> Execution:
+            K: int | None = None, min_tasks: int = 16, assign: Assign | None = None,
+            on_expanded: Callable[[list[Level]], None] | None = None,
+            before_phase: Callable[[int, str], None] | None = None) -> Execution:
     """Run the function breadth-first on ``backend`` (or on what ``assign`` says per level).
 
     ``args`` maps every parameter to its (already checked) value.  With
     ``K=None`` expansion stops at the first level with ``min_tasks`` tasks or
     more; it always stops early when every task of a level is a base case.
+
+    Two hooks let a split run (:mod:`hpu._hybrid`) coordinate devices without
+    a second driver: ``on_expanded(levels)`` once the tree is expanded (every
+    level's parameters, offsets and result arrays exist) and before any leaf
+    runs; ``before_phase(level, phase)`` before each leaf and combine phase
+    (where the device's results are collected before the CPU needs them), and
+    ``before_phase(-1, "finish")`` once more before the value is read.
     """
     K = check_K(K)
     if assign is None:
@@ -195,13 +204,21 @@ def execute(layout: Layout, types: Types, args: Mapping[str, Any], backend: Back
     K_used = levels[-1].index
     for lv in levels:
         lv.results = [alloc(lv.size, dt) for dt in types.results]
+    if on_expanded is not None:
+        on_expanded(levels)
+    if before_phase is not None:
+        before_phase(K_used, "leaf")
     leaf = levels[-1]
     leaf_tasks = run_phase(K_used, "leaf", leaf.size, lambda be, s, e: be.leaf(leaf, s, e, shared))
     for i in range(K_used - 1, -1, -1):
         lv, child = levels[i], levels[i + 1]
+        if before_phase is not None:
+            before_phase(i, "combine")
         run_phase(i, "combine", lv.size,
                   lambda be, s, e: be.combine(lv, child, s, e, shared))
 
+    if before_phase is not None:
+        before_phase(-1, "finish")  # every device's work is in before the value is read
     r = layout.result_arity
     if r == 0:
         value = None

@@ -1,0 +1,97 @@
+"""Kernels from the spec: a decorated function's level kernels, in OpenCL C.
+
+Why this is small: the decorator's code generator (:mod:`hpu._codegen`) already
+writes every per-task function in the numeric subset, task index first:
+``combine_task(t, ...)`` combines task ``t`` of a level, ``leaf_task_iter(t, ...)``
+solves task ``t``'s whole subtree with ``solve_iter``, the recursive function
+rewritten as a loop over an explicit fixed-depth stack (OpenCL has no
+recursion).  Numba compiles exactly these functions for the CPU; here the same
+functions go through the translator (:mod:`hpu._opencl._translate`) as range
+kernels, one work-item per task (004 Algorithm 3).  One source, two targets:
+there is no second, hand-kept copy of the algorithm to drift apart.
+
+A subtree deeper than the stack sets ``err[0]`` and its work-item stops; the
+backend reads the flag and raises :class:`hpu._cpu.StackOverflowError`, never
+returning a partial result as if it were whole.
+
+Factories are cached: the translation per (generated source, argument types,
+depth), the built program per context (:func:`hpu._opencl._build.build_program`),
+so a second run of the same function on the same device compiles nothing.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from hpu._opencl._scalars import INT64, Array, scalar_of
+from hpu._opencl._source import FunctionSource
+from hpu._opencl._translate import TranslatedProgram, translate
+
+__all__ = ["LEAF", "COMBINE", "translate_levels", "level_arg_types", "opencl_source"]
+
+LEAF = "level_leaf"
+COMBINE = "level_combine"
+
+_lock = threading.Lock()
+_cache: dict = {}
+
+
+def _value_type(value):
+    if isinstance(value, np.ndarray):
+        return Array(value.dtype)
+    if isinstance(value, (bool, np.bool_)):
+        return scalar_of(np.bool_)
+    if isinstance(value, np.generic):
+        return scalar_of(value.dtype)
+    if isinstance(value, int):
+        return INT64
+    return scalar_of(np.float64)
+
+
+def level_arg_types(program, shared: Mapping[str, Any]) -> dict[str, Any]:
+    """The translator type of every name the level task functions take."""
+    lay, types = program.layout, program.types
+    out: dict[str, Any] = {"tid__": INT64, "off__": Array(np.int64), "err__": Array(np.int64)}
+    out.update({f"in__{v}": Array(dt) for v, dt in zip(lay.varying, types.varying)})
+    out.update({f"loc__{c}": Array(dt) for c, dt in zip(lay.carried, types.carried)})
+    for k, dt in enumerate(types.results):
+        out[f"res__{k}"] = Array(dt)
+        out[f"cres__{k}"] = Array(dt)
+    out.update({name: _value_type(v) for name, v in shared.items()})
+    return out
+
+
+def _signature_key(program, shared, depth):
+    kinds = tuple((n, str(_value_type(v))) for n, v in sorted(shared.items()))
+    return (program.iter_source(depth), kinds, depth)
+
+
+def translate_levels(program, shared: Mapping[str, Any], depth: int) -> TranslatedProgram:
+    """Translate ``leaf_task_iter`` and ``combine_task`` of ``program`` (cached)."""
+    key = _signature_key(program, shared, depth)
+    with _lock:
+        hit = _cache.get(key)
+    if hit is not None:
+        return hit
+    module = program.iter_module(depth)
+    lay = program.layout
+    types = level_arg_types(program, shared)
+    leaf_names = ("tid__",) + tuple(lay.leaf_iter_args())
+    combine_names = ("tid__",) + tuple(lay.combine_args())
+    entries = [
+        (FunctionSource.from_callable(module.leaf_task_iter), tuple(types[n] for n in leaf_names)),
+        (FunctionSource.from_callable(module.combine_task), tuple(types[n] for n in combine_names)),
+    ]
+    result = translate(entries, kernels={LEAF: "leaf_task_iter", COMBINE: "combine_task"},
+                       private_arrays=True)
+    with _lock:
+        _cache.setdefault(key, result)
+        return _cache[key]
+
+
+def opencl_source(program, shared: Mapping[str, Any], depth: int) -> str:
+    """The OpenCL C of the level kernels, as a user reads it."""
+    return translate_levels(program, shared, depth).source
