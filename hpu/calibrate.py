@@ -644,9 +644,15 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
     sweeps = Sweeps(g_elements=settings.sum_elements, g=tuple(g_pairs), merge_cpu=tuple(cpu_pairs),
                     merge_device=tuple(dev_pairs), h2d=tuple(h2d_pairs), d2h=tuple(d2h_pairs))
     est = estimates(sweeps)
+    g = est.g
+    if bench.kind == "CPU":
+        # A CPU device runs at most one work-item per core at a time; a knee past its
+        # cores is memory-level parallelism of the streaming sum, not cores that a
+        # merge could use.  The model's g counts cores, so cap it there.
+        g = max(1, min(g, bench.compute_units))
     return Profile(
         p=p,
-        g=est.g,
+        g=g,
         gamma=est.gamma.value,
         # A negative intercept or slope is noise around zero; the model needs >= 0.
         latency_s=max(0.0, est.transfer.intercept),

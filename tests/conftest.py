@@ -1,9 +1,17 @@
-"""Shared test setup: a private code cache per test session.
+"""Shared test setup: private caches and profiles per test session.
 
 Generated modules and Numba's machine code go to ``HPU_CACHE_DIR``; the tests
 use a fresh temporary folder so that they never read code compiled by another
 version of hpu and never fill the user's cache.  Set ``HPU_CACHE_DIR``
 yourself to keep compiled code between sessions (faster reruns).
+
+Calibration profiles: the tests never read or write the user's own.  The
+config folder is a temporary one and ``HPU_NO_AUTOCALIBRATE=1`` makes a run
+without a profile use hpu's built-in values; the tests of calibration set
+their own environment.
+
+``HPU_REQUIRE_OPENCL=1`` (CI sets it) turns "no usable OpenCL device" into a
+failed session instead of skipped OpenCL tests.
 """
 from __future__ import annotations
 
@@ -28,6 +36,21 @@ def pytest_configure(config):
         path = tempfile.mkdtemp(prefix="hpu-test-cache-")
         os.environ["HPU_CACHE_DIR"] = path
         _made.append(path)
+    config_home = tempfile.mkdtemp(prefix="hpu-test-config-")
+    _made.append(config_home)
+    os.environ["XDG_CONFIG_HOME"] = config_home
+    os.environ.pop("HPU_PROFILE", None)
+    os.environ.setdefault("HPU_NO_AUTOCALIBRATE", "1")
+    if os.environ.get("HPU_REQUIRE_OPENCL", "") not in ("", "0"):
+        from hpu._opencl._device import devices
+
+        usable = [d for d in devices() if d.usable]
+        if not usable:
+            import pytest
+
+            found = "; ".join(f"{d.name}: {d.problem}" for d in devices()) or "none found"
+            pytest.exit(f"HPU_REQUIRE_OPENCL is set but no OpenCL device is usable ({found})",
+                        returncode=3)
 
 
 def pytest_unconfigure(config):

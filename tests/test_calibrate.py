@@ -114,6 +114,19 @@ def synthetic(monkeypatch):
 
 # ------------------------------------------------------------------- the loop
 
+def test_a_cpu_device_never_gets_more_device_cores_than_it_has(monkeypatch):
+    """The streaming sum keeps improving past a CPU device's cores (memory-level
+    parallelism); g must not count more cores than the device has."""
+    def factory(device=None):
+        bench = SyntheticBench(device)
+        bench.kind, bench.compute_units = "CPU", 2
+        return bench
+
+    monkeypatch.setattr(cal, "_OpenCLBench", factory)
+    prof = cal.calibrate(settings=TINY, progress=False)
+    assert SyntheticBench.G > 2
+    assert prof.g == 2 and prof.device_shares_cpu
+
 def test_calibrate_recovers_the_synthetic_parameters(synthetic):
     import numba
 

@@ -7,9 +7,13 @@ and a picture of the division in the manner of 004's Figure 4.  It imports
 only :mod:`hpu.model` so that it starts quickly, and every bad value is one
 line on stderr with exit code 2.
 
-Without ``--profile`` machinery yet, the machine is given by flags; the
-defaults are the worked example of 004 §5.2.2 (p = 4, g = 2^12, γ = 1/160,
-n = 2^24, mergesort).
+Where the machine comes from: flags given on the command line always win.
+For the rest, ``hpu plan ALGORITHM`` (``hpu plan mergesort --n N``) reads
+this machine's calibration profile (p, g, γ, λ, δ, and seconds per unit of
+work, so the predicted times are in seconds; with no profile the first call
+calibrates quickly once and says so, ``HPU_NO_AUTOCALIBRATE=1`` uses built-in
+values).  Without an algorithm, or with ``--paper``, the defaults are the
+worked example of 004 §5.2.2 (p = 4, g = 2^12, γ = 1/160, n = 2^24).
 """
 from __future__ import annotations
 
@@ -54,12 +58,18 @@ def add_arguments(parser) -> None:
                         help="divide+combine cost f(n): 1, n, 'n log n', n^k (default n)")
     parser.add_argument("--n", default=_DEFAULTS["n"], metavar="N",
                         help="input size, e.g. 16777216 or 2^24 (default 2^24)")
-    parser.add_argument("--p", default=_DEFAULTS["p"], metavar="P", help="CPU cores (default 4)")
-    parser.add_argument("--g", default=_DEFAULTS["g"], metavar="G",
-                        help="device parallelism, e.g. 4096 or 2^12 (default 4096)")
-    parser.add_argument("--gamma", default=_DEFAULTS["gamma"], metavar="GAMMA",
+    parser.add_argument("--p", default=None, metavar="P",
+                        help="CPU cores (default: the profile with ALGORITHM, else 4)")
+    parser.add_argument("--g", default=None, metavar="G",
+                        help="device parallelism, e.g. 4096 or 2^12 (default: the profile "
+                             "with ALGORITHM, else 4096)")
+    parser.add_argument("--gamma", default=None, metavar="GAMMA",
                         help="device core speed / CPU core speed, a number or a fraction "
-                             "such as 1/160 (default 1/160)")
+                             "such as 1/160 (default: the profile with ALGORITHM, else 1/160)")
+    parser.add_argument("--paper", action="store_true",
+                        help="use the machine of 004's worked example, not the profile")
+    parser.add_argument("--device", default=None, metavar="D",
+                        help="whose profile to read: an OpenCL device as `hpu devices` lists it")
     parser.add_argument("--strategy", default="advanced", metavar="S",
                         help="advanced (004 5.2, default) or basic (004 5.1)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -114,6 +124,18 @@ def _inputs(args) -> tuple[model.Problem, model.Machine, str]:
         raise _BadValue(f"--cost {cost_text!r} is not understood: expected one of "
                         f"{model.ACCEPTED_COSTS}; pass e.g. --cost n") from None
     n = _integer(args.n, "--n", "an integer >= 1 (input size)", "16777216", 1)
+    prof = _profile(args) if args.algorithm is not None and not args.paper else None
+    extra = {}
+    if prof is not None:
+        args.p = args.p if args.p is not None else str(prof.p)
+        args.g = args.g if args.g is not None else str(prof.g)
+        args.gamma = args.gamma if args.gamma is not None else repr(float(prof.gamma))
+        extra = dict(latency_s=prof.latency_s, seconds_per_byte=prof.seconds_per_byte,
+                     seconds_per_unit=prof.cpu_seconds_per_element)
+        args.profile_info = prof
+    for flag in ("p", "g", "gamma"):
+        if getattr(args, flag) is None:
+            setattr(args, flag, _DEFAULTS[flag])
     p = _positive(args.p, "--p", "a number >= 1 (CPU cores)", "4", above=Fraction(1),
                   strict=False)
     g = _positive(args.g, "--g", "a number >= 1 (device parallelism)", "4096",
@@ -125,10 +147,29 @@ def _inputs(args) -> tuple[model.Problem, model.Machine, str]:
         raise _BadValue(f"--strategy {args.strategy!r} is unknown: expected one of "
                         f"{', '.join(model.STRATEGIES)}; pass e.g. --strategy advanced")
     try:
-        return model.Problem(a, b, cost, n), model.Machine(p, g, gamma), strategy
+        return model.Problem(a, b, cost, n), model.Machine(p, g, gamma, **extra), strategy
     except ValueError as err:  # what only the model can check, e.g. n too large
         raise _BadValue(f"{err} (from --a {a_text} --b {b_text} --cost {cost_text!r} "
                         f"--n {args.n})") from None
+
+
+def _profile(args):
+    """The active calibration profile (imports hpu's profile store only when needed)."""
+    from hpu._errors import HpuError
+    from hpu._profile import active_profile
+
+    try:
+        return active_profile(args.device)
+    except HpuError as err:
+        raise _BadValue(str(err)) from None
+
+
+def _profile_path(args) -> str | None:
+    """Where the profile lives (None for built-in values that were never stored)."""
+    from hpu._profile import profile_path
+
+    path = profile_path(args.device)
+    return str(path) if path.exists() else None
 
 
 def _fraction_text(x: float) -> str:
@@ -221,11 +262,26 @@ def main(args) -> int:
     except _BadValue as err:
         print(f"hpu plan: error: {err}", file=sys.stderr)
         return 2
-    result = model.plan(problem, machine, strategy)
+    prof = getattr(args, "profile_info", None)
+    contention = 1.0
+    if prof is not None and prof.device_shares_cpu:
+        contention = getattr(prof, "contention", None) or 2.0
+    result = model.plan(problem, machine, strategy, contention=contention)
     if args.json:
         d = result.to_dict()
         d["algorithm"] = args.algorithm
+        d["latency_s"] = machine.latency_s
+        d["seconds_per_byte"] = machine.seconds_per_byte
+        d["machine"] = "profile" if prof is not None else "flags"
+        d["profile_path"] = _profile_path(args) if prof is not None else None
+        d["profile_source"] = getattr(prof, "source", None) if prof is not None else None
         print(json.dumps(d))
     else:
         print(render_text(result, args.algorithm))
+        if prof is not None:
+            where = _profile_path(args)
+            print(f"\nmachine from the {getattr(prof, 'source', 'stored')} profile"
+                  + (f" {where}" if where else "")
+                  + (" (the OpenCL device shares the CPU's cores: contention "
+                     f"{contention:g} while both run)" if prof.device_shares_cpu else ""))
     return 0
