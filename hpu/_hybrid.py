@@ -68,6 +68,9 @@ class HpuPerformanceWarning(UserWarning):
     """A run did not use a device that was asked for, or fell back to the CPU."""
 
 
+_told_cpu_only: set[str] = set()
+
+
 def _cl():
     import pyopencl as cl
 
@@ -415,8 +418,10 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
         y = y_ if y is None else y
     alpha, y = float(alpha), int(y)
     if alpha >= 1.0:
-        if plan is not None:
-            warnings.warn(f"hpu: the model keeps everything on the CPU ({plan.reason})",
+        if plan is not None and (spec_name := program.spec.name) not in _told_cpu_only:
+            _told_cpu_only.add(spec_name)  # once per function and process: a decision, not a fault
+            warnings.warn(f"hpu: {spec_name}: the model keeps everything on the CPU "
+                          f"({plan.reason}); pass alpha= and y= to split anyway",
                           HpuPerformanceWarning, stacklevel=3)
         return _cpu_only(program, values, cpu, K, p, fallbacks=fallbacks, t_start=t_start,
                          device=device, alpha=1.0, y=y)

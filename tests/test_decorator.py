@@ -67,14 +67,21 @@ def test_sequential_is_the_compiled_original():
 
 
 @pytest.mark.parametrize("device", ["gpu", "hybrid"])
-def test_gpu_and_hybrid_raise_clearly_and_touch_nothing(device):
-    x = np.arange(100)[::-1].copy()
-    before = x.copy()
-    with pytest.raises(hpu.DeviceUnavailableError, match="not available yet") as info:
-        E.mergesort.run(x, np.empty_like(x), 0, len(x), device=device)
-    assert "device='cpu'" in str(info.value)
-    assert isinstance(info.value, hpu.HpuError)
-    np.testing.assert_array_equal(x, before)
+def test_gpu_and_hybrid_run_and_agree_with_numpy(device):
+    x = np.arange(1000)[::-1].copy()
+    run = E.mergesort.run(x, np.empty_like(x), 0, len(x), device=device,
+                          **({"alpha": 0.5, "y": 2} if device == "hybrid" else {}))
+    np.testing.assert_array_equal(x, np.arange(1000))
+    assert run.device == device and run.gpu_tasks > 0 and run.fallbacks == []
+
+
+def test_the_default_device_is_hybrid():
+    import inspect
+
+    assert inspect.signature(E.mergesort.run).parameters["device"].default == "hybrid"
+    x = np.arange(500)[::-1].copy()
+    assert E.mergesort(x, np.empty_like(x), 0, len(x)) is None
+    np.testing.assert_array_equal(x, np.arange(500))
 
 
 def test_device_and_split_options_are_checked():
@@ -82,12 +89,20 @@ def test_device_and_split_options_are_checked():
     with pytest.raises(ValueError, match="device='tpu'"):
         E.dsum.run(x, 0, 10, device="tpu")
     with pytest.raises(ValueError, match="alpha=0.5 applies only"):
-        E.dsum.run(x, 0, 10, alpha=0.5)
+        E.dsum.run(x, 0, 10, alpha=0.5, device="cpu")
     with pytest.raises(ValueError, match="y=3 applies only"):
-        E.dsum.run(x, 0, 10, y=3)
+        E.dsum.run(x, 0, 10, y=3, device="cpu")
     with pytest.raises(ValueError, match="K=-1"):
         E.dsum.run(x, 0, 10, K=-1)
-    assert E.dsum.run(x, 0, 10, alpha=1.0).value == 45
+    with pytest.raises(ValueError, match="alpha=1.5 must be a number in"):
+        E.dsum.run(x, 0, 10, alpha=1.5, y=2)
+    with pytest.raises(ValueError, match="y=-1 must be an int"):
+        E.dsum.run(x, 0, 10, alpha=0.5, y=-1)
+    with pytest.raises(ValueError, match="device='gpu' runs every leaf"):
+        E.dsum.run(x, 0, 10, alpha=0.5, device="gpu")
+    with pytest.raises(ValueError, match="strategy='fast'"):
+        E.dsum.run(x, 0, 10, strategy="fast")
+    assert E.dsum.run(x, 0, 10, alpha=1.0, device="cpu").value == 45
 
 
 def _untouched(f, args, exc, match):
@@ -148,7 +163,8 @@ def test_the_disable_switch_runs_the_plain_function(monkeypatch):
     assert fresh.sequential(x, 0, 40) == x.sum()
     assert fresh._programs == {}
     monkeypatch.setenv("HPU_DISABLE", "0")
-    assert fresh.run(x, 0, 40).device == "cpu"
+    assert fresh.run(x, 0, 40).device == "hybrid"  # the default, compiled again
+    assert fresh._programs != {}
 
 
 def test_a_refused_function_can_still_run_as_python_when_disabled(monkeypatch):

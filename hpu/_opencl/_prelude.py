@@ -1,0 +1,353 @@
+"""OpenCL C helper functions that give C operators Python's (Numba's) meaning.
+
+Why: C and Python disagree exactly where programs are fragile.  C's ``/`` and
+``%`` truncate where Python's ``//`` and ``%`` floor; signed overflow is
+undefined in C (and in Numba, which marks int64 arithmetic "no signed wrap"),
+so the helpers wrap it, deterministically; ``abs(long)`` is ``ulong`` in OpenCL; C's
+``fmax`` ignores a NaN where Python's ``max`` keeps the first operand; integer
+division by zero traps on some devices where Numba (``error_model="numpy"``)
+returns 0.  Each helper here is a small C function that reproduces what
+Numba's code generator does for one operation and one type, with a comment
+naming the rule.  The translator calls :func:`prelude_source` with the names
+it used; only those helpers (and their dependencies) are emitted, always in
+the same order, so equal programs give byte-identical source.
+
+Helper names are ``hpu_<op>_<type code>`` with the codes of
+:mod:`hpu._opencl._scalars` (``l`` long, ``ul`` ulong, ``d`` double, ...).
+"""
+from __future__ import annotations
+
+from hpu._opencl._scalars import SCALARS
+
+__all__ = ["prelude_source", "helper_needs_fp64", "PreludeError"]
+
+
+class PreludeError(KeyError):
+    """An unknown helper name was requested (a translator bug)."""
+
+
+_CTYPE = {s.code: s.c for s in SCALARS}
+
+# name -> (C text, dependencies, needs fp64). Filled by _fixed() and _templated().
+_FIXED: dict[str, tuple[str, tuple[str, ...], bool]] = {}
+
+
+def _fixed(name: str, text: str, deps: tuple[str, ...] = (), fp64: bool = False) -> None:
+    _FIXED[name] = (text.strip("\n") + "\n", deps, fp64)
+
+
+# --- 64-bit signed arithmetic that wraps (C leaves overflow undefined) ---------------
+_fixed("hpu_add_l", """
+/* a + b on int64, wrapping on overflow (C leaves signed overflow undefined). */
+long hpu_add_l(long a, long b)
+{
+    return as_long(as_ulong(a) + as_ulong(b));
+}""")
+_fixed("hpu_sub_l", """
+/* a - b on int64, wrapping on overflow. */
+long hpu_sub_l(long a, long b)
+{
+    return as_long(as_ulong(a) - as_ulong(b));
+}""")
+_fixed("hpu_mul_l", """
+/* a * b on int64, wrapping on overflow. */
+long hpu_mul_l(long a, long b)
+{
+    return as_long(as_ulong(a) * as_ulong(b));
+}""")
+_fixed("hpu_neg_l", """
+/* -a on int64: -LONG_MIN is LONG_MIN, as in Numba. */
+long hpu_neg_l(long a)
+{
+    return as_long(0UL - as_ulong(a));
+}""")
+_fixed("hpu_shl_l", """
+/* a << n on int64: the count is taken modulo 64 (Numba on x86-64); bits shift out. */
+long hpu_shl_l(long a, long n)
+{
+    return as_long(as_ulong(a) << (n & 63L));
+}""")
+_fixed("hpu_abs_l", """
+/* abs(a) on int64 stays int64 (OpenCL's abs returns ulong); abs(LONG_MIN) is LONG_MIN. */
+long hpu_abs_l(long a)
+{
+    return a < 0L ? hpu_neg_l(a) : a;
+}""", ("hpu_neg_l",))
+
+# --- floor division and modulo -------------------------------------------------------
+_fixed("hpu_floordiv_l", """
+/* Python's a // b on int64 (floor), as Numba with error_model="numpy" computes it:
+   a // 0 is 0 and LONG_MIN // -1 is 0. */
+long hpu_floordiv_l(long a, long b)
+{
+    if (b == 0L || (a == LONG_MIN && b == -1L)) {
+        return 0L;
+    }
+    long q = a / b;
+    long r = a % b;
+    if (r != 0L && (r ^ b) < 0L) {
+        q -= 1L;
+    }
+    return q;
+}""")
+_fixed("hpu_mod_l", """
+/* Python's a % b on int64 (the sign of b), as Numba with error_model="numpy":
+   a % 0 is 0 and LONG_MIN % -1 is 0. */
+long hpu_mod_l(long a, long b)
+{
+    if (b == 0L || (a == LONG_MIN && b == -1L)) {
+        return 0L;
+    }
+    long r = a % b;
+    if (r != 0L && (r ^ b) < 0L) {
+        r += b;
+    }
+    return r;
+}""")
+_fixed("hpu_floordiv_ul", """
+/* a // b on uint64; a // 0 is 0 (Numba, error_model="numpy"). */
+ulong hpu_floordiv_ul(ulong a, ulong b)
+{
+    return b == 0UL ? 0UL : a / b;
+}""")
+_fixed("hpu_mod_ul", """
+/* a % b on uint64; a % 0 is 0 (Numba, error_model="numpy"). */
+ulong hpu_mod_ul(ulong a, ulong b)
+{
+    return b == 0UL ? 0UL : a % b;
+}""")
+
+
+def _float_divmod(code: str) -> None:
+    t = _CTYPE[code]
+    k = "f" if code == "f" else ""
+    _fixed(f"hpu_floordiv_{code}", f"""
+/* Python's x // y on {t}, step for step as CPython's float_divmod (and Numba):
+   x // 0.0 is x / 0.0 (inf or nan) as with error_model="numpy". */
+{t} hpu_floordiv_{code}({t} x, {t} y)
+{{
+    if (y == 0.0{k}) {{
+        return x / y;
+    }}
+    {t} mod = fmod(x, y);
+    {t} div = (x - mod) / y;
+    if (mod != 0.0{k} && (y < 0.0{k}) != (mod < 0.0{k})) {{
+        div -= 1.0{k};
+    }}
+    if (div < 0.0{k} || div > 0.0{k}) {{
+        {t} floordiv = floor(div);
+        if (div - floordiv > 0.5{k}) {{
+            floordiv += 1.0{k};
+        }}
+        return floordiv;
+    }}
+    div = div * div;
+    return div * x / y;
+}}""", fp64=(code == "d"))
+    _fixed(f"hpu_mod_{code}", f"""
+/* Python's x % y on {t} (the sign of y), as CPython's float_divmod (and Numba):
+   x % 0.0 is nan as with error_model="numpy". */
+{t} hpu_mod_{code}({t} x, {t} y)
+{{
+    {t} mod = fmod(x, y);
+    if (y == 0.0{k}) {{
+        return mod;
+    }}
+    if (mod != 0.0{k}) {{
+        if ((y < 0.0{k}) != (mod < 0.0{k})) {{
+            mod += y;
+        }}
+        return mod;
+    }}
+    return (y < 0.0{k}) ? -0.0{k} : 0.0{k};
+}}""", fp64=(code == "d"))
+
+
+_float_divmod("d")
+_float_divmod("f")
+
+# --- powers ----------------------------------------------------------------------------
+_fixed("hpu_pow_l", """
+/* a ** b on int64 as Numba computes it: repeated squaring with wrapping products;
+   for b < 0 the result is 0 unless a is 1 or -1, and 0 ** -n is LONG_MIN
+   (error_model="numpy"); exponents above 65536 go through pow(). */
+long hpu_pow_l(long a, long b)
+{
+    if (b < 0L) {
+        if (b == LONG_MIN) {
+            return (long)pow((double)a, (double)b);
+        }
+        if (a == 0L) {
+            return LONG_MIN;
+        }
+        if (a != 1L && a != -1L) {
+            return 0L;
+        }
+        return ((-b) & 1L) ? a : 1L;
+    }
+    if (b > 65536L) {
+        return (long)pow((double)a, (double)b);
+    }
+    long r = 1L;
+    while (b != 0L) {
+        if (b & 1L) {
+            r = hpu_mul_l(r, a);
+        }
+        b >>= 1;
+        a = hpu_mul_l(a, a);
+    }
+    return r;
+}""", ("hpu_mul_l",), fp64=True)
+_fixed("hpu_pow_ul", """
+/* a ** b on uint64 as Numba computes it (see hpu_pow_l); 0 ** -n is 2**63. */
+ulong hpu_pow_ul(ulong a, long b)
+{
+    if (b < 0L) {
+        if (b == LONG_MIN) {
+            return (ulong)pow((double)a, (double)b);
+        }
+        if (a == 0UL) {
+            return 0x8000000000000000UL;
+        }
+        return a == 1UL ? 1UL : 0UL;
+    }
+    if (b > 65536L) {
+        return (ulong)pow((double)a, (double)b);
+    }
+    ulong r = 1UL;
+    while (b != 0L) {
+        if (b & 1L) {
+            r *= a;
+        }
+        b >>= 1;
+        a *= a;
+    }
+    return r;
+}""", fp64=True)
+
+
+def _powi(code: str) -> None:
+    t = _CTYPE[code]
+    k = "f" if code == "f" else ""
+    _fixed(f"hpu_powi_{code}", f"""
+/* x ** n for a {t} x and an integer n, as Numba computes it: repeated squaring
+   in {t}, then 1.0 / r for n < 0 (not pow(), whose last bit can differ). */
+{t} hpu_powi_{code}({t} x, long n)
+{{
+    if (n == LONG_MIN || n > 65536L || n < -65536L) {{
+        return ({t})pow((double)x, (double)n);
+    }}
+    long e = n < 0L ? -n : n;
+    {t} r = 1.0{k};
+    while (e != 0L) {{
+        if (e & 1L) {{
+            r *= x;
+        }}
+        e >>= 1;
+        x *= x;
+    }}
+    if (n < 0L) {{
+        return ({t})(1.0 / (double)r);
+    }}
+    return r;
+}}""", fp64=True)
+
+
+_powi("d")
+_powi("f")
+
+# --- indexing and loops ----------------------------------------------------------------
+_fixed("hpu_index", """
+/* Python's a[i] for a negative i: counts from the end (wraps once, like Numba). */
+long hpu_index(long i, long n)
+{
+    return i < 0L ? i + n : i;
+}""")
+_fixed("hpu_range_len_l", """
+/* Number of iterations of range(start, stop, step), counted as Numba counts them:
+   from stop - start in wrapping int64 (a range longer than 2**63 - 1 runs as in Numba,
+   not as in Python); 0 for step 0 (Python and Numba raise ValueError). */
+long hpu_range_len_l(long start, long stop, long step)
+{
+    long diff = as_long(as_ulong(stop) - as_ulong(start));
+    if (step == 0L || (diff > 0L) != (step > 0L) || (diff == LONG_MIN && step == -1L)) {
+        return 0L;
+    }
+    long rem = diff % step;
+    if (diff <= 0L) {
+        rem = -rem;
+    }
+    return diff / step + (rem > 0L ? 1L : 0L);
+}""")
+_fixed("hpu_range_len_i", """
+/* Number of iterations of range(start, stop, step) over int32 values, counted in
+   wrapping int32 as Numba counts them; 0 for step 0. */
+long hpu_range_len_i(int start, int stop, int step)
+{
+    int diff = as_int(as_uint(stop) - as_uint(start));
+    if (step == 0 || (diff > 0) != (step > 0) || (diff == INT_MIN && step == -1)) {
+        return 0L;
+    }
+    int rem = diff % step;
+    if (diff <= 0) {
+        rem = -rem;
+    }
+    return (long)(diff / step + (rem > 0 ? 1 : 0));
+}""")
+
+# --- per-type helpers generated on demand ---------------------------------------------------
+
+
+def _templated(name: str):
+    """Text, deps and fp64 flag of a per-type helper such as ``hpu_max_d``."""
+    base, _, code = name[len("hpu_"):].partition("_")
+    if code not in _CTYPE:
+        raise PreludeError(name)
+    t = _CTYPE[code]
+    if base == "max":
+        return (f"/* Python's max(a, b): b if b > a else a (a NaN first stays, a NaN second is "
+                f"skipped). */\n{t} {name}({t} a, {t} b)\n{{\n    return (b > a) ? b : a;\n}}\n",
+                (), code == "d")
+    if base == "min":
+        return (f"/* Python's min(a, b): b if b < a else a. */\n{t} {name}({t} a, {t} b)\n{{\n"
+                f"    return (b < a) ? b : a;\n}}\n", (), code == "d")
+    if base == "abs" and code in ("c", "s", "i"):
+        return (f"/* abs(a) on {t} stays {t}, as in Numba (abs of the minimum wraps). */\n"
+                f"{t} {name}({t} a)\n{{\n    return ({t})(a < 0 ? -(long)a : (long)a);\n}}\n",
+                (), False)
+    raise PreludeError(name)
+
+
+def _lookup(name: str):
+    if name in _FIXED:
+        return _FIXED[name]
+    return _templated(name)
+
+
+def helper_needs_fp64(name: str) -> bool:
+    """Whether the helper uses ``double`` (so the program needs ``cl_khr_fp64``)."""
+    return _lookup(name)[2]
+
+
+def _order_key(name: str):
+    fixed = list(_FIXED)
+    return (0, fixed.index(name), "") if name in _FIXED else (1, 0, name)
+
+
+def prelude_source(names) -> str:
+    """The C text of the named helpers and their dependencies, dependencies first,
+    in a fixed order (so the same set always gives the same text)."""
+    needed: set[str] = set()
+
+    def visit(n: str) -> None:
+        if n in needed:
+            return
+        needed.add(n)
+        for d in _lookup(n)[1]:
+            visit(d)
+
+    for n in names:
+        visit(n)
+    # dependencies first: a helper's deps all come before it in _FIXED order by construction
+    ordered = sorted(needed, key=_order_key)
+    return "\n".join(_lookup(n)[0] for n in ordered)
