@@ -280,35 +280,41 @@ class DivideAndConquer:
         shared = {n: values[n] for n in program.layout.shared}
         return opencl_source(program, shared, depth)
 
-    def plan(self, *args, machine=None, strategy: str = "advanced", **kwargs):
+    def plan(self, *args, machine=None, strategy: str = "advanced", cl_device=None,
+             **kwargs):
         """What the HPU model would choose for these arguments (a ``hpu.model.Plan``).
 
         ``n`` is ``hi - lo`` of ``span`` when given, else the longest array
         argument; ``a`` comes from the code, ``b`` and ``cost`` from the
-        decorator.  ``machine``: a ``hpu.model.Machine``; by default the stored
-        calibration profile (or hpu's conservative built-in values; this never
-        starts a calibration).
+        decorator; the bytes per element are those of all the arrays a task
+        moves.  ``machine``: a ``hpu.model.Machine``; by default the
+        calibration profile of ``cl_device`` (as the hybrid run uses it; with no
+        profile, the first call calibrates quickly once unless
+        ``HPU_NO_AUTOCALIBRATE=1``, which uses hpu's built-in values).
         """
+        values = self._check_args(args, kwargs)
+        return self.plan_for(values, machine=machine, strategy=strategy, device=cl_device)
+
+    def plan_for(self, values, *, machine=None, strategy="advanced", device=None):
+        """:meth:`plan` for already checked arguments (the hybrid run's own planner)."""
         from hpu import model
 
-        values = self._check_args(args, kwargs)
         spec = self._parse()
         arrays = [v for v in values.values() if isinstance(v, np.ndarray)]
         if spec.span is not None:
             n = int(values[spec.span[1]]) - int(values[spec.span[0]])
         else:
             n = max((a.size for a in arrays), default=1)
-        element_bytes = max((a.itemsize for a in arrays), default=8)
+        element_bytes = sum(a.itemsize for a in arrays) or 8
+        contention = 1.0
         if machine is None:
             from hpu._profile import active_profile
 
-            prof = active_profile(autocalibrate=False)
-            machine = model.Machine(p=prof.p, g=prof.g, gamma=prof.gamma,
-                                    latency_s=prof.latency_s,
-                                    seconds_per_byte=prof.seconds_per_byte,
-                                    seconds_per_unit=prof.cpu_seconds_per_element)
+            prof = active_profile(device)
+            machine, contention = prof.machine(), prof.contention
         problem = model.Problem(a=spec.a, b=spec.b, cost=spec.cost, n=max(n, 1))
-        return model.plan(problem, machine, strategy, element_bytes=element_bytes)
+        return model.plan(problem, machine, strategy, element_bytes=element_bytes,
+                          contention=contention)
 
 
 def _check_device(device, alpha, y, strategy="advanced") -> None:

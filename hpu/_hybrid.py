@@ -349,25 +349,11 @@ def _length_of(lv, name: str) -> int:
 # ------------------------------------------------------------------------ planning
 
 def choose_split(dc, program, values, device, strategy: str):
-    """α and y from the HPU model with the machine's profile (004 §5.2 / §5.1)."""
-    from hpu import model
-    from hpu._profile import active_profile
+    """α and y from the HPU model with the machine's profile (004 §5.2 / §5.1).
 
-    prof = active_profile(device)
-    spec = program.spec
-    arrays = [v for v in values.values() if isinstance(v, np.ndarray)]
-    if spec.span is not None:
-        n = int(values[spec.span[1]]) - int(values[spec.span[0]])
-    else:
-        n = max((a.size for a in arrays), default=1)
-    machine = model.Machine(p=prof.p, g=prof.g, gamma=prof.gamma, latency_s=prof.latency_s,
-                            seconds_per_byte=prof.seconds_per_byte,
-                            seconds_per_unit=prof.cpu_seconds_per_element)
-    problem = model.Problem(a=spec.a, b=spec.b, cost=spec.cost, n=max(n, 1))
-    element_bytes = sum(a.itemsize for a in arrays) or 8
-    contention = getattr(prof, "contention", None) or (2.0 if prof.device_shares_cpu else 1.0)
-    plan = model.plan(problem, machine, strategy, element_bytes=element_bytes,
-                      contention=contention)
+    The same plan as ``dc.plan(...)`` gives for these arguments and device.
+    """
+    plan = dc.plan_for(values, device=device, strategy=strategy)
     if not plan.uses_device or plan.transfer_level is None:
         return 1.0, 0, plan
     alpha = plan.split_alpha if strategy == "advanced" else 0.0

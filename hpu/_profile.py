@@ -244,6 +244,23 @@ class Profile:
             raise ProfileError(f"invalid profile: {err}; {_FIX}") from None
 
     # -- built-in fallback ------------------------------------------------------
+    #: How much the CPU and a device that runs on the CPU's own cores slow each other
+    #: while both work (each gets about half of the cores): the model's ``contention``.
+    SHARED_CORES_CONTENTION = 2.0
+
+    @property
+    def contention(self) -> float:
+        """The model's contention factor: 2 when the device is the CPU's own cores, else 1."""
+        return self.SHARED_CORES_CONTENTION if self.device_shares_cpu else 1.0
+
+    def machine(self):
+        """This profile as the HPU model's :class:`hpu.model.Machine`."""
+        from hpu import model
+
+        return model.Machine(p=self.p, g=self.g, gamma=self.gamma, latency_s=self.latency_s,
+                             seconds_per_byte=self.seconds_per_byte,
+                             seconds_per_unit=self.cpu_seconds_per_element)
+
     @classmethod
     def builtin(cls, device=None) -> "Profile":
         """Conservative values for when nothing was measured (``HPU_NO_AUTOCALIBRATE=1``).

@@ -43,7 +43,7 @@ class LevelRecord:
 
 @dataclass(frozen=True)
 class TransferRecord:
-    """One host<->device copy: ``direction`` is ``"to_device"`` or ``"from_device"``."""
+    """One host<->device copy: ``direction`` is ``"host->device"`` or ``"device->host"``."""
 
     direction: str
     bytes: int

@@ -263,9 +263,7 @@ def main(args) -> int:
         print(f"hpu plan: error: {err}", file=sys.stderr)
         return 2
     prof = getattr(args, "profile_info", None)
-    contention = 1.0
-    if prof is not None and prof.device_shares_cpu:
-        contention = getattr(prof, "contention", None) or 2.0
+    contention = prof.contention if prof is not None else 1.0
     result = model.plan(problem, machine, strategy, contention=contention)
     if args.json:
         d = result.to_dict()

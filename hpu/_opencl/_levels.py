@@ -20,8 +20,8 @@ so a second run of the same function on the same device compiles nothing.
 """
 from __future__ import annotations
 
+import re
 import threading
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -92,6 +92,73 @@ def translate_levels(program, shared: Mapping[str, Any], depth: int) -> Translat
         return _cache[key]
 
 
+_HELPER = re.compile(r"^# ---- .*?(?:, from |\()(?P<file>[^:()]+):(?P<line>\d+)\)?:?\s*$")
+_STMT = re.compile(r"^\s*# (?:child \d+: )?line (?P<line>\d+): ")
+_COMMENT = re.compile(r"/\* (?P<file>[^:*]+\.py):(?P<line>\d+): ")
+
+
+def user_lines(generated: str, user_file: str, sources: Mapping[str, list[str]] = {}
+               ) -> dict[int, str]:
+    """Generated-module line -> ``"file.py:N"`` of the user's line it came from.
+
+    Copied functions (the recursive function, its helpers) start at the line
+    their ``# ---- ..., from file.py:N`` banner names; each copied line is then
+    found, in order, in the user's file (``sources``: basename -> lines), since
+    the copy drops docstrings and comments.  Generated task code maps to the
+    nearest preceding ``# line N:`` comment of the same function.
+    """
+    out: dict[int, str] = {}
+    cursor = 0
+    copied: tuple[str, int, int] | None = None   # (file, user line of def, generated line of def)
+    stmt: int | None = None
+    for i, text in enumerate(generated.splitlines(), 1):
+        m = _HELPER.match(text)
+        if m:
+            copied, stmt = (m.group("file"), int(m.group("line")), -1), None
+            continue
+        if text.startswith("# ----"):
+            copied, stmt = None, None
+            continue
+        if copied is not None:
+            if copied[2] < 0 and text.startswith("def "):
+                copied = (copied[0], copied[1], i)
+                cursor = copied[1] - 1
+            if copied[2] > 0:
+                lines = sources.get(copied[0])
+                want = text.strip()
+                if lines is None:
+                    out[i] = f"{copied[0]}:{copied[1] + i - copied[2]}"
+                    continue
+                for j in range(cursor, min(len(lines), cursor + 200)):
+                    if lines[j].strip() == want and want:
+                        out[i], cursor = f"{copied[0]}:{j + 1}", j + 1
+                        break
+            continue
+        if text.startswith("def "):
+            stmt = None
+        m = _STMT.match(text)
+        if m:
+            stmt = int(m.group("line"))
+        elif stmt is not None and text.strip():
+            out[i] = f"{user_file}:{stmt}"
+    return out
+
+
 def opencl_source(program, shared: Mapping[str, Any], depth: int) -> str:
-    """The OpenCL C of the level kernels, as a user reads it."""
-    return translate_levels(program, shared, depth).source
+    """The OpenCL C of the level kernels, its comments pointing at the user's lines."""
+    import os
+
+    import linecache
+
+    source = translate_levels(program, shared, depth).source
+    files = {program.spec.filename}
+    files.update(h.filename for h in program.closure.helpers)
+    sources = {os.path.basename(f): linecache.getlines(f) for f in files if f}
+    mapping = user_lines(program.iter_source(depth), os.path.basename(program.spec.filename),
+                         sources)
+
+    def repl(m):
+        where = mapping.get(int(m.group("line")))
+        return f"/* {where}: " if where else m.group(0)
+
+    return _COMMENT.sub(repl, source)

@@ -1,0 +1,655 @@
+"""``hpu run``: sort (or sum, or count) random data on every device, check it, time it.
+
+This is the command a newcomer runs first, so it has to show the whole story
+in one table: the hybrid split the HPU model chose (α, y, K, tasks per side,
+transfer bytes, fallbacks), the CPU alone, the OpenCL device alone, the
+one-core recursive function (004's baseline, ``.sequential``) and NumPy, each
+as the median of ``--repeat`` runs after an untimed warm-up (the first call
+compiles: Numba for the CPU, the OpenCL program for the device), with its
+speedup over the one-core baseline.
+
+Nothing is reported unless it is right: every result of every run (warm-up
+included) is compared with an independent NumPy reference, and a mismatch is
+one line on stderr and exit status 1.  The data are the paper's: keys uniform
+in ``[0, 2n)`` (clipped to the dtype's range), except for ``maxsubarray``,
+whose keys are uniform in ``[-n, n)`` for signed and float dtypes (all-positive
+data would make its answer the plain total).
+
+Exit codes follow :mod:`hpu.cli`: 0 ok, 1 a wrong result, 2 a bad value, 3 an
+environment problem (no OpenCL device for ``--device gpu``, not enough memory).
+Numba, PyOpenCL and the algorithms are imported inside :func:`main`, so that
+``hpu --help`` stays fast.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+__all__ = ["NAME", "HELP", "ALGORITHMS", "DEVICES", "DTYPES", "add_arguments", "main",
+           "make_data", "inversions_reference", "max_subarray_reference", "MethodResult"]
+
+NAME = "run"
+HELP = ("run a ready algorithm on random data: hybrid, CPU, OpenCL, one core and NumPy, "
+        "checked and timed")
+
+#: the ready algorithms ``hpu run`` knows, in the order the error message lists them
+ALGORITHMS = ("mergesort", "mergesort3", "inversions", "sum", "maxsubarray")
+#: the hpu devices a run compares (``--device all`` runs all three)
+DEVICES = ("hybrid", "cpu", "gpu")
+DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float32", "float64")
+STRATEGIES = ("advanced", "basic")
+
+_HPU_LABELS = {
+    "hybrid": "hybrid (CPU + OpenCL)",
+    "cpu": "cpu (Numba threads)",
+    "gpu": "gpu (OpenCL only)",
+}
+_BASELINE = "sequential"
+_BASELINE_LABEL = "sequential (1 core, recursive)"
+
+
+class _BadValue(Exception):
+    """A flag's value is unusable; the message is the one line to print (exit 2)."""
+
+
+class _Mismatch(Exception):
+    """A method's result differs from the reference; the message says where (exit 1)."""
+
+
+# ----------------------------------------------------------------------------- options
+
+def add_arguments(parser) -> None:
+    parser.add_argument("algorithm", metavar="ALGORITHM",
+                        help=f"one of {', '.join(ALGORITHMS)}")
+    parser.add_argument("--n", default="2^20", metavar="N",
+                        help="number of keys, an integer >= 1 such as 1000000 or 2^24 "
+                             "(default 2^20)")
+    parser.add_argument("--device", default="all", metavar="D",
+                        help="hybrid, cpu, gpu or all (default all); the one-core baseline "
+                             "and NumPy always run too, for the speedups")
+    parser.add_argument("--alpha", default=None, metavar="A",
+                        help="the hybrid's CPU share of level y's tasks, in [0, 1] "
+                             "(default: the HPU model's choice)")
+    parser.add_argument("--y", default=None, metavar="Y",
+                        help="the hybrid's transfer level, an integer >= 0 "
+                             "(default: the HPU model's choice)")
+    parser.add_argument("--strategy", default="advanced", metavar="S",
+                        help="the model's division: advanced (004 5.2, default) or basic (5.1)")
+    parser.add_argument("--cl-device", default=None, metavar="D",
+                        help="OpenCL device: 'gpu', 'cpu', 'P:D' or part of a name "
+                             "(see `hpu devices`); default HPU_DEVICE or the first GPU, else PoCL")
+    parser.add_argument("--dtype", default="int32", metavar="T",
+                        help=f"key type: {', '.join(DTYPES)} (default int32)")
+    parser.add_argument("--seed", default="0", metavar="S",
+                        help="seed of the random data, an integer >= 0 (default 0)")
+    parser.add_argument("--repeat", default="3", metavar="R",
+                        help="timed runs per method after one warm-up; the median is shown "
+                             "(default 3; --repeat 1 for large n)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _bad(flag: str, text, expected: str, example: str) -> _BadValue:
+    return _BadValue(f"{flag} {text!r} is not valid: expected {expected}; pass e.g. "
+                     f"{flag} {example}")
+
+
+def _parse_int(text, flag: str, expected: str, example: str, minimum: int) -> int:
+    s = str(text).strip().replace("_", "")
+    m = re.fullmatch(r"(\d+)\s*(?:\^|\*\*)\s*(\d+)", s)
+    try:
+        if m:
+            if int(m.group(2)) > 64:
+                raise ValueError
+            value = int(m.group(1)) ** int(m.group(2))
+        elif re.fullmatch(r"[+-]?\d+", s):
+            value = int(s)
+        else:
+            raise ValueError
+    except ValueError:
+        raise _bad(flag, text, expected, example) from None
+    if value < minimum:
+        raise _bad(flag, text, expected, example)
+    return value
+
+
+@dataclass(frozen=True)
+class Options:
+    """The validated command line."""
+
+    algorithm: str
+    n: int
+    devices: tuple[str, ...]
+    alpha: float | None
+    y: int | None
+    strategy: str
+    cl_device: str | None
+    dtype: str
+    seed: int
+    repeat: int
+    json: bool
+
+
+def parse_options(args) -> Options:
+    """Check every flag; raise :class:`_BadValue` with the one line to print."""
+    algorithm = str(args.algorithm).strip().lower()
+    if algorithm not in ALGORITHMS:
+        raise _BadValue(f"algorithm {args.algorithm!r} is unknown: expected one of "
+                        f"{', '.join(ALGORITHMS)}; pass e.g. `hpu run mergesort --n 1000000`")
+    n = _parse_int(args.n, "--n", "an integer >= 1 (number of keys)", "1000000", 1)
+    device = str(args.device).strip().lower()
+    if device not in (*DEVICES, "all"):
+        raise _bad("--device", args.device, f"one of {', '.join(DEVICES)}, all", "hybrid")
+    devices = DEVICES if device == "all" else (device,)
+    alpha = None
+    if args.alpha is not None:
+        try:
+            alpha = float(args.alpha)
+        except ValueError:
+            alpha = math.nan
+        if not 0.0 <= alpha <= 1.0:  # NaN fails too
+            raise _bad("--alpha", args.alpha, "a number in [0, 1] (the CPU's share of level "
+                       "y's tasks)", "0.25")
+    y = None
+    if args.y is not None:
+        y = _parse_int(args.y, "--y", "an integer >= 0 (the transfer level)", "4", 0)
+    if (alpha is not None or y is not None) and "hybrid" not in devices:
+        flag = "--alpha" if alpha is not None else "--y"
+        raise _BadValue(f"{flag} sets the hybrid split, but --device {device} runs no hybrid; "
+                        f"pass --device hybrid (or all), or drop {flag}")
+    strategy = str(args.strategy).strip().lower()
+    if strategy not in STRATEGIES:
+        raise _bad("--strategy", args.strategy, f"one of {', '.join(STRATEGIES)}", "advanced")
+    dtype = str(args.dtype).strip().lower()
+    if dtype not in DTYPES:
+        raise _bad("--dtype", args.dtype, f"one of {', '.join(DTYPES)}", "int32")
+    seed = _parse_int(args.seed, "--seed", "an integer >= 0", "0", 0)
+    repeat = _parse_int(args.repeat, "--repeat", "an integer >= 1 (timed runs per method)",
+                        "3", 1)
+    return Options(algorithm, n, devices, alpha, y, strategy, args.cl_device, dtype, seed,
+                   repeat, bool(args.json))
+
+
+# ----------------------------------------------------------------------- algorithms
+
+def make_data(algorithm: str, n: int, dtype, seed: int):
+    """The random keys of a run: uniform in ``[0, 2n)`` (``[-n, n)`` for maxsubarray).
+
+    Integer ranges are clipped to the dtype's; floats are drawn as float64 and
+    rounded to the dtype.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    lo, hi = 0, 2 * n
+    if algorithm == "maxsubarray" and dtype.kind != "u":
+        lo, hi = -n, n
+    if dtype.kind == "f":
+        return rng.uniform(lo, hi, n).astype(dtype)
+    info = np.iinfo(dtype)
+    lo, hi = max(lo, int(info.min)), min(hi, int(info.max) + 1)
+    return rng.integers(lo, hi, n, dtype=dtype)
+
+
+def inversions_reference(x) -> int:
+    """The number of pairs ``i < j`` with ``x[i] > x[j]``, counted with NumPy alone.
+
+    Keys become dense ranks, padded to a power of two with a rank above all
+    others (a pad after every key adds no pair); then, bottom-up, each pair of
+    sorted neighbouring blocks contributes, for every key of the right block,
+    the number of left-block keys greater than it, found with one global
+    ``searchsorted`` (block ``r``'s keys are shifted by ``r * (n + 1)`` so the
+    concatenated left blocks are one sorted array).
+    """
+    import numpy as np
+
+    ranks = np.unique(np.asarray(x), return_inverse=True)[1].astype(np.int64).ravel()
+    n = ranks.size
+    size = 1
+    while size < n:
+        size *= 2
+    cur = np.full(size, n, np.int64)
+    cur[:n] = ranks
+    total = 0
+    w = 1
+    while w < size:
+        rows = size // (2 * w)
+        pairs = cur.reshape(rows, 2, w)
+        shift = (np.arange(rows, dtype=np.int64) * (n + 1))[:, None]
+        left = (pairs[:, 0, :] + shift).ravel()
+        right = (pairs[:, 1, :] + shift).ravel()
+        not_greater = (np.searchsorted(left, right, side="right")
+                       - np.repeat(np.arange(rows, dtype=np.int64) * w, w))
+        total += int((w - not_greater).sum())
+        cur = np.sort(pairs.reshape(rows, 2 * w), axis=1, kind="stable")
+        w *= 2
+    return total
+
+
+def max_subarray_reference(a):
+    """(total, best prefix, best suffix, best) of a non-empty array, from its prefix sums.
+
+    With C the prefix sums: best prefix = max C, best suffix = total − min(0, C
+    without its last), best = max over j of C_j − min(0, C_0..C_{j−1}).
+    """
+    import numpy as np
+
+    c = np.cumsum(a)
+    total = c[-1]
+    before = np.concatenate((np.zeros(1, c.dtype), c[:-1]))  # C_{j-1}, with C_{-1} = 0
+    lowest_before = np.minimum.accumulate(np.minimum(before, 0))
+    return (total.item(), c.max().item(), (total - before.min()).item(),
+            (c - lowest_before).max().item())
+
+
+@dataclass(frozen=True)
+class _Algorithm:
+    """How ``hpu run`` runs, checks and compares one ready algorithm."""
+
+    name: str
+    dc: Any                                   # the DivideAndConquer
+    fresh: Callable[[Any], tuple]             # x -> the function's arguments (private copies)
+    output: Callable[[tuple, Any], Any]       # (arguments, returned value) -> compared output
+    expected: Callable[[Any], Any]            # x -> the reference output
+    check: Callable[[Any, Any], str | None]   # (got, want) -> None, or where they differ
+    reference_label: str
+    numpy_methods: tuple = ()                 # ((key, label, fn(x) -> output), ...)
+
+
+def _array_diff(got, want) -> str | None:
+    import numpy as np
+
+    got = np.asarray(got)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return f"shape/dtype {got.shape}/{got.dtype}, expected {want.shape}/{want.dtype}"
+    bits = np.dtype(f"u{got.dtype.itemsize}")
+    differ = np.flatnonzero(got.view(bits) != want.view(bits))
+    if differ.size == 0:
+        return None
+    i = int(differ[0])
+    return (f"{differ.size} of {want.size} keys differ, first at index {i} "
+            f"(got {got[i]!r}, expected {want[i]!r})")
+
+
+def _close(got, want, tol) -> bool:
+    if tol == 0:
+        return got == want
+    return abs(float(got) - float(want)) <= tol
+
+
+def _float_tolerance(x, dtype) -> float:
+    """A bound on the rounding difference of two summation orders of ``x`` in ``dtype``."""
+    import numpy as np
+
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f":
+        return 0
+    return float(x.size + 1) * float(np.finfo(dtype).eps) * float(np.abs(x).astype(np.float64).sum())
+
+
+def _algorithm(name: str, x) -> _Algorithm:
+    import numpy as np
+
+    if name in ("mergesort", "mergesort3"):
+        if name == "mergesort":
+            from algorithms.mergesort import mergesort as dc
+        else:
+            from algorithms.mergesort3 import mergesort3 as dc
+
+        def fresh(x):
+            a = x.copy()
+            return a, np.empty_like(a), 0, a.size
+
+        return _Algorithm(
+            name, dc, fresh, lambda args, value: args[0],
+            lambda x: np.sort(x, kind="stable"), _array_diff, "np.sort(kind='stable')",
+            (("numpy", "np.sort(kind='stable')", lambda x: np.sort(x, kind="stable")),
+             ("numpy_default", "np.sort (default kind)", np.sort)))
+    if name == "inversions":
+        from algorithms.inversions import inversions as dc
+
+        def fresh(x):
+            a = x.copy()
+            return a, np.empty_like(a), 0, a.size
+
+        def check(got, want):
+            (count, keys), (want_count, want_keys) = got, want
+            if int(count) != want_count:
+                return f"count {int(count)}, expected {want_count}"
+            diff = _array_diff(keys, want_keys)
+            return None if diff is None else f"the sorted keys: {diff}"
+
+        return _Algorithm(
+            name, dc, fresh, lambda args, value: (value, args[0]),
+            lambda x: (inversions_reference(x), np.sort(x, kind="stable")), check,
+            "a NumPy inversion count and np.sort(kind='stable')")
+    if name == "sum":
+        from algorithms.sum import accumulator_dtype, dc_sum as dc
+
+        acc = accumulator_dtype(x.dtype)
+        tol = _float_tolerance(x, acc)
+
+        def fresh(x):
+            a = x.astype(acc)
+            return a, 0, a.size
+
+        def check(got, want):
+            return None if _close(got, want, tol) else (
+                f"sum {got!r}, expected {want!r}" + (f" within {tol:.3g}" if tol else ""))
+
+        return _Algorithm(
+            name, dc, fresh, lambda args, value: args[0][0],
+            lambda x: np.sum(x, dtype=np.float64 if acc.kind == "f" else None), check,
+            "np.sum", (("numpy", "np.sum", np.sum),))
+    if name == "maxsubarray":
+        from algorithms.maxsubarray import max_subarray_sum as dc
+
+        work = np.float64 if x.dtype.kind == "f" else np.int64
+        tol = _float_tolerance(x, work)
+
+        def fresh(x):
+            a = x.astype(work)
+            return a, 0, a.size
+
+        def check(got, want):
+            names = ("total", "best prefix", "best suffix", "best")
+            for label, g, w in zip(names, got, want):
+                if not _close(g, w, tol):
+                    return f"{label} {g!r}, expected {w!r}" + (f" within {tol:.3g}" if tol else "")
+            return None
+
+        return _Algorithm(
+            name, dc, fresh, lambda args, value: tuple(v.item() if hasattr(v, "item") else v
+                                                       for v in value),
+            lambda x: max_subarray_reference(x.astype(work)), check,
+            "prefix sums in NumPy",
+            (("numpy", "NumPy prefix sums", lambda x: max_subarray_reference(x.astype(work))),))
+    raise AssertionError(name)  # pragma: no cover - parse_options rejects it
+
+
+# ----------------------------------------------------------------------- measuring
+
+@dataclass(frozen=True)
+class MethodResult:
+    """One row of the table: a method's median time, its runs, and its last hpu Run."""
+
+    key: str
+    label: str
+    seconds: float                     # median of ``times``
+    times: tuple[float, ...]
+    run: Any = None                    # the last ``hpu.Run`` (hpu methods only)
+    speedup: float | None = None       # one-core baseline's median / this median
+
+
+def _measure(key, label, call, make_args, output, check, repeat) -> MethodResult:
+    """One untimed warm-up, then ``repeat`` timed calls on fresh arguments; all checked."""
+    def once():
+        args = make_args()
+        t0 = time.perf_counter()
+        value = call(args)
+        seconds = time.perf_counter() - t0
+        run = value if key in DEVICES else None
+        got = output(args, run.value if run is not None else value)
+        problem = check(got)
+        if problem is not None:
+            raise _Mismatch(f"{label}: {problem}")
+        return seconds, run
+
+    once()  # compiles (Numba, OpenCL), faults the pages in
+    times, run = [], None
+    for _ in range(repeat):
+        seconds, run = once()
+        times.append(seconds)
+    return MethodResult(key, label, statistics.median(times), tuple(times), run)
+
+
+def _transfer_bytes(run) -> int:
+    return int(sum(t.bytes for t in run.transfers)) if run is not None else 0
+
+
+def _run_dict(run) -> dict:
+    return {
+        "alpha": run.alpha, "y": run.y, "K": run.K,
+        "cpu_tasks": run.cpu_tasks, "gpu_tasks": run.gpu_tasks,
+        "transfer_bytes": _transfer_bytes(run),
+        "transfers": [{"direction": t.direction, "bytes": t.bytes, "seconds": t.seconds}
+                      for t in run.transfers],
+        "fallbacks": list(run.fallbacks),
+    }
+
+
+@dataclass(frozen=True)
+class _Report:
+    options: Options
+    rows: tuple[MethodResult, ...]
+    skipped: dict = field(default_factory=dict)
+    opencl_device: str | None = None
+    threads: int = 1
+    reference: str = ""
+    data: str = ""
+    warnings: tuple[str, ...] = ()
+
+    def main_run(self):
+        """The run whose split the report leads with: the hybrid's, else the only device's."""
+        runs = {r.key: r.run for r in self.rows if r.run is not None}
+        for key in DEVICES:
+            if key in runs:
+                return runs[key]
+        return None
+
+    def fallbacks(self) -> list[str]:
+        seen: list[str] = []
+        for r in self.rows:
+            if r.run is not None:
+                seen += [f for f in r.run.fallbacks if f not in seen]
+        return seen
+
+    def to_dict(self) -> dict:
+        o = self.options
+        methods = {}
+        for r in self.rows:
+            d = {"label": r.label, "seconds": r.seconds, "times": list(r.times),
+                 "speedup": r.speedup}
+            if r.run is not None:
+                d.update(_run_dict(r.run))
+            methods[r.key] = d
+        run = self.main_run()
+        return {
+            "algorithm": o.algorithm, "n": o.n, "dtype": o.dtype, "seed": o.seed,
+            "repeat": o.repeat, "threads": self.threads, "data": self.data,
+            "devices": list(o.devices), "opencl_device": self.opencl_device,
+            "strategy": o.strategy,
+            "alpha": None if run is None else run.alpha,
+            "y": None if run is None else run.y,
+            "K": None if run is None else run.K,
+            "cpu_tasks": None if run is None else run.cpu_tasks,
+            "gpu_tasks": None if run is None else run.gpu_tasks,
+            "transfer_bytes": _transfer_bytes(run),
+            "fallbacks": self.fallbacks(),
+            "warnings": list(self.warnings),
+            "baseline": _BASELINE,
+            "methods": methods,
+            "skipped": dict(self.skipped),
+            "reference": self.reference,
+            "verified": True,
+        }
+
+
+def _measure_all(o: Options, cl_name: str | None, skipped: dict) -> _Report:
+    import numba
+    import numpy as np
+
+    x = make_data(o.algorithm, o.n, o.dtype, o.seed)
+    alg = _algorithm(o.algorithm, x)
+    want = alg.expected(x)
+
+    def check(got):
+        return alg.check(got, want)
+
+    rows = []
+    for dev in o.devices:
+        if dev in skipped:
+            continue
+        options = {"device": dev, "strategy": o.strategy, "cl_device": o.cl_device}
+        if dev == "hybrid":
+            options.update(alpha=o.alpha, y=o.y)
+        rows.append(_measure(dev, _HPU_LABELS[dev],
+                             lambda args, options=options: alg.dc.run(*args, **options),
+                             lambda: alg.fresh(x), alg.output, check, o.repeat))
+    rows.append(_measure(_BASELINE, _BASELINE_LABEL, lambda args: alg.dc.sequential(*args),
+                         lambda: alg.fresh(x), alg.output, check, o.repeat))
+    for key, label, fn in alg.numpy_methods:
+        rows.append(_measure(key, label, lambda args, fn=fn: fn(args[0]), lambda: (x,),
+                             lambda args, value: value, check, o.repeat))
+    base = next(r.seconds for r in rows if r.key == _BASELINE)
+    rows = [MethodResult(r.key, r.label, r.seconds, r.times, r.run,
+                         base / r.seconds if r.seconds > 0 else None) for r in rows]
+    span = "[-n, n)" if o.algorithm == "maxsubarray" and np.dtype(o.dtype).kind != "u" \
+        else "[0, 2n)"
+    return _Report(o, tuple(rows), dict(skipped), cl_name, numba.get_num_threads(),
+                   alg.reference_label, f"uniform in {span}, clipped to {o.dtype}")
+
+
+# ------------------------------------------------------------------------- output
+
+def _bytes_text(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def _split_text(run) -> str:
+    if run is None:
+        return ""
+    if run.device == "cpu" or (run.alpha == 1.0 and run.gpu_tasks == 0):
+        return f"K={run.K}, all on the CPU"
+    y = "-" if run.y is None else run.y
+    return f"alpha={run.alpha:.3g}, y={y}, K={run.K}"
+
+
+def render_text(report: _Report) -> str:
+    """The table and the hybrid's split, for a terminal."""
+    o = report.options
+    header = ("method", "median s", "runs s", "speedup vs 1 core", "split")
+    lines_rows = []
+    for r in report.rows:
+        speedup = "-" if r.speedup is None else f"{r.speedup:.2f}x"
+        lines_rows.append((r.label, f"{r.seconds:.4f}", " ".join(f"{t:.4f}" for t in r.times),
+                           speedup, _split_text(r.run)))
+    for key, why in report.skipped.items():
+        lines_rows.append((_HPU_LABELS.get(key, key), "-", "-", "-", f"skipped: {why}"))
+    widths = [max(len(row[i]) for row in (header, *lines_rows)) for i in range(len(header))]
+    right = {1, 3}
+
+    def fmt(row):
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+
+    size = f"2^{o.n.bit_length() - 1}" if o.n > 1 and o.n & (o.n - 1) == 0 else None
+    out = [
+        f"{o.algorithm}: n = {o.n:,}{f' ({size})' if size else ''} {o.dtype} keys "
+        f"({report.data}, seed {o.seed}); median of {o.repeat} run(s) after a warm-up; "
+        f"{report.threads} Numba threads",
+        f"OpenCL device: {report.opencl_device or 'none used'}",
+        "",
+        fmt(header),
+        fmt(tuple("-" * w for w in widths)),
+        *(fmt(row) for row in lines_rows),
+        "",
+    ]
+    run = report.main_run()
+    if run is not None:
+        transfers = ", ".join(f"{t.direction} {_bytes_text(t.bytes)} in {t.seconds * 1e3:.2f} ms"
+                              for t in run.transfers) or "none"
+        if run.transfers and _transfer_bytes(run) == 0:
+            transfers += " (zero-copy: the device shares the host's memory)"
+        who = "hybrid" if run.device == "hybrid" else run.device
+        y = "-" if run.y is None else run.y
+        out.append(f"{who}: alpha = {run.alpha:.4g} (CPU share of level y's tasks), y = {y}, "
+                   f"K = {run.K}; level-K tasks: cpu {run.cpu_tasks}, gpu {run.gpu_tasks}")
+        out.append(f"transfers: {transfers}")
+    fallbacks = report.fallbacks()
+    out.append("fallbacks: " + ("; ".join(fallbacks) if fallbacks else "none"))
+    for w in report.warnings:
+        out.append(f"note: {w}")
+    out.append(f"verified: every result of every run equals {report.reference}")
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- main
+
+def _opencl_device(o: Options, skipped: dict) -> str | None:
+    """The description of the OpenCL device the runs will use, or None without one.
+
+    A ``--cl-device`` that matches nothing usable is a bad value (exit 2).  No
+    usable device at all: ``--device gpu`` is an environment problem (the
+    error propagates, exit 3); with ``all``, the GPU-only row is skipped and
+    the hybrid falls back to the CPU (its Run says so).
+    """
+    if not any(d in ("hybrid", "gpu") for d in o.devices):
+        return None
+    from hpu._errors import DeviceUnavailableError
+    from hpu._opencl._device import describe_device, select_device
+
+    try:
+        return describe_device(select_device(o.cl_device))
+    except DeviceUnavailableError as err:
+        if o.cl_device is not None:
+            raise _BadValue(f"--cl-device {o.cl_device!r}: {err}") from None
+        if o.devices == ("gpu",):
+            raise
+        if "gpu" in o.devices:
+            skipped["gpu"] = f"no usable OpenCL device ({err})"
+        return None
+
+
+def main(args) -> int:
+    try:
+        o = parse_options(args)
+    except _BadValue as err:
+        print(f"hpu run: error: {err}", file=sys.stderr)
+        return 2
+    skipped: dict[str, str] = {}
+    try:
+        cl_name = _opencl_device(o, skipped)
+    except _BadValue as err:
+        print(f"hpu run: error: {err}", file=sys.stderr)
+        return 2
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            report = _measure_all(o, cl_name, skipped)
+    except _Mismatch as err:
+        print(f"hpu run: error: wrong result for {o.algorithm} with n={o.n}, --dtype {o.dtype}, "
+              f"--seed {o.seed}: {err}", file=sys.stderr)
+        return 1
+    except MemoryError:
+        print(f"hpu run: error: not enough memory for n={o.n} {o.dtype} keys (the run needs "
+              f"several copies of the data); pass a smaller --n", file=sys.stderr)
+        return 3
+    from hpu._hybrid import HpuPerformanceWarning
+
+    seen: list[str] = []
+    for w in caught:
+        if not issubclass(w.category, HpuPerformanceWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            continue
+        text = str(w.message)
+        if text not in seen and not any(f in text for f in report.fallbacks()):
+            seen.append(text)  # once, not once per run; fallbacks are listed on their own
+    report = _Report(report.options, report.rows, report.skipped, report.opencl_device,
+                     report.threads, report.reference, report.data, tuple(seen))
+    if o.json:
+        print(json.dumps(report.to_dict()))
+    else:
+        print(render_text(report))
+    return 0
