@@ -187,6 +187,7 @@ class DivideAndConquer:
                     raise TypeError(f"{name}(): parameter {p!r} is named in span={spec.span} "
                                     f"but received {_describe(out[p])}; expected an int index "
                                     "bounding the slice the task touches")
+            _check_span(name, spec.span, out)
         return out
 
     def _program(self, values: dict[str, Any]):
@@ -315,6 +316,24 @@ class DivideAndConquer:
         problem = model.Problem(a=spec.a, b=spec.b, cost=spec.cost, n=max(n, 1))
         return model.plan(problem, machine, strategy, element_bytes=element_bytes,
                           contention=contention)
+
+
+def _check_span(name: str, span, values) -> None:
+    """``0 <= lo <= hi <= len(array)`` for every array: a task touches ``[lo, hi)`` of each."""
+    lo_name, hi_name = span
+    lo, hi = int(values[lo_name]), int(values[hi_name])
+    if lo < 0:
+        raise ValueError(f"{name}(): {lo_name!r}={lo} is negative; span={span} bounds the "
+                         f"slice [{lo_name}, {hi_name}) of every array, so pass {lo_name} >= 0")
+    if hi < lo:
+        raise ValueError(f"{name}(): {hi_name!r}={hi} is below {lo_name!r}={lo}; pass "
+                         f"{lo_name} <= {hi_name} (an empty slice is {hi_name} == {lo_name})")
+    for p, v in values.items():
+        if isinstance(v, np.ndarray) and hi > v.size:
+            raise ValueError(f"{name}(): array {p!r} has {v.size} elements but "
+                             f"{hi_name!r}={hi}: a task touches [{lo_name}, {hi_name}) of every "
+                             f"array (span={span}); pass arrays of at least {hi} elements or "
+                             f"{hi_name} <= {v.size}")
 
 
 def _check_device(device, alpha, y, strategy="advanced") -> None:

@@ -145,13 +145,20 @@ class OpenCLBackend:
         mf = cl.mem_flags
         self._levels, self._starts, self._y = levels, dict(starts), y
         arrays = {n: self.shared[n] for n in self.layout.arrays}
+        written = self.program.closure.written
         self._span = span
         t0 = time.perf_counter()
         for name, arr in arrays.items():
-            lo, hi = (0, arr.size) if span is None else span
-            self._snapshots[name] = arr[lo:hi].copy()
+            if name in written:  # what the device may change, kept until it is done
+                lo, hi = (0, arr.size) if span is None else span
+                self._snapshots[name] = arr[lo:hi].copy()
         try:
             for name, arr in arrays.items():
+                if name not in written and self.unified:
+                    # read only: the caller's array may be read-only itself
+                    self._bufs[name] = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR,
+                                                 hostbuf=_nonempty(arr))
+                    continue
                 if self.unified:
                     self._bufs[name] = cl.Buffer(self.ctx, mf.READ_WRITE | mf.USE_HOST_PTR,
                                                  hostbuf=_nonempty(arr))
@@ -279,6 +286,8 @@ class OpenCLBackend:
     def _download(self) -> None:
         cl = self._cl
         for name in self.layout.arrays:
+            if name not in self._snapshots:  # never written by the function
+                continue
             arr = self.shared[name]
             if self._span is not None:
                 lo, hi = self._span
@@ -447,12 +456,16 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
         state["synced"] = False
 
     def collect():
+        from hpu._cpu import StackOverflowError
+
         state["synced"] = True
         try:
             gpu.finish()
             return
         except DeviceFault as err:
             reason = f"the OpenCL device failed ({err}); its share was redone on the CPU"
+        except StackOverflowError as err:  # the CPU's recursion has no fixed stack
+            reason = f"{err}; the device's share was redone on the CPU"
         warnings.warn(f"hpu: {reason}", HpuPerformanceWarning, stacklevel=4)
         fallbacks.append(reason)
         gpu.restore()
