@@ -57,12 +57,14 @@ class Run:
     ``value``: what the function returns (``None`` for in-place functions).
     ``device``: ``"cpu"``, ``"gpu"``, ``"hybrid"`` (or ``"python"`` under
     ``HPU_DISABLE=1``).  ``alpha``: the share of the split level's tasks kept
-    on the CPU (1.0 on the CPU alone); ``y``: the level where the device took
-    over (``None`` when it did not).  ``K``: the cut-off level whose tasks
+    on the CPU (1.0 on the CPU alone); ``y``: the transfer level of the split
+    (clamped to the tree: at most ``K``; ``None`` on ``device="cpu"``).  Whether
+    the device did any work is ``gpu_tasks > 0``.  ``K``: the cut-off level whose tasks
     solved their whole subtrees.  ``cpu_tasks``/``gpu_tasks``: the tasks of
     level ``K`` each side solved.  ``fallbacks``: one line per device failure
     that was redone on the CPU.  ``levels``: one :class:`LevelRecord` per
-    phase per level, in execution order.  ``transfers``: host<->device copies
+    phase per level, in execution order, as assigned; after a device failure
+    the CPU's redo of the device's share follows as extra records.  ``transfers``: host<->device copies
     (none on the CPU).  ``seconds``: wall time of the whole run.
     """
 

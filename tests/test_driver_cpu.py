@@ -186,7 +186,7 @@ def test_run_report_levels_and_auto_K():
     n = 5000
     x = np.random.default_rng(7).integers(0, 100, n)
     a = x.copy()
-    run = E.mergesort.run(a, np.empty_like(a), 0, n)
+    run = E.mergesort.run(a, np.empty_like(a), 0, n, device="cpu")
     p = numba.get_num_threads()
     # auto K: the first level with >= 8 p tasks (mergesort's tree is complete that far)
     assert 2 ** run.K >= 8 * p > 2 ** (run.K - 1)
