@@ -19,7 +19,11 @@ g
     004 Figure 6: one task (a single work-item; one Numba thread) merges two
     sorted int32 lists, on the CPU and on the device, for several sizes;
     γ = median over sizes of CPU time / device time (< 1 when a device core is
-    slower).  The CPU merge's seconds per element are kept too
+    slower).  Both sides run the same Python merge (:mod:`hpu._calib_merge`),
+    compiled by Numba and translated by hpu's translator, because that is
+    the code hpu's level kernels run: a hand-written OpenCL merge overstated
+    PoCL by about 1.4x here, and the planner then sent work to a device that
+    was slower than the CPU.  On a CPU device g is capped at its cores.  The CPU merge's seconds per element are kept too
     (``cpu_seconds_per_element``): the model counts work in elements and this
     turns it into seconds.
 λ, δ
@@ -154,7 +158,7 @@ class CalibrationSettings:
 # -------------------------------------------------------------------- the device
 
 _VSUM = "hpu_calib_vsum"
-_MERGE = "hpu_calib_merge"
+_MERGE = "calib_merge"
 
 _SOURCE = r"""
 #pragma OPENCL FP_CONTRACT OFF
@@ -170,26 +174,6 @@ __kernel void hpu_calib_vsum(__global const float *a, __global const float *b,
         c[i] = a[i] + b[i];
 }
 
-/* 004 Figure 6: one work-item merges the pair-th of several pairs of sorted
-   lists, a[pair*na ..] and b[pair*nb ..], into out[pair*(na+nb) ..]. */
-__kernel void hpu_calib_merge(__global const int *a, __global const int *b,
-                              __global int *out, const long na, const long nb,
-                              const long pair)
-{
-    if (get_global_id(0) != 0) return;
-    a += pair * na;
-    b += pair * nb;
-    out += pair * (na + nb);
-    long i = 0, j = 0, k = 0;
-    while (i < na && j < nb) {
-        int x = a[i];
-        int y = b[j];
-        if (y < x) { out[k++] = y; ++j; }
-        else       { out[k++] = x; ++i; }
-    }
-    while (i < na) out[k++] = a[i++];
-    while (j < nb) out[k++] = b[j++];
-}
 """
 
 
@@ -253,7 +237,10 @@ class _OpenCLBench:
                 "with `hpu devices`, or choose another device with --device / HPU_DEVICE",
                 source=_SOURCE, log=log) from None
         self._vsum = cl.Kernel(program, _VSUM)
-        self._merge = cl.Kernel(program, _MERGE)
+        from hpu._opencl._build import build_program
+
+        self._merge_prog = _translated_merge()
+        self._merge = cl.Kernel(build_program(ctx, self._merge_prog.source), _MERGE)
         self._sum_bufs = None
         self._merge_bufs = None
         self._xfer = None
@@ -317,8 +304,12 @@ class _OpenCLBench:
     def merge_run(self, pair: int) -> float:
         A, B, O = self._merge_bufs
         p = self._pool
-        return self._timed(lambda: self._merge(self.queue, (1,), (1,), A, B, O, np.int64(p.na),
-                                               np.int64(p.nb), np.int64(pair)))
+        args = self._merge_prog.kernel_args(_MERGE, {"a": (A, p.a.size), "b": (B, p.b.size),
+                                                     "out": (O, p.out.size), "na": p.na,
+                                                     "nb": p.nb, "pair": pair}, 0, 1)
+        self._merge.set_args(*args)
+        return self._timed(lambda: self._cl.enqueue_nd_range_kernel(self.queue, self._merge,
+                                                                    (1,), (1,)))
 
     def merge_result(self) -> np.ndarray:
         out = np.empty_like(self._pool.out)
@@ -392,36 +383,29 @@ class _MergePool:
 def _cpu_merge_kernel():
     import numba
 
+    from hpu import _calib_merge
+
+    merge_one = numba.njit(cache=False, nogil=True)(_calib_merge.merge_one)
+
     @numba.njit(cache=False, nogil=True)
     def merge_pairs(a, b, out, na, nb, pairs, first, count):
         """Merge ``count`` pairs, cycling from pair ``first``; one thread."""
         for r in range(count):
-            p = (first + r) % pairs
-            i = p * na
-            j = p * nb
-            k = p * (na + nb)
-            ie = i + na
-            je = j + nb
-            while i < ie and j < je:
-                x = a[i]
-                y = b[j]
-                if y < x:
-                    out[k] = y
-                    j += 1
-                else:
-                    out[k] = x
-                    i += 1
-                k += 1
-            while i < ie:
-                out[k] = a[i]
-                i += 1
-                k += 1
-            while j < je:
-                out[k] = b[j]
-                j += 1
-                k += 1
+            merge_one(a, b, out, na, nb, (first + r) % pairs)
 
     return merge_pairs
+
+
+@lru_cache(maxsize=None)
+def _translated_merge():
+    """:func:`hpu._calib_merge.merge_task` as an OpenCL range kernel (see that module)."""
+    from hpu import _calib_merge
+    from hpu._opencl._translate import INT64, Array, FunctionSource, translate
+
+    i32 = Array(np.int32)
+    return translate([(FunctionSource.from_callable(_calib_merge.merge_task),
+                       (INT64, i32, i32, i32, INT64, INT64, INT64))],
+                     kernels={_MERGE: "merge_task"})
 
 
 def _cpu_merge_run(pool: _MergePool, min_seconds: float) -> float:

@@ -315,10 +315,6 @@ _C_DRIVER = """
 void run_vsum(const float *a, const float *b, float *c, long n, long seg, long items) {
     for (hpu_gid = 0; hpu_gid < (size_t)items; ++hpu_gid) hpu_calib_vsum(a, b, c, n, seg);
 }
-void run_merge(const int *a, const int *b, int *out, long na, long nb, long pair) {
-    hpu_gid = 0;
-    hpu_calib_merge(a, b, out, na, nb, pair);
-}
 """
 
 
@@ -356,14 +352,14 @@ def test_vsum_kernel_covers_every_element_once(kernels_as_c, n, items, seed):
 
 @settings(max_examples=25, deadline=None)
 @given(n=st.integers(2, 3000), seed=st.integers(0, 2**32 - 1))
-def test_merge_kernel_merges_the_chosen_pair_only(kernels_as_c, n, seed):
-    import ctypes
+def test_merge_task_merges_the_chosen_pair_only(n, seed):
+    """The one merge source both sides run (Numba; translated to OpenCL C), as plain Python."""
+    from hpu import _calib_merge
+
     pool = cal._MergePool.random(n, np.random.default_rng(seed))
     out = np.full(pool.out.size, -7, dtype=np.int32)
     pair = seed % pool.pairs
-    p = ctypes.c_void_p
-    kernels_as_c.run_merge(p(pool.a.ctypes.data), p(pool.b.ctypes.data), p(out.ctypes.data),
-                           ctypes.c_long(pool.na), ctypes.c_long(pool.nb), ctypes.c_long(pair))
+    _calib_merge.merge_task(0, pool.a, pool.b, out, pool.na, pool.nb, pair)
     assert np.array_equal(pool.merged(out, pair), pool.expected(pair))
     others = np.ones(out.size, dtype=bool)
     others[pair * n:(pair + 1) * n] = False
@@ -385,6 +381,18 @@ def _real_device_or_skip():
         first = str(err).strip().splitlines()
         pytest.skip(f"the OpenCL device cannot compile kernels here: "
                     f"{next((ln for ln in first if 'error' in ln.lower()), first[0] if first else err)}")
+
+
+@pytest.mark.opencl
+def test_the_device_merge_is_the_translated_python_merge():
+    _real_device_or_skip()
+    bench = cal._OpenCLBench()
+    pool = cal._MergePool.random(1000, np.random.default_rng(3))
+    bench.merge_setup(pool)
+    bench.merge_run(1)
+    out = bench.merge_result()
+    assert np.array_equal(pool.merged(out, 1), pool.expected(1))
+    assert "merge_one" in cal._translated_merge().source  # translated, not hand-written
 
 
 @pytest.mark.opencl
