@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 __all__ = ["NAME", "HELP", "ALGORITHMS", "DEVICES", "DTYPES", "add_arguments", "main",
-           "make_data", "inversions_reference", "max_subarray_reference", "MethodResult"]
+           "Options", "parse_options", "make_data", "inversions_reference",
+           "max_subarray_reference", "MethodResult", "render_text"]
 
 NAME = "run"
 HELP = ("run a ready algorithm on random data: hybrid, CPU, OpenCL, one core and NumPy, "
@@ -568,7 +569,8 @@ def render_text(report: _Report) -> str:
     ]
     run = report.main_run()
     if run is not None:
-        transfers = ", ".join(f"{t.direction} {_bytes_text(t.bytes)} in {t.seconds * 1e3:.2f} ms"
+        # bytes only: a download's seconds include waiting for the device's kernels
+        transfers = ", ".join(f"{t.direction} {_bytes_text(t.bytes)}"
                               for t in run.transfers) or "none"
         if run.transfers and _transfer_bytes(run) == 0:
             transfers += " (zero-copy: the device shares the host's memory)"
