@@ -314,8 +314,17 @@ class DivideAndConquer:
             prof = active_profile(device)
             machine, contention = prof.machine(), prof.contention
         problem = model.Problem(a=spec.a, b=spec.b, cost=spec.cost, n=max(n, 1))
-        return model.plan(problem, machine, strategy, element_bytes=element_bytes,
-                          contention=contention)
+        return _cached_plan(problem, machine, strategy, element_bytes, contention)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_plan(problem, machine, strategy, element_bytes, contention):
+    """The model's plan is pure and costs milliseconds (it simulates every integer
+    split); a run that asks for it on every call must not pay that each time."""
+    from hpu import model
+
+    return model.plan(problem, machine, strategy, element_bytes=element_bytes,
+                      contention=contention)
 
 
 def _check_span(name: str, span, values) -> None:

@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 #: Version of the JSON layout; a file with another number is refused as stale.
-SCHEMA = 1
+SCHEMA = 2  # 2: gamma from hpu's own translated merge; g of a CPU device capped at its cores
 ENV_PROFILE = "HPU_PROFILE"
 ENV_NO_AUTOCALIBRATE = "HPU_NO_AUTOCALIBRATE"
 

@@ -168,7 +168,7 @@ GOOD = json.loads(make_profile().to_json())
     (corrupt(GOOD, "device", ""), "'device' is ''; expected a non-empty string"),
     (corrupt(GOOD, "created", "yesterday"), "'created' is 'yesterday'; expected an ISO 8601 time"),
     (corrupt(GOOD, "source", "guessed"), "'source' is 'guessed'"),
-    (corrupt(GOOD, "schema", 99), "'schema' is 99; this hpu reads schema 1"),
+    (corrupt(GOOD, "schema", 99), "'schema' is 99; this hpu reads schema 2"),
     (corrupt(GOOD, "sweeps", {"g_elements": 1}), "sweeps.g.* missing"),
     (corrupt(GOOD, "sweeps", dict(GOOD["sweeps"], g=[[1, -0.5]])), r"sweeps.g\[0\]' is \[1, -0.5\]"),
     (json.dumps(GOOD).replace('"p": 4', '"p": NaN'), "NaN"),
