@@ -207,6 +207,9 @@ class Profile:
     source: str = "measured"
     sweeps: Sweeps = field(default_factory=Sweeps)
     schema: int = SCHEMA
+    #: measured slowdown of both sides while the CPU and the device run at once
+    #: (None: not measured; see :attr:`contention`)
+    measured_contention: float | None = None
 
     # -- derived --------------------------------------------------------------
     @property
@@ -245,12 +248,15 @@ class Profile:
 
     # -- built-in fallback ------------------------------------------------------
     #: How much the CPU and a device that runs on the CPU's own cores slow each other
-    #: while both work (each gets about half of the cores): the model's ``contention``.
+    #: while both work (each gets about half of the cores), when not measured.
     SHARED_CORES_CONTENTION = 2.0
 
     @property
     def contention(self) -> float:
-        """The model's contention factor: 2 when the device is the CPU's own cores, else 1."""
+        """The model's contention factor: the measured one, else 2 when the device is the
+        CPU's own cores and 1 otherwise."""
+        if self.measured_contention is not None:
+            return self.measured_contention
         return self.SHARED_CORES_CONTENTION if self.device_shares_cpu else 1.0
 
     def machine(self):
@@ -416,7 +422,18 @@ def _from_dict(data) -> Profile:
         source=source,
         sweeps=sweeps,
         schema=schema,
+        measured_contention=_optional_contention(data),
     )
+
+
+def _optional_contention(data) -> float | None:
+    value = data.get("measured_contention")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1.0 <= value <= 16.0:
+        raise _Invalid(f"field 'measured_contention' is {value!r}; expected a number in [1, 16] "
+                       "or null")
+    return float(value)
 
 
 # ----------------------------------------------------------------------- storage

@@ -186,7 +186,14 @@ def _match(spec: str, entries):
 
 
 def select_device(spec: str | None = None):
-    """The ``pyopencl.Device`` meant by ``spec`` (or ``HPU_DEVICE``, or the default)."""
+    """The ``pyopencl.Device`` meant by ``spec`` (or ``HPU_DEVICE``, or the default).
+
+    ``spec`` may also be a ``pyopencl.Device`` or a :class:`DeviceInfo`.
+    """
+    if isinstance(spec, DeviceInfo):
+        spec = spec.index
+    elif spec is not None and not isinstance(spec, str):
+        return spec  # a pyopencl.Device already
     entries = _all_devices()
     if not entries:
         raise DeviceUnavailableError(
