@@ -88,7 +88,15 @@ def insertion_range(a, lo, hi):
 
 
 def merge_range(a, tmp, lo, mid, hi):
-    """Merge the sorted ``a[lo:mid]`` and ``a[mid:hi]`` through ``tmp``."""
+    """Merge the sorted ``a[lo:mid]`` and ``a[mid:hi]`` in place through ``tmp``.
+
+    The merge of hpu's shipped mergesort (``algorithms.mergesort.merge``),
+    written again here because hpu itself must not import ``algorithms``: runs
+    already in order are left alone, and what is left of the right run is
+    already in place.
+    """
+    if mid <= lo or mid >= hi or a[mid - 1] <= a[mid]:
+        return
     i = lo
     j = mid
     k = lo
@@ -104,9 +112,5 @@ def merge_range(a, tmp, lo, mid, hi):
         tmp[k] = a[i]
         i += 1
         k += 1
-    while j < hi:
-        tmp[k] = a[j]
-        j += 1
-        k += 1
-    for t in range(lo, hi):
+    for t in range(lo, k):
         a[t] = tmp[t]

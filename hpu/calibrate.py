@@ -16,18 +16,20 @@ g
     work-items stop helping (:func:`hpu._stats.find_knee`: the first count
     whose time is within 10 % of the best time at any larger count).
 γ
-    004 Figure 6: one task (one Numba thread; a single work-item) runs a
-    mergesort of n int32 keys — a sequence of merges — on the CPU and on the
-    device, for several n; γ = median over sizes of CPU time / device time
-    (< 1 when a device core is slower).  Both sides run hpu's own code for one
-    Python source (:mod:`hpu._calib_merge`): the recursion compiled by Numba,
-    and the translated iterative solver every device leaf runs (004's
-    footnote 6: the application's own function estimates γ best).  A
-    hand-written OpenCL merge overstated PoCL by 1.5-2x here, and the planner
-    then sent work to a device slower than the CPU.  On a CPU device g is
-    capped at its cores.  The CPU merge's seconds per element are kept too
-    (``cpu_seconds_per_element``): the model counts work in elements and this
-    turns it into seconds.
+    004 Figure 6: one task (a single work-item; one Numba thread) merges two
+    sorted int32 lists, on the CPU and on the device, for several sizes; the
+    ratio CPU time / device time per size is kept in the sweeps (the figure).
+    Both sides run one Python merge (:mod:`hpu._calib_merge`), compiled by
+    Numba and translated by hpu's translator.  The γ the model uses is then
+    measured as 004's footnote 6 advises, with the application's own code: a
+    one-task mergesort (the shipped mergesort's shape) by hpu's solver on each
+    side, the recursion compiled by Numba against the translated iterative
+    solver on one work-item; its one-core time also gives the CPU seconds per
+    unit of the model's work (``cpu_seconds_per_element``).  A hand-written
+    OpenCL merge overstated PoCL 1.5-2x here, and a merge alone missed the
+    solver's overhead; either way the planner sent work to a device slower
+    than the CPU.  On a CPU device g is capped at its cores, and the slowdown
+    of both sides running at once is measured (``measured_contention``).
 λ, δ
     000's communication cost λ + δ·w: host->device and device->host copies of
     growing size (1 KiB to 64 MiB).  δ is the robust slope of the largest
@@ -316,7 +318,7 @@ class _OpenCLBench:
         return self._timed(lambda: self._cl.enqueue_nd_range_kernel(self.queue, self._merge,
                                                                     (1,), (1,)))
 
-    def solver_ratio(self, sizes, repeats: int, rng) -> float:
+    def solver_ratio(self, sizes, repeats: int, rng) -> tuple[float, float]:
         """γ of hpu's own solver on this device (see :func:`_solver_ratio`)."""
         from hpu._calib_merge import _make_sorter
 
@@ -637,10 +639,10 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
         # solver on each side (the recursion compiled by Numba; the translated
         # iterative solver on one work-item).  The merge above is Figure 6's
         # measurement and stays in the sweeps; the model uses this ratio.
-        solver_gamma = contention = None
+        solver_gamma = solver_unit = contention = None
         if hasattr(bench, "solver_ratio"):
             bar.begin("γ: one-task sort by hpu's solver")
-            solver_gamma = bench.solver_ratio(merge_sizes, R, rng)
+            solver_gamma, solver_unit = bench.solver_ratio(merge_sizes, R, rng)
             bar.step("γ: one-task sort by hpu's solver")
         # contention: a device on the CPU's own cores and Numba's threads slow each
         # other while both run; the paper's model assumes separate hardware, so
@@ -677,7 +679,8 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
         # A negative intercept or slope is noise around zero; the model needs >= 0.
         latency_s=max(0.0, est.transfer.intercept),
         seconds_per_byte=max(0.0, est.transfer.slope),
-        cpu_seconds_per_element=est.cpu_seconds_per_element,
+        cpu_seconds_per_element=(est.cpu_seconds_per_element if solver_unit is None
+                                 else solver_unit),
         device=bench.name, platform=bench.platform, driver_version=bench.driver_version,
         device_kind=bench.kind, compute_units=bench.compute_units,
         device_shares_cpu=bench.kind == "CPU",
@@ -686,10 +689,15 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
     )
 
 
-def _solver_ratio(sorter, device, sizes, repeats: int, rng) -> float:
-    """Median over ``sizes`` of one-core Numba time / one-work-item device time of a
-    one-task sort by hpu's own solver (see :mod:`hpu._calib_merge`)."""
-    ratios = []
+def _solver_ratio(sorter, device, sizes, repeats: int, rng) -> tuple[float, float]:
+    """``(γ, CPU seconds per unit of work)`` of a one-task sort by hpu's own solver.
+
+    γ: median over ``sizes`` of one-core Numba time / one-work-item device time
+    (see :mod:`hpu._calib_merge`).  Seconds per unit: the one-core time over
+    the model's total work of mergesort, n·(log2 n + 1), so that the model's
+    sequential time is the measured one.
+    """
+    ratios, per_unit = [], []
     for n in sizes:
         def one(side, n=n):
             keys = rng.integers(0, 2 * n, n).astype(np.int32)
@@ -714,7 +722,8 @@ def _solver_ratio(sorter, device, sizes, repeats: int, rng) -> float:
         cpu = float(np.median(_after_warmup(lambda: one("cpu"), repeats)))
         dev = float(np.median(_after_warmup(lambda: one("gpu"), repeats)))
         ratios.append(cpu / dev)
-    return float(np.median(ratios))
+        per_unit.append(cpu / (n * (math.log2(n) + 1)))
+    return float(np.median(ratios)), float(np.median(per_unit))
 
 
 def _measure_contention(sorter, device, n: int, repeats: int, rng) -> float:
