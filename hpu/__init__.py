@@ -16,13 +16,18 @@ Decorating and running
 The model
     model                the HPU model of 004 (basic and advanced division, schedule simulator); pure functions
 
-Devices and calibration
-    devices              the OpenCL devices hpu can use, default first
+    figures              the paper's Figure 3 (y(α) and the device's share of the work), matplotlib
 
-Errors
+Devices and calibration
+    devices              the OpenCL devices hpu can use, usable ones first, the default marked
+    calibrate            measure p, g, γ, λ, δ and the contention (``calibrate.calibrate()``), plots
+    Profile              a stored calibration; ``active_profile()`` the one runs plan with
+
+Errors and warnings
     HpuError             base class of every hpu error
     TranslationError     a function outside the shape or subset hpu accepts (names file, line, construct, fix)
     DeviceUnavailableError, KernelBuildError, ProfileError
+    HpuPerformanceWarning a device asked for was not used, or failed and its share was redone on the CPU
 
 Everything else (modules starting with ``_``) is private and may change.
 
@@ -42,7 +47,12 @@ _CATALOG: dict[str, tuple[str, str | None]] = {
     "Run": ("hpu._run", "Run"),
     "LevelRecord": ("hpu._run", "LevelRecord"),
     "model": ("hpu.model", None),
+    "figures": ("hpu.figures", None),
+    "calibrate": ("hpu.calibrate", None),
+    "Profile": ("hpu._profile", "Profile"),
+    "active_profile": ("hpu._profile", "active_profile"),
     "devices": ("hpu._opencl._device", "devices"),
+    "HpuPerformanceWarning": ("hpu._hybrid", "HpuPerformanceWarning"),
     "HpuError": ("hpu._errors", "HpuError"),
     "TranslationError": ("hpu._errors", "TranslationError"),
     "DeviceUnavailableError": ("hpu._errors", "DeviceUnavailableError"),
