@@ -527,6 +527,7 @@ def _cpu_only(program, values, cpu, K, p, *, fallbacks, t_start, device, alpha=1
 
     ex = execute(program.layout, program.types, values, cpu, K=K,
                  min_tasks=TASKS_PER_THREAD * p)
-    return Run(value=ex.value, device=device, alpha=alpha, y=y, K=ex.K,
+    return Run(value=ex.value, device=device, alpha=alpha,
+               y=None if y is None else min(y, ex.K), K=ex.K,
                cpu_tasks=ex.leaf_tasks.get("cpu", 0), gpu_tasks=0, fallbacks=fallbacks,
                levels=ex.levels, transfers=(), seconds=time.perf_counter() - t_start)

@@ -141,6 +141,7 @@ def check_report(run, config: Config) -> tuple[int, int]:
 
     if config.device == "cpu" or (config.device == "hybrid" and config.alpha == 1.0):
         assert run.alpha == 1.0
+        assert run.y == (None if config.device == "cpu" else min(config.y, K)), run.summary()
         assert run.gpu_tasks == 0 and all(r.gpu_tasks == 0 for r in run.levels)
         assert run.transfers == ()
         return sizes[0], sizes[0]
