@@ -582,21 +582,18 @@ MODEL = [
     The same questions for the machine this notebook runs on, from its calibration profile
     (`hpu calibrate` measures one; without one, hpu's conservative built-in values are used and
     nothing is measured here).  When the OpenCL device is PoCL on the CPU's own cores, the device
-    and the CPU compete for the same cores: hpu's runtime then plans with a contention factor of 2
-    (both sides run half as fast while both compute), as done here.
+    and the CPU compete for the same cores: hpu's runtime then plans with the profile's contention
+    factor (measured by `hpu calibrate`: how much both sides slow while both compute), as done here.
     """),
     code("""
     from hpu.calibrate import active_profile
 
     profile = active_profile(autocalibrate=False)
-    here = Machine(p=profile.p, g=profile.g, gamma=profile.gamma, latency_s=profile.latency_s,
-                   seconds_per_byte=profile.seconds_per_byte,
-                   seconds_per_unit=profile.cpu_seconds_per_element)
-    contention = 2.0 if profile.device_shares_cpu else 1.0
+    here, contention = profile.machine(), profile.contention   # what hpu's runtime plans with
     print(f"profile ({profile.source}): {profile.device}; p = {profile.p}, g = {profile.g}, "
           f"gamma = {profile.gamma:.3g}, contention = {contention:g}")
     for n in (2**16, 2**20, 2**24):
-        q = model.plan(Problem(n=n, **MERGESORT), here, element_bytes=4, contention=contention)
+        q = model.plan(Problem(n=n, **MERGESORT), here, element_bytes=8, contention=contention)
         split = (f"split at level {q.transfer_level}, alpha = {q.split_alpha:.3f}" if q.uses_device
                  else "everything on the CPU")
         print(f"n = 2^{n.bit_length() - 1}: {split}; predicted {1e3 * q.predicted_time:.2f} ms "
@@ -828,7 +825,7 @@ EXPERIMENTS = [
             "machine": machine_facts(),
             "profile": {k: getattr(profile, k) for k in
                         ("p", "g", "gamma", "latency_s", "seconds_per_byte", "cpu_seconds_per_element",
-                         "device_shares_cpu", "source")},
+                         "device_shares_cpu", "source", "contention")},
             "algorithm": "mergesort", "dtype": "int32", "repeats": repeats,
             "measurements": records,
         }
@@ -854,13 +851,14 @@ EXPERIMENTS = [
 
     From the profile stored with the results: the continuous α\\*, y (004 §5.2) and the integer
     split hpu's runtime would choose, with its predicted time.  As hpu's runtime does, a device
-    that shares the CPU's cores (PoCL) is planned with a contention factor of 2.
+    that shares the CPU's cores (PoCL) is planned with the profile's contention factor, and a
+    task moves 8 bytes per element (`a` and `tmp`).
     """),
     code("""
     prof = results["profile"]
     HERE = Machine(p=prof["p"], g=prof["g"], gamma=prof["gamma"], latency_s=prof["latency_s"],
                    seconds_per_byte=prof["seconds_per_byte"], seconds_per_unit=prof["cpu_seconds_per_element"])
-    CONTENTION = 2.0 if prof["device_shares_cpu"] else 1.0
+    CONTENTION = prof.get("contention", 2.0 if prof["device_shares_cpu"] else 1.0)
 
     ms = results["measurements"]
     sizes = sorted({m["n"] for m in ms})
@@ -875,7 +873,7 @@ EXPERIMENTS = [
         return rs[0]["median_s"] if rs else math.nan
 
 
-    plans = {n: model.plan(Problem(n=n, **MERGESORT), HERE, element_bytes=4, contention=CONTENTION)
+    plans = {n: model.plan(Problem(n=n, **MERGESORT), HERE, element_bytes=8, contention=CONTENTION)
              for n in sizes}
     best = {n: min(records(n, "hybrid"), key=lambda m: m["median_s"]) for n in sizes}
 
@@ -919,7 +917,7 @@ EXPERIMENTS = [
         xs = [m["alpha"] for m in rs]
         right.plot(xs, [seq / m["median_s"] for m in rs], "o-", color=f"C{k}", label=f"y = {y}")
         predicted = [plans[n].sequential_time
-                     / model.simulate(problem, HERE, alpha=a, y=y, element_bytes=4, contention=CONTENTION).total_time
+                     / model.simulate(problem, HERE, alpha=a, y=y, element_bytes=8, contention=CONTENTION).total_time
                      for a in xs]
         right.plot(xs, predicted, "--", color=f"C{k}", alpha=0.6)
     if records(n, "cpu"):
