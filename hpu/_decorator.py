@@ -24,9 +24,9 @@ What happens on a call
    module (:mod:`hpu._codegen`, loaded through the disk cache
    :mod:`hpu._cache`) and the dtypes of the level arrays (:mod:`hpu._cpu`).
    One specialisation per type signature is kept on the object.
-3. The breadth-first driver (:mod:`hpu._driver`) runs it on a backend.  Until
-   the OpenCL backend exists, ``device="gpu"`` and ``"hybrid"`` raise
-   :class:`~hpu.DeviceUnavailableError`; they never run on the CPU silently.
+3. The breadth-first driver (:mod:`hpu._driver`) runs it: on the Numba
+   backend for ``device="cpu"``, and through :mod:`hpu._hybrid` (an OpenCL
+   backend, the α/y split, the CPU fallback) for ``"gpu"`` and ``"hybrid"``.
 
 Debugging switch
 ----------------
@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from hpu._errors import DeviceUnavailableError, TranslationError
+from hpu._errors import TranslationError
 from hpu._run import Run
 from hpu._types import ARRAY_DTYPES, dtype_name_list
 

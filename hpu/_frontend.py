@@ -1242,7 +1242,7 @@ def resolve(fn, spec: DCSpec) -> Closure:
                                 "a generator produces values lazily", "return the value instead")
         text, start, filename, hnode = _source_of(obj, "helper")
         where = _Where(filename, f"helper {n!r}")
-        params = _check_params(hnode, where)
+        _check_params(hnode, where)
         tree = _strip(hnode)
         tree.name = n
         _SubsetChecker(where).check(tree.body)

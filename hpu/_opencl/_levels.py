@@ -97,8 +97,8 @@ _STMT = re.compile(r"^\s*# (?:child \d+: )?line (?P<line>\d+): ")
 _COMMENT = re.compile(r"/\* (?P<file>[^:*]+\.py):(?P<line>\d+): ")
 
 
-def user_lines(generated: str, user_file: str, sources: Mapping[str, list[str]] = {}
-               ) -> dict[int, str]:
+def user_lines(generated: str, user_file: str,
+               sources: Mapping[str, list[str]] | None = None) -> dict[int, str]:
     """Generated-module line -> ``"file.py:N"`` of the user's line it came from.
 
     Copied functions (the recursive function, its helpers) start at the line
@@ -107,6 +107,7 @@ def user_lines(generated: str, user_file: str, sources: Mapping[str, list[str]] 
     the copy drops docstrings and comments.  Generated task code maps to the
     nearest preceding ``# line N:`` comment of the same function.
     """
+    sources = sources or {}
     out: dict[int, str] = {}
     cursor = 0
     copied: tuple[str, int, int] | None = None   # (file, user line of def, generated line of def)
