@@ -52,7 +52,7 @@ _CATALOG: dict[str, tuple[str, str | None]] = {
     "Profile": ("hpu._profile", "Profile"),
     "active_profile": ("hpu._profile", "active_profile"),
     "devices": ("hpu._opencl._device", "devices"),
-    "HpuPerformanceWarning": ("hpu._hybrid", "HpuPerformanceWarning"),
+    "HpuPerformanceWarning": ("hpu._errors", "HpuPerformanceWarning"),
     "HpuError": ("hpu._errors", "HpuError"),
     "TranslationError": ("hpu._errors", "TranslationError"),
     "DeviceUnavailableError": ("hpu._errors", "DeviceUnavailableError"),
