@@ -50,7 +50,7 @@ _CATALOG: dict[str, tuple[str, str | None]] = {
     "figures": ("hpu.figures", None),
     "calibrate": ("hpu.calibrate", None),
     "Profile": ("hpu._profile", "Profile"),
-    "active_profile": ("hpu._profile", "active_profile"),
+    "active_profile": ("hpu.calibrate", "active_profile"),
     "devices": ("hpu._opencl._device", "devices"),
     "HpuPerformanceWarning": ("hpu._errors", "HpuPerformanceWarning"),
     "HpuError": ("hpu._errors", "HpuError"),

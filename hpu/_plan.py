@@ -99,6 +99,9 @@ def _given_plan(problem, machine, alpha, y, K, element_bytes, contention, reason
 def _profile_machine(cl_device, *, autocalibrate: bool):
     from hpu import _profile
 
+    if autocalibrate:
+        import hpu.calibrate  # noqa: F401 - registers the calibration active_profile may run
+
     prof = _profile.active_profile(cl_device, autocalibrate=autocalibrate)
     return prof.machine(), prof.contention
 

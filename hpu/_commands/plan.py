@@ -156,7 +156,7 @@ def _inputs(args) -> tuple[model.Problem, model.Machine, str]:
 def _profile(args):
     """The active calibration profile (imports hpu's profile store only when needed)."""
     from hpu._errors import HpuError
-    from hpu._profile import active_profile
+    from hpu.calibrate import active_profile
 
     try:
         return active_profile(args.device)
