@@ -223,7 +223,8 @@ class DivideAndConquer:
         ``f.options(device="cpu", K=4).run(a, tmp, 0, n)``.  The options are
         those of :data:`hpu._options.RUN_OPTIONS`: ``device`` (``"hybrid"``,
         ``"cpu"``, ``"gpu"``), ``alpha``, ``y``, ``K``, ``strategy``,
-        ``cl_device`` (which OpenCL device), ``depth``, ``machine``.  Checked
+        ``cl_device`` (which OpenCL device), ``depth``, ``machine``, ``backend``
+        (the device backend class).  Checked
         here: a bad value raises at once.
         """
         return Configured(self, options)
@@ -237,7 +238,7 @@ class DivideAndConquer:
         """Run the function breadth-first and return a :class:`~hpu.Run` report.
 
         Keywords that are run options (``device``, ``alpha``, ``y``, ``K``,
-        ``strategy``, ``cl_device``, ``depth``, ``machine``; see
+        ``strategy``, ``cl_device``, ``depth``, ``machine``, ``backend``; see
         :meth:`options`) configure the run; the others are the function's.
         ``device``: ``"hybrid"`` (the default: the CPU's Numba threads and an
         OpenCL device split by the HPU model), ``"cpu"`` (Numba threads only)
@@ -267,10 +268,12 @@ class DivideAndConquer:
         if o["device"] != "cpu":
             from hpu._hybrid import run_on_devices
 
+            backend = {} if o["backend"] is None else {"backend": o["backend"]}
+
             return run_on_devices(self, program, values, device=o["device"],
                                   device_spec=o["cl_device"], alpha=o["alpha"], y=o["y"],
                                   K=o["K"], strategy=o["strategy"], depth=o["depth"],
-                                  machine=o["machine"])
+                                  machine=o["machine"], **backend)
         from hpu._hybrid import execute_plan
         from hpu._plan import make_plan
 
@@ -324,7 +327,13 @@ class DivideAndConquer:
         if o["device"] != "cpu" and o["machine"] is None:
             from hpu._opencl._backend import OpenCLBackend
 
-            cl_device = OpenCLBackend.select(cl_device)
+            backend = o["backend"] or OpenCLBackend
+            if hasattr(backend, "machine"):
+                machine, contention = backend.machine(backend.select(cl_device))
+                return make_plan(self._parse(), values, device=o["device"], alpha=o["alpha"],
+                                 y=o["y"], K=o["K"], strategy=o["strategy"], machine=machine,
+                                 contention=contention)
+            cl_device = backend.select(cl_device)
         return make_plan(self._parse(), values, device=o["device"], alpha=o["alpha"],
                          y=o["y"], K=o["K"], strategy=o["strategy"], cl_device=cl_device,
                          machine=o["machine"])

@@ -54,15 +54,16 @@ def choose_split(dc, program, values, device, strategy: str):
 
 
 def execute_plan(program, values, plan, *, device: str, fallbacks=(), y_report=None,
-                 t_start: float | None = None) -> Run:
-    """Run ``plan`` on the CPU backend alone (``device`` only labels the Run)."""
+                 alpha: float = 1.0, t_start: float | None = None) -> Run:
+    """Run ``plan`` on the CPU backend alone (``device``, ``alpha`` and ``y_report`` only
+    label the Run: a given split whose device share is empty still reports its α)."""
     from hpu._cpu import CpuBackend
     from hpu._driver import execute
 
     t_start = time.perf_counter() if t_start is None else t_start
     ex = execute(program.layout, program.types, values, CpuBackend(program),
                  K=plan.cutoff_level)
-    return Run(value=ex.value, device=device, alpha=1.0,
+    return Run(value=ex.value, device=device, alpha=alpha,
                y=None if y_report is None else min(y_report, ex.K), K=ex.K,
                cpu_tasks=ex.leaf_tasks.get("cpu", 0), gpu_tasks=0, fallbacks=list(fallbacks),
                levels=ex.levels, transfers=(), seconds=time.perf_counter() - t_start,
@@ -110,7 +111,7 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
                           f"({plan.reason}); pass alpha= and y= to split anyway",
                           HpuPerformanceWarning, stacklevel=4)
         return execute_plan(program, values, plan, device=device, y_report=y_req,
-                            t_start=t_start)
+                            alpha=plan.split_alpha, t_start=t_start)
 
     shared = {n: values[n] for n in program.layout.shared}
     cpu = CpuBackend(program)

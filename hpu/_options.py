@@ -100,6 +100,18 @@ def _check_machine(v):
                         "hpu.model.Machine; pass machine=hpu.model.Machine(p, g, gamma)")
 
 
+def _check_backend(v):
+    if v is None:
+        return
+    missing = [m for m in ("select", "prepare", "leaf", "combine", "finish", "restore",
+                           "cancel", "transfers", "event_seconds") if not hasattr(v, m)]
+    if missing or not isinstance(v, type):
+        raise TypeError(f"backend={v!r} is not a device backend class: expected a class with "
+                        f"the lifecycle of hpu._driver.DeviceBackend (missing: "
+                        f"{', '.join(missing) or 'it is not a class'}); pass backend=None for "
+                        "OpenCL")
+
+
 #: Every run option, in the order the documentation lists them.
 RUN_OPTIONS: dict[str, RunOption] = {o.name: o for o in (
     RunOption("device", DEFAULT_DEVICE,
@@ -119,6 +131,9 @@ RUN_OPTIONS: dict[str, RunOption] = {o.name: o for o in (
     RunOption("depth", 64, "frames of the device solver's stack", _check_depth),
     RunOption("machine", None, "a hpu.model.Machine to plan with instead of the "
               "calibration profile", _check_machine),
+    RunOption("backend", None, "the device backend class (None: OpenCL); any class with the "
+              "device lifecycle of hpu._driver.DeviceBackend and a select(spec) class method",
+              _check_backend),
 )}
 
 

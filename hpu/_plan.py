@@ -47,7 +47,7 @@ import numpy as np
 
 from hpu import model
 
-__all__ = ["make_plan", "problem_of", "cpu_machine", "Plan"]
+__all__ = ["make_plan", "model_plan", "problem_of", "cpu_machine", "Plan"]
 
 Plan = model.Plan
 
@@ -80,9 +80,10 @@ def cpu_machine() -> model.Machine:
 
 
 @functools.lru_cache(maxsize=256)
-def _model_plan(problem, machine, strategy, element_bytes, contention):
-    """The model's plan is pure and costs milliseconds (it simulates many integer
-    splits); a run that asks for it on every call must not pay that each time."""
+def model_plan(problem, machine, strategy, element_bytes, contention):
+    """The model's choice for a problem (what a run with ``alpha=y=K=None`` executes and
+    what ``hpu plan ALGORITHM`` prints).  Pure and cached: it costs milliseconds (it
+    simulates many integer splits), which a run must not pay on every call."""
     return model.plan(problem, machine, strategy, element_bytes=element_bytes,
                       contention=contention)
 
@@ -136,7 +137,7 @@ def make_plan(spec, values: Mapping[str, Any], *, device: str = "hybrid", alpha=
                            0 if y is None else int(y), K, eb, c,
                            "the problem size is unknown (no span and no array argument), so "
                            "the model cannot split it", "given")
-    chosen = _model_plan(problem, machine, strategy, eb, c)
+    chosen = model_plan(problem, machine, strategy, eb, c)
     if alpha is None and y is None and K is None:
         return chosen
     # a partial choice: the model fills in what was not given
