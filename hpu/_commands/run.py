@@ -343,32 +343,75 @@ class _Report:
         }
 
 
+class _Progress:
+    """What ``hpu run`` is doing, on stderr with rich, while it does it (the whole run can
+    take tens of seconds: data, reference, compiling, timed runs).  Shown only on a
+    terminal and not with ``--json``; it disappears when done, so the report is unchanged."""
+
+    def __init__(self, o: Options, steps: int):
+        self._bar = None
+        if o.json or not sys.stderr.isatty():
+            return
+        try:
+            from rich.console import Console
+            from rich.progress import (BarColumn, Progress, SpinnerColumn, TextColumn,
+                                       TimeElapsedColumn)
+        except ImportError:  # pragma: no cover - rich is a dependency
+            return
+        self._bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                             TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+        self._task = self._bar.add_task(f"hpu run {o.algorithm} --n {o.n}", total=steps)
+
+    def __enter__(self):
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self._bar is not None:
+            self._bar.stop()
+
+    def step(self, text: str, advance: int = 0) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, description=text, advance=advance)
+
+
 def _measure_all(o: Options, cl_name: str | None, skipped: dict) -> _Report:
     import numba
     import numpy as np
 
-    x = make_data(o.algorithm, o.n, o.dtype, o.seed)
-    alg = _algorithm(o.algorithm, x)
-    want = alg.expected(x)
+    devices = [d for d in o.devices if d not in skipped]
+    steps = 2 + len(devices) + 1 + 2  # data, reference, devices, baseline, NumPy (at most 2)
+    with _Progress(o, steps) as progress:
+        progress.step(f"making {o.n} {o.dtype} keys")
+        x = make_data(o.algorithm, o.n, o.dtype, o.seed)
+        alg = _algorithm(o.algorithm, x)
+        progress.step("computing the reference", advance=1)
+        want = alg.expected(x)
+        progress.step("", advance=1)
 
-    def check(got):
-        return alg.check(got, want)
+        def check(got):
+            return alg.check(got, want)
 
-    rows = []
-    for dev in o.devices:
-        if dev in skipped:
-            continue
-        options = {"device": dev, "strategy": o.strategy, "cl_device": o.cl_device}
-        if dev == "hybrid":
-            options.update(alpha=o.alpha, y=o.y)
-        rows.append(_measure(dev, _HPU_LABELS[dev],
-                             lambda args, options=options: alg.dc.run(*args, **options),
-                             lambda: alg.fresh(x), alg.output, check, o.repeat))
-    rows.append(_measure(_BASELINE, _BASELINE_LABEL, lambda args: alg.dc.sequential(*args),
-                         lambda: alg.fresh(x), alg.output, check, o.repeat))
-    for key, label, fn in alg.numpy_methods:
-        rows.append(_measure(key, label, lambda args, fn=fn: fn(args[0]), lambda: (x,),
-                             lambda args, value: value, check, o.repeat))
+        def measured(key, label, call, make_args, output):
+            progress.step(f"{label}: warm-up (compiles on first use), then {o.repeat} timed")
+            row = _measure(key, label, call, make_args, output, check, o.repeat)
+            progress.step(label, advance=1)
+            return row
+
+        rows = []
+        for dev in devices:
+            options = {"device": dev, "strategy": o.strategy, "cl_device": o.cl_device}
+            if dev == "hybrid":
+                options.update(alpha=o.alpha, y=o.y)
+            rows.append(measured(dev, _HPU_LABELS[dev],
+                                 lambda args, options=options: alg.dc.run(*args, **options),
+                                 lambda: alg.fresh(x), alg.output))
+        rows.append(measured(_BASELINE, _BASELINE_LABEL, lambda args: alg.dc.sequential(*args),
+                             lambda: alg.fresh(x), alg.output))
+        for key, label, fn in alg.numpy_methods:
+            rows.append(measured(key, label, lambda args, fn=fn: fn(args[0]), lambda: (x,),
+                                 lambda args, value: value))
     base = next(r.seconds for r in rows if r.key == _BASELINE)
     rows = [MethodResult(r.key, r.label, r.seconds, r.times, r.run,
                          base / r.seconds if r.seconds > 0 else None) for r in rows]
