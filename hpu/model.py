@@ -90,7 +90,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from numbers import Integral, Real
 
@@ -1330,14 +1330,20 @@ def given_plan(problem: Problem, machine: Machine, *, alpha: float, y: int | Non
     eb, c = _check_run_options(element_bytes, contention)
     D = _tree(problem).D
     yy = 0 if y is None else min(int(y), D)
+    given_K = None if K is None else int(K)
     if K is not None:
-        K = min(int(K), D)
+        K = min(int(K), D)   # the model's tree ends at D; a deeper K is kept as given below
         yy = min(yy, K)
     cpu = tasks_on_cpu(alpha, problem.a ** yy)
     chosen = _simulate(problem, machine, cpu, yy, K, eb, c)
     cpu_only = _simulate(problem, machine, 1, 0, K, eb, c)
     dev_only = _simulate(problem, machine, 0, 0, K, eb, c)
-    return _plan_of(problem, machine, "given", chosen, alpha=alpha, y=float(yy),
+    plan = _plan_of(problem, machine, "given", chosen, alpha=alpha, y=float(yy),
                     frac=chosen.device_work_fraction, reason=reason, t_cpu=chosen.cpu_share_time,
                     t_gpu=chosen.device_share_time, cpu_only=cpu_only, dev_only=dev_only,
                     seq=total_work(problem) * machine.unit_scale, split_alpha=alpha)
+    if given_K is not None and given_K > D:
+        # the caller's K stands (a real tree may be deeper than the model's); the run stops
+        # where every task is a base case
+        plan = replace(plan, cutoff_level=given_K)
+    return plan

@@ -28,7 +28,9 @@ def scaled(a, lo, hi, y, K, depth, device):
     if hi - lo <= 1:
         return a[lo] * y + K - depth * device
     mid = (lo + hi) // 2
-    return scaled(a, lo, mid, y, K, depth, device) + scaled(a, mid, hi, y, K, depth, device)
+    left = scaled(a, lo, mid, y, K, depth, device)
+    right = scaled(a, mid, hi, y, K, depth, device)
+    return left + right
 
 
 def plain(a, y, K, depth, device):
