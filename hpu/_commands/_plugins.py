@@ -9,7 +9,7 @@ from __future__ import annotations
 __all__ = ["registry", "names", "get"]
 
 
-class PluginError(Exception):
+class _PluginError(Exception):
     """The plug-in package is missing or an algorithm is unknown (the message says which)."""
 
 
@@ -17,7 +17,7 @@ def registry():
     try:
         from algorithms import _registry
     except ModuleNotFoundError as err:  # pragma: no cover - installed without algorithms
-        raise PluginError(f"the ready algorithms are not installed ({err}); install hpu with "
+        raise _PluginError(f"the ready algorithms are not installed ({err}); install hpu with "
                           "its algorithms package") from None
     return _registry
 

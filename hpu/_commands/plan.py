@@ -45,7 +45,7 @@ def _names() -> tuple[str, ...]:
 
     try:
         return _plugins.names()
-    except _plugins.PluginError:  # pragma: no cover - installed without algorithms
+    except _plugins._PluginError:  # pragma: no cover - installed without algorithms
         return ()
 
 

@@ -185,7 +185,7 @@ def _registry():
 
     try:
         return _plugins.registry()
-    except _plugins.PluginError as err:  # pragma: no cover - installed without algorithms
+    except _plugins._PluginError as err:  # pragma: no cover - installed without algorithms
         raise _BadValue(str(err)) from None
 
 
