@@ -163,3 +163,45 @@ def test_K_and_the_split_are_decided_in_one_place_each(monkeypatch):
     finally:
         _plan._given_plan.cache_clear()
         _plan.model_plan.cache_clear()
+
+
+# ------------------------------------------------------------------ nothing repeated per call
+
+def test_the_profile_is_parsed_again_only_when_its_file_changes(tmp_path, monkeypatch):
+    device = select_device(None)
+    prof = dataclasses.replace(_profile.Profile.builtin(device), source="measured")
+    path = tmp_path / "profile.json"
+    _profile.save_profile(prof, path)
+    parsed = []
+    real = _profile._from_dict
+    monkeypatch.setattr(_profile, "_from_dict", lambda d: parsed.append(1) or real(d))
+    first = _profile.load_profile(device, path=path)
+    assert _profile.load_profile(device, path=path) == first and len(parsed) == 1
+    changed = dataclasses.replace(prof, g=prof.g + 7)
+    _profile.save_profile(changed, path)   # a new file (atomic replace): read again
+    assert _profile.load_profile(device, path=path).g == prof.g + 7 and len(parsed) == 2
+    path.write_text("{ not json")
+    with pytest.raises(_profile.ProfileError, match="corrupt"):
+        _profile.load_profile(device, path=path)
+    path.unlink()
+    assert _profile.load_profile(device, path=path) is None
+
+
+def test_the_device_program_queue_and_kernels_are_built_once_per_thread():
+    import threading
+
+    x = _data(3000, seed=5)
+    f = mergesort.options(device="gpu")
+    f.run(x.copy(), np.empty_like(x), 0, x.size)
+    program, _ = mergesort._program_for(x, np.empty_like(x), 0, x.size)
+    built = program.__dict__["_opencl_compiled"]
+    assert len(built) == 1
+    (compiled,) = built.values()
+    mine = compiled.for_this_thread()
+    f.run(x.copy(), np.empty_like(x), 0, x.size)
+    assert program.__dict__["_opencl_compiled"] == built and compiled.for_this_thread() is mine
+    other = []
+    t = threading.Thread(target=lambda: other.append(compiled.for_this_thread()))
+    t.start()
+    t.join()
+    assert other[0][0] is not mine[0] and other[0][1] is not mine[1]  # own queue and kernels
