@@ -24,9 +24,21 @@ What happens on a call
    module (:mod:`hpu._codegen`, loaded through the disk cache
    :mod:`hpu._cache`) and the dtypes of the level arrays (:mod:`hpu._cpu`).
    One specialisation per type signature is kept on the object.
-3. The breadth-first driver (:mod:`hpu._driver`) runs it: on the Numba
-   backend for ``device="cpu"``, and through :mod:`hpu._hybrid` (an OpenCL
-   backend, the α/y split, the CPU fallback) for ``"gpu"`` and ``"hybrid"``.
+3. The planner (:mod:`hpu._plan`) decides the cut-off level K and the α/y
+   split from the run options and the machine's profile; the breadth-first
+   driver (:mod:`hpu._driver`) executes that plan (:mod:`hpu._hybrid`): on the
+   Numba backend for ``device="cpu"``, adding a device backend and the split
+   (:mod:`hpu._split`, with the CPU fallback) for ``"gpu"`` and ``"hybrid"``.
+   The :class:`~hpu.Run` carries the plan it executed.
+
+Run options and the user's arguments
+------------------------------------
+
+``f.options(device=..., alpha=..., ...)`` returns a :class:`Configured`
+function whose arguments are only the user's (:mod:`hpu._options` holds the
+one table of options).  ``f.run(*args, device=...)`` still accepts options as
+keywords, unless one is also a parameter's name: then it refuses and names
+``.options()``.
 
 Debugging switch
 ----------------
