@@ -202,7 +202,7 @@ class DivideAndConquer:
         with self._lock:
             program = self._programs.get(key)
             if program is None:
-                from hpu._cpu import specialize
+                from hpu._program import specialize
 
                 program = specialize(self._parse(), self._resolve(), values)
                 self._programs[key] = program

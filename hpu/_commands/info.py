@@ -19,8 +19,10 @@ HELP = "show versions, Numba threads, the default OpenCL device and the active p
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--device", metavar="D", default=None,
-                        help="report the profile of this device instead of the default one")
+    parser.add_argument("--cl-device", "--device", dest="device", metavar="D", default=None,
+                        help="report the profile of this OpenCL device instead of the default "
+                             "one ('gpu', 'cpu', 'P:D' or part of a name; --device is the old "
+                             "spelling)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 

@@ -102,8 +102,9 @@ def add_arguments(parser) -> None:
                              "such as 1/160 (default: the profile with ALGORITHM, else 1/160)")
     parser.add_argument("--paper", action="store_true",
                         help="use the machine of 004's worked example, not the profile")
-    parser.add_argument("--device", default=None, metavar="D",
-                        help="whose profile to read: an OpenCL device as `hpu devices` lists it")
+    parser.add_argument("--cl-device", "--device", dest="device", default=None, metavar="D",
+                        help="whose profile to read: an OpenCL device as `hpu devices` lists it "
+                             "(the name `hpu run` uses; --device is the old spelling)")
     parser.add_argument("--strategy", default="advanced", metavar="S",
                         help="advanced (004 5.2, default) or basic (004 5.1)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
