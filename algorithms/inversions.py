@@ -31,6 +31,7 @@ import numpy as np
 import hpu
 
 from algorithms._inputs import as_sortable
+from algorithms._registry import Algorithm, Prepared, array_diff, register
 
 __all__ = ["count_inversions", "insertion_count", "inversions", "merge_count"]
 
@@ -114,3 +115,56 @@ def count_inversions(x, *, return_sorted=False, return_run=False, **run_options)
     if return_run:
         result += (run,)
     return result if len(result) > 1 else result[0]
+
+
+def reference_count(x) -> int:
+    """The number of pairs ``i < j`` with ``x[i] > x[j]``, counted with NumPy alone.
+
+    Keys become dense ranks, padded to a power of two with a rank above all
+    others (a pad after every key adds no pair); then, bottom-up, each pair of
+    sorted neighbouring blocks contributes, for every key of the right block,
+    the number of left-block keys greater than it, found with one global
+    ``searchsorted`` (block ``r``'s keys are shifted by ``r * (n + 1)`` so the
+    concatenated left blocks are one sorted array).
+    """
+    ranks = np.unique(np.asarray(x), return_inverse=True)[1].astype(np.int64).ravel()
+    n = ranks.size
+    size = 1
+    while size < n:
+        size *= 2
+    cur = np.full(size, n, np.int64)
+    cur[:n] = ranks
+    total = 0
+    w = 1
+    while w < size:
+        rows = size // (2 * w)
+        pairs = cur.reshape(rows, 2, w)
+        shift = (np.arange(rows, dtype=np.int64) * (n + 1))[:, None]
+        left = (pairs[:, 0, :] + shift).ravel()
+        right = (pairs[:, 1, :] + shift).ravel()
+        not_greater = (np.searchsorted(left, right, side="right")
+                       - np.repeat(np.arange(rows, dtype=np.int64) * w, w))
+        total += int((w - not_greater).sum())
+        cur = np.sort(pairs.reshape(rows, 2 * w), axis=1, kind="stable")
+        w *= 2
+    return total
+
+
+def _prepared(x):
+    def fresh(x):
+        a = x.copy()
+        return a, np.empty_like(a), 0, a.size
+
+    def check(got, want):
+        (count, keys), (want_count, want_keys) = got, want
+        if int(count) != want_count:
+            return f"count {int(count)}, expected {want_count}"
+        diff = array_diff(keys, want_keys)
+        return None if diff is None else f"the sorted keys: {diff}"
+
+    return Prepared(fresh, lambda args, value: (value, args[0]),
+                    lambda x: (reference_count(x), np.sort(x, kind="stable")), check)
+
+
+register(Algorithm("inversions", "inversions (a=2, b=2, f(n)=n)", inversions, _prepared,
+                   "a NumPy inversion count and np.sort(kind='stable')"))

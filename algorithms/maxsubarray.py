@@ -37,6 +37,8 @@ import numpy as np
 import hpu
 
 from algorithms._inputs import checked_array
+from algorithms._registry import (Algorithm, Prepared, close, float_tolerance, register,
+                                  uniform_keys)
 
 __all__ = ["MaxSubarray", "max_subarray", "max_subarray_sum"]
 
@@ -101,3 +103,49 @@ def max_subarray(x, *, return_run=False, **run_options):
 def _plain(v):
     """A NumPy or Python scalar as a Python ``int`` or ``float``."""
     return v.item() if isinstance(v, np.generic) else v
+
+
+def reference(a):
+    """(total, best prefix, best suffix, best) of a non-empty array, from its prefix sums.
+
+    With C the prefix sums: best prefix = max C, best suffix = total − min(0, C
+    without its last), best = max over j of C_j − min(0, C_0..C_{j−1}).
+    """
+    c = np.cumsum(a)
+    total = c[-1]
+    before = np.concatenate((np.zeros(1, c.dtype), c[:-1]))  # C_{j-1}, with C_{-1} = 0
+    lowest_before = np.minimum.accumulate(np.minimum(before, 0))
+    return (total.item(), c.max().item(), (total - before.min()).item(),
+            (c - lowest_before).max().item())
+
+
+def _prepared(x):
+    work = np.float64 if x.dtype.kind == "f" else np.int64
+    tol = float_tolerance(x, work)
+
+    def fresh(x):
+        a = x.astype(work)
+        return a, 0, a.size
+
+    def check(got, want):
+        names = ("total", "best prefix", "best suffix", "best")
+        for label, g, w in zip(names, got, want):
+            if not close(g, w, tol):
+                return f"{label} {g!r}, expected {w!r}" + (f" within {tol:.3g}" if tol else "")
+        return None
+
+    return Prepared(fresh, lambda args, value: tuple(v.item() if hasattr(v, "item") else v
+                                                     for v in value),
+                    lambda x: reference(x.astype(work)), check,
+                    (("numpy", "NumPy prefix sums", lambda x: reference(x.astype(work))),))
+
+
+def _keys(n, dtype, seed):
+    """Keys in ``[-n, n)`` for signed and float dtypes (all-positive data would make the
+    answer the plain total), ``[0, 2n)`` for unsigned ones."""
+    lo, hi = (0, 2) if np.dtype(dtype).kind == "u" else (-1, 1)
+    return uniform_keys(lo, hi)(n, dtype, seed)
+
+
+register(Algorithm("maxsubarray", "max subarray (a=2, b=2, f(n)=1)", max_subarray_sum, _prepared,
+                   "prefix sums in NumPy", make_input=_keys))

@@ -30,6 +30,7 @@ import numpy as np
 import hpu
 
 from algorithms._inputs import as_sortable, nans_last
+from algorithms._registry import Algorithm, Prepared, array_diff, register
 
 __all__ = ["insertion_sort", "merge", "mergesort", "sort"]
 
@@ -103,3 +104,17 @@ def sort(x, *, return_run=False, **run_options):
         run = mergesort.run(a, np.empty_like(a), 0, n_keys, **run_options)
     return (a, run) if return_run else a
 
+
+def _sort_prepared(x):
+    def fresh(x):
+        a = x.copy()
+        return a, np.empty_like(a), 0, a.size
+
+    return Prepared(fresh, lambda args, value: args[0], lambda x: np.sort(x, kind="stable"),
+                    array_diff,
+                    (("numpy", "np.sort(kind='stable')", lambda x: np.sort(x, kind="stable")),
+                     ("numpy_default", "np.sort (default kind)", np.sort)))
+
+
+register(Algorithm("mergesort", "mergesort (a=2, b=2, f(n)=n)", mergesort, _sort_prepared,
+                   "np.sort(kind='stable')"))

@@ -27,7 +27,8 @@ import numpy as np
 import hpu
 
 from algorithms._inputs import as_sortable, nans_last
-from algorithms.mergesort import insertion_sort
+from algorithms._registry import Algorithm, register
+from algorithms.mergesort import _sort_prepared, insertion_sort
 
 __all__ = ["merge3", "mergesort3", "sort3"]
 
@@ -95,3 +96,7 @@ def sort3(x, *, return_run=False, **run_options):
     if n_keys > 1:
         run = mergesort3.run(a, np.empty_like(a), 0, n_keys, **run_options)
     return (a, run) if return_run else a
+
+
+register(Algorithm("mergesort3", "mergesort3 (a=3, b=3, f(n)=n)", mergesort3, _sort_prepared,
+                   "np.sort(kind='stable')"))

@@ -32,6 +32,7 @@ import numpy as np
 import hpu
 
 from algorithms._inputs import checked_array
+from algorithms._registry import Algorithm, Prepared, close, float_tolerance, register
 
 __all__ = ["accumulator_dtype", "dc_sum", "total"]
 
@@ -75,3 +76,23 @@ def total(x, *, return_run=False, **run_options):
         run = dc_sum.run(acc, 0, acc.size, **run_options)
     value = acc[0]  # Algorithm 4 leaves the total in the first element
     return (value, run) if return_run else value
+
+
+def _prepared(x):
+    acc = accumulator_dtype(x.dtype)
+    tol = float_tolerance(x, acc)
+
+    def fresh(x):
+        a = x.astype(acc)
+        return a, 0, a.size
+
+    def check(got, want):
+        return None if close(got, want, tol) else (
+            f"sum {got!r}, expected {want!r}" + (f" within {tol:.3g}" if tol else ""))
+
+    return Prepared(fresh, lambda args, value: args[0][0],
+                    lambda x: np.sum(x, dtype=np.float64 if acc.kind == "f" else None), check,
+                    (("numpy", "np.sum", np.sum),))
+
+
+register(Algorithm("sum", "sum (a=2, b=2, f(n)=1)", dc_sum, _prepared, "np.sum"))

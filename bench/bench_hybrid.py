@@ -87,13 +87,10 @@ def _run_facts(run):
 def model_choice(n, cl_device=None):
     """What the model chooses for mergesort on n int32 keys: integer split and the plan."""
     from algorithms.mergesort import mergesort
-    from hpu._hybrid import choose_split
-    from hpu._opencl._device import select_device
 
     a = np.zeros(n, np.int32)
-    program, values = mergesort._program_for(a, np.empty_like(a), 0, n)
-    alpha, y, plan = choose_split(mergesort, program, values, select_device(cl_device),
-                                  "advanced")
+    plan = mergesort.options(cl_device=cl_device).plan(a, np.empty_like(a), 0, n)
+    alpha, y = (plan.split_alpha, plan.transfer_level) if plan.uses_device else (1.0, 0)
     return {"alpha": alpha, "y": y, "continuous_alpha": plan.alpha, "continuous_y": plan.y,
             "predicted_speedup_over_cpu": plan.speedup, "reason": plan.reason}
 
@@ -113,7 +110,7 @@ def measure(n, repeat, grid_repeat, alphas, ys, seed, cl_device=None, progress=N
 
     def hpu(**options):
         def sort(a, t):
-            run = mergesort.run(a, t, 0, a.size, cl_device=cl_device, **options)
+            run = mergesort.options(cl_device=cl_device, **options).run(a, t, 0, a.size)
             return a, run
         sort.__name__ = f"mergesort.run({', '.join(f'{k}={v!r}' for k, v in options.items())})"
         return sort

@@ -276,15 +276,15 @@ def model_predictions(profile, n: int) -> dict:
     """The model's plan for n keys from ``profile`` (the grid's predictions come later).
 
     The same computation as ``mergesort.plan(a, tmp, 0, n)`` when ``profile``
-    is the active one: ``hpu.model.plan`` with the profile's machine, its
+    is the active one: ``hpu._plan.model_plan`` with the profile's machine, its
     contention and the bytes of ``a`` and ``tmp`` per element.
     ``choice_alpha``/``choice_y`` are what the runtime runs for that plan
     (``hpu._hybrid.choose_split``: α = 1 at y = 0 when the device is left out).
     """
-    from hpu import model
+    from hpu._plan import model_plan  # the planner a run uses
 
-    plan = model.plan(_problem(n), profile.machine(), element_bytes=ELEMENT_BYTES,
-                      contention=profile.contention)
+    plan = model_plan(_problem(n), profile.machine(), "advanced", ELEMENT_BYTES,
+                      profile.contention)
     if plan.uses_device and plan.transfer_level is not None:
         choice_alpha, choice_y = float(plan.split_alpha), int(plan.transfer_level)
     else:

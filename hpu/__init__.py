@@ -31,6 +31,34 @@ Errors and warnings
 
 Everything else (modules starting with ``_``) is private and may change.
 
+How a call flows (where to find each stage)
+===========================================
+
+::
+
+    function --frontend--> spec --planner--> Plan --driver--> tree --backends--> Run
+
+``_decorator``   the decorated object: checks arguments, keeps one specialisation per
+                 type signature, splits run options from the user's arguments
+``_options``     the one table of run options (``f.options(device=..., alpha=..., ...)``)
+``_frontend``    source -> ``DCSpec`` (base case, divide, calls, combine) and its closure
+``_program``     spec + argument types -> ``Program``: generated Numba module, level dtypes
+                 (``_codegen`` writes the code, ``_cache`` keeps it on disk)
+``_plan``        (spec, arguments, profile, options) -> ``Plan``: the one place K, y and α are
+                 decided (with ``model``: the HPU model and ``_profile``: the machine)
+``_driver``      the breadth-first loop: expands the tree to the plan's K, runs the phases
+``_split``       the α/y split of one run as an object; drives a device's lifecycle
+``_cpu``         the Numba CPU backend
+``_opencl``      the OpenCL device: ``_backend`` (the device backend), ``_translate`` and
+                 ``_levels`` (Python -> OpenCL C), ``_device``, ``_build``
+``_hybrid``      the glue that executes a plan with the driver, the split and the backends
+``_run``         the ``Run`` report (value, per-level records, transfers, and ``run.plan``)
+``_errors``      every exception and warning class
+``calibrate``    measures the machine for ``_profile``; ``cli`` and ``_commands/`` the command
+
+The ready algorithms (``algorithms/``, outside the package) are plug-ins the
+``hpu`` command loads; the library never imports them.
+
 The catalog is resolved lazily so that ``import hpu`` and ``hpu plan`` do not pay
 for importing Numba and PyOpenCL until they are needed.
 """
@@ -50,9 +78,9 @@ _CATALOG: dict[str, tuple[str, str | None]] = {
     "figures": ("hpu.figures", None),
     "calibrate": ("hpu.calibrate", None),
     "Profile": ("hpu._profile", "Profile"),
-    "active_profile": ("hpu._profile", "active_profile"),
+    "active_profile": ("hpu.calibrate", "active_profile"),
     "devices": ("hpu._opencl._device", "devices"),
-    "HpuPerformanceWarning": ("hpu._hybrid", "HpuPerformanceWarning"),
+    "HpuPerformanceWarning": ("hpu._errors", "HpuPerformanceWarning"),
     "HpuError": ("hpu._errors", "HpuError"),
     "TranslationError": ("hpu._errors", "TranslationError"),
     "DeviceUnavailableError": ("hpu._errors", "DeviceUnavailableError"),

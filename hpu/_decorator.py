@@ -24,9 +24,21 @@ What happens on a call
    module (:mod:`hpu._codegen`, loaded through the disk cache
    :mod:`hpu._cache`) and the dtypes of the level arrays (:mod:`hpu._cpu`).
    One specialisation per type signature is kept on the object.
-3. The breadth-first driver (:mod:`hpu._driver`) runs it: on the Numba
-   backend for ``device="cpu"``, and through :mod:`hpu._hybrid` (an OpenCL
-   backend, the α/y split, the CPU fallback) for ``"gpu"`` and ``"hybrid"``.
+3. The planner (:mod:`hpu._plan`) decides the cut-off level K and the α/y
+   split from the run options and the machine's profile; the breadth-first
+   driver (:mod:`hpu._driver`) executes that plan (:mod:`hpu._hybrid`): on the
+   Numba backend for ``device="cpu"``, adding a device backend and the split
+   (:mod:`hpu._split`, with the CPU fallback) for ``"gpu"`` and ``"hybrid"``.
+   The :class:`~hpu.Run` carries the plan it executed.
+
+Run options and the user's arguments
+------------------------------------
+
+``f.options(device=..., alpha=..., ...)`` returns a :class:`Configured`
+function whose arguments are only the user's (:mod:`hpu._options` holds the
+one table of options).  ``f.run(*args, device=...)`` still accepts options as
+keywords, unless one is also a parameter's name: then it refuses and names
+``.options()``.
 
 Debugging switch
 ----------------
@@ -56,19 +68,14 @@ from typing import Any
 import numpy as np
 
 from hpu._errors import TranslationError
+from hpu._options import DEFAULT_DEVICE, DEVICES, STRATEGIES  # noqa: F401 - re-exported
 from hpu._run import Run
 from hpu._types import ARRAY_DTYPES, dtype_name_list
 
-__all__ = ["divide_and_conquer", "DivideAndConquer", "DEVICES", "DEFAULT_DEVICE", "ENV_DISABLE"]
+__all__ = ["divide_and_conquer", "DivideAndConquer", "Configured", "DEVICES", "DEFAULT_DEVICE",
+           "ENV_DISABLE"]
 
-#: Devices ``.run`` accepts.
-DEVICES = ("cpu", "gpu", "hybrid")
-STRATEGIES = ("advanced", "basic")
-#: The device a plain call uses.
-DEFAULT_DEVICE = "hybrid"
 ENV_DISABLE = "HPU_DISABLE"
-#: The CPU cut-off level is the first with at least this many tasks per thread.
-TASKS_PER_THREAD = 8
 
 
 def _disabled() -> bool:
@@ -195,7 +202,7 @@ class DivideAndConquer:
         with self._lock:
             program = self._programs.get(key)
             if program is None:
-                from hpu._cpu import specialize
+                from hpu._program import specialize
 
                 program = specialize(self._parse(), self._resolve(), values)
                 self._programs[key] = program
@@ -211,7 +218,7 @@ class DivideAndConquer:
         caller = sys._getframe(1).f_code
         if caller is self.py_func.__code__ or _disabled():
             return self.py_func(*args, **kwargs)  # plain recursion inside the original
-        return self.run(*args, device=DEFAULT_DEVICE, **kwargs).value
+        return self._run({}, args, kwargs).value
 
     def sequential(self, *args, **kwargs):
         """The original compiled by Numba, on one core (004's baseline); returns its value."""
@@ -221,28 +228,47 @@ class DivideAndConquer:
         program = self._program(values)
         return program.function(*(values[p] for p in program.spec.params))
 
-    def run(self, *args, device: str = DEFAULT_DEVICE, alpha=None, y=None, K=None,
-            strategy: str = "advanced", cl_device=None, depth: int = 64, **kwargs) -> Run:
+    def options(self, **options) -> "Configured":
+        """This function with run options set; its call, ``.run``, ``.plan``,
+        ``.sequential`` and ``.opencl_source`` take only the function's own arguments.
+
+        ``f.options(device="cpu", K=4).run(a, tmp, 0, n)``.  The options are
+        those of :data:`hpu._options.RUN_OPTIONS`: ``device`` (``"hybrid"``,
+        ``"cpu"``, ``"gpu"``), ``alpha``, ``y``, ``K``, ``strategy``,
+        ``cl_device`` (which OpenCL device), ``depth``, ``machine``, ``backend``
+        (the device backend class).  Checked
+        here: a bad value raises at once.
+        """
+        return Configured(self, options)
+
+    def _split(self, kwargs, where):
+        from hpu._options import split_keywords
+
+        return split_keywords(f"{self.__name__}.{where}", self._signature.parameters, kwargs)
+
+    def run(self, *args, **kwargs) -> Run:
         """Run the function breadth-first and return a :class:`~hpu.Run` report.
 
+        Keywords that are run options (``device``, ``alpha``, ``y``, ``K``,
+        ``strategy``, ``cl_device``, ``depth``, ``machine``, ``backend``; see
+        :meth:`options`) configure the run; the others are the function's.
         ``device``: ``"hybrid"`` (the default: the CPU's Numba threads and an
         OpenCL device split by the HPU model), ``"cpu"`` (Numba threads only)
         or ``"gpu"`` (every leaf and combine on the OpenCL device).
         ``alpha``/``y``: the hybrid split (share of the transfer level's tasks
         kept on the CPU, transfer level); ``None`` asks the model, with the
-        machine's calibration profile.  ``strategy``: ``"advanced"`` (004 §5.2)
-        or ``"basic"`` (§5.1: α = 0 at level log_a(p/γ)).  ``K``: the cut-off
-        level whose tasks solve whole subtrees (``None``: enough tasks for
-        every core).  ``cl_device``: which OpenCL device (``"gpu"``, ``"cpu"``,
-        ``"P:D"``, part of a name; default ``HPU_DEVICE`` or the first usable
-        GPU, else PoCL).  ``depth``: the device solver's stack frames.  The
-        function's own arguments go by position or keyword (by position when
-        a name clashes with these options).
+        machine's calibration profile.  ``K``: the cut-off level whose tasks
+        solve whole subtrees.  A run option that is also a parameter's name is
+        refused: use ``f.options(...).run(...)``.  ``run.plan`` is the plan
+        that ran.
         """
-        from hpu._driver import check_K, execute
+        opts, user = self._split(kwargs, "run")
+        return self._run(opts, args, user)
 
-        _check_device(device, alpha, y, strategy)
-        check_K(K)
+    def _run(self, options, args, kwargs) -> Run:
+        from hpu._options import check_options
+
+        o = check_options(options, f"{self.__name__}.run")
         if _disabled():
             t0 = time.perf_counter()
             value = self.py_func(*args, **kwargs)
@@ -251,80 +277,129 @@ class DivideAndConquer:
                        seconds=time.perf_counter() - t0)
         values = self._check_args(args, kwargs)
         program = self._program(values)
-        if device != "cpu":
+        if o["device"] != "cpu":
             from hpu._hybrid import run_on_devices
 
-            return run_on_devices(self, program, values, device=device, device_spec=cl_device,
-                                  alpha=alpha, y=y, K=K, strategy=strategy, depth=depth)
-        import numba
+            backend = {} if o["backend"] is None else {"backend": o["backend"]}
 
-        from hpu._cpu import CpuBackend
+            return run_on_devices(self, program, values, device=o["device"],
+                                  device_spec=o["cl_device"], alpha=o["alpha"], y=o["y"],
+                                  K=o["K"], strategy=o["strategy"], depth=o["depth"],
+                                  machine=o["machine"], **backend)
+        from hpu._hybrid import execute_plan
+        from hpu._plan import make_plan
 
-        ex = execute(program.layout, program.types, values, CpuBackend(program), K=K,
-                     min_tasks=TASKS_PER_THREAD * numba.get_num_threads())
-        return Run(value=ex.value, device="cpu", alpha=1.0, y=None, K=ex.K,
-                   cpu_tasks=ex.leaf_tasks.get("cpu", 0), gpu_tasks=ex.leaf_tasks.get("gpu", 0),
-                   fallbacks=[], levels=ex.levels, transfers=(), seconds=ex.seconds)
+        t0 = time.perf_counter()
+        plan = make_plan(program.spec, values, device="cpu", K=o["K"], machine=o["machine"])
+        return execute_plan(program, values, plan, device="cpu", t_start=t0)
 
-    def opencl_source(self, *args, depth: int = 64, **kwargs) -> str:
+    def opencl_source(self, *args, **kwargs) -> str:
         """The OpenCL C generated for this function and these arguments' types.
 
         The level kernels (one work-item per task) and the subtree solver
-        (the recursion as a loop over a ``depth``-frame stack), commented with
-        the Python lines they come from.  Arguments are needed because the
-        code depends on the arrays' dtypes; small ones do.
+        (the recursion as a loop over a ``depth``-frame stack, a run option),
+        commented with the Python lines they come from.  Arguments are needed
+        because the code depends on the arrays' dtypes; small ones do.
         """
-        from hpu._opencl._levels import opencl_source
+        opts, user = self._split(kwargs, "opencl_source")
+        return self._opencl_source(opts, args, user)
 
+    def _opencl_source(self, options, args, kwargs) -> str:
+        from hpu._opencl._levels import opencl_source
+        from hpu._options import check_options
+
+        o = check_options(options, f"{self.__name__}.opencl_source")
         values = self._check_args(args, kwargs)
         program = self._program(values)
         shared = {n: values[n] for n in program.layout.shared}
-        return opencl_source(program, shared, depth)
+        return opencl_source(program, shared, o["depth"])
 
-    def plan(self, *args, machine=None, strategy: str = "advanced", cl_device=None,
-             **kwargs):
-        """What the HPU model would choose for these arguments (a ``hpu.model.Plan``).
+    def plan(self, *args, **kwargs):
+        """The plan a run with these arguments and options executes (a ``hpu.model.Plan``).
 
-        ``n`` is ``hi - lo`` of ``span`` when given, else the longest array
-        argument; ``a`` comes from the code, ``b`` and ``cost`` from the
-        decorator; the bytes per element are those of all the arrays a task
-        moves.  ``machine``: a ``hpu.model.Machine``; by default the
-        calibration profile of ``cl_device`` (as the hybrid run uses it; with no
-        profile, the first call calibrates quickly once unless
-        ``HPU_NO_AUTOCALIBRATE=1``, which uses hpu's built-in values).
+        Run options as for :meth:`run`.  ``n`` is ``hi - lo`` of ``span`` when
+        given, else the longest array argument; ``a`` comes from the code,
+        ``b`` and ``cost`` from the decorator; the bytes per element are those
+        of all the arrays a task moves.  ``machine``: a ``hpu.model.Machine``;
+        by default the calibration profile of ``cl_device`` (as the hybrid run
+        uses it; with no profile, the first call calibrates quickly once unless
+        ``HPU_NO_AUTOCALIBRATE=1``, which uses hpu's built-in values).  With
+        ``alpha`` and ``y`` given the plan's strategy is ``"given"``.
         """
+        opts, user = self._split(kwargs, "plan")
+        return self._plan(opts, args, user)
+
+    def _plan(self, options, args, kwargs):
+        from hpu._options import check_options
+        from hpu._plan import make_plan
+
+        o = check_options(options, f"{self.__name__}.plan")
         values = self._check_args(args, kwargs)
-        return self.plan_for(values, machine=machine, strategy=strategy, device=cl_device)
+        cl_device = o["cl_device"]
+        if o["device"] != "cpu" and o["machine"] is None:
+            from hpu._opencl._backend import OpenCLBackend
 
-    def plan_for(self, values, *, machine=None, strategy="advanced", device=None):
-        """:meth:`plan` for already checked arguments (the hybrid run's own planner)."""
-        from hpu import model
-
-        spec = self._parse()
-        arrays = [v for v in values.values() if isinstance(v, np.ndarray)]
-        if spec.span is not None:
-            n = int(values[spec.span[1]]) - int(values[spec.span[0]])
-        else:
-            n = max((a.size for a in arrays), default=1)
-        element_bytes = sum(a.itemsize for a in arrays) or 8
-        contention = 1.0
-        if machine is None:
-            from hpu._profile import active_profile
-
-            prof = active_profile(device)
-            machine, contention = prof.machine(), prof.contention
-        problem = model.Problem(a=spec.a, b=spec.b, cost=spec.cost, n=max(n, 1))
-        return _cached_plan(problem, machine, strategy, element_bytes, contention)
+            backend = o["backend"] or OpenCLBackend
+            if hasattr(backend, "machine"):
+                machine, contention = backend.machine(backend.select(cl_device))
+                return make_plan(self._parse(), values, device=o["device"], alpha=o["alpha"],
+                                 y=o["y"], K=o["K"], strategy=o["strategy"], machine=machine,
+                                 contention=contention)
+            cl_device = backend.select(cl_device)
+        return make_plan(self._parse(), values, device=o["device"], alpha=o["alpha"],
+                         y=o["y"], K=o["K"], strategy=o["strategy"], cl_device=cl_device,
+                         machine=o["machine"])
 
 
-@functools.lru_cache(maxsize=256)
-def _cached_plan(problem, machine, strategy, element_bytes, contention):
-    """The model's plan is pure and costs milliseconds (it simulates every integer
-    split); a run that asks for it on every call must not pay that each time."""
-    from hpu import model
+class Configured:
+    """A :class:`DivideAndConquer` with run options set (what :meth:`~DivideAndConquer.options`
+    returns): the same interface, whose arguments are only the function's own."""
 
-    return model.plan(problem, machine, strategy, element_bytes=element_bytes,
-                      contention=contention)
+    def __init__(self, base: DivideAndConquer, options: dict):
+        from hpu._options import check_options
+
+        check_options(options, f"{base.__name__}.options")
+        self._base = base
+        self._opts = dict(options)
+        self.py_func = base.py_func
+        functools.update_wrapper(self, base.py_func)
+
+    @property
+    def spec(self):
+        return self._base.spec
+
+    @property
+    def run_options(self) -> dict:
+        """The options set on this object (the others take their defaults)."""
+        return dict(self._opts)
+
+    def options(self, **options) -> "Configured":
+        """These options updated with ``options``."""
+        return Configured(self._base, {**self._opts, **options})
+
+    def __call__(self, *args, **kwargs):
+        if _disabled():
+            return self.py_func(*args, **kwargs)
+        return self._base._run(self._opts, args, kwargs).value
+
+    def run(self, *args, **kwargs) -> Run:
+        """Run with the configured options; every keyword is the function's."""
+        return self._base._run(self._opts, args, kwargs)
+
+    def plan(self, *args, **kwargs):
+        """The plan a run with the configured options executes."""
+        return self._base._plan(self._opts, args, kwargs)
+
+    def sequential(self, *args, **kwargs):
+        """The original compiled by Numba, on one core (options do not apply)."""
+        return self._base.sequential(*args, **kwargs)
+
+    def opencl_source(self, *args, **kwargs) -> str:
+        return self._base._opencl_source(self._opts, args, kwargs)
+
+    def __repr__(self):
+        opts = ", ".join(f"{k}={v!r}" for k, v in self._opts.items())
+        return f"<hpu.DivideAndConquer {self.__name__} with options({opts})>"
 
 
 def _check_span(name: str, span, values) -> None:
@@ -343,39 +418,6 @@ def _check_span(name: str, span, values) -> None:
                              f"{hi_name!r}={hi}: a task touches [{lo_name}, {hi_name}) of every "
                              f"array (span={span}); pass arrays of at least {hi} elements or "
                              f"{hi_name} <= {v.size}")
-
-
-def _check_device(device, alpha, y, strategy="advanced") -> None:
-    if device not in DEVICES:
-        raise ValueError(f"device={device!r} is not known: expected one of "
-                         f"{', '.join(map(repr, DEVICES))}; pass device='cpu'")
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy={strategy!r} is not known: expected one of "
-                         f"{', '.join(map(repr, STRATEGIES))}")
-    if device == "hybrid":
-        if alpha is not None:
-            if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer,
-                                                                  np.floating)) \
-                    or not 0.0 <= float(alpha) <= 1.0:
-                raise ValueError(f"alpha={alpha!r} must be a number in [0, 1]: the share of the "
-                                 "transfer level's tasks kept on the CPU; pass e.g. alpha=0.25")
-        if y is not None:
-            if isinstance(y, bool) or not isinstance(y, (int, np.integer)) or y < 0:
-                raise ValueError(f"y={y!r} must be an int >= 0: the level at which the device's "
-                                 "share is split off; pass e.g. y=4")
-        return
-    if device == "gpu":
-        if alpha not in (None, 0) or y not in (None, 0):
-            raise ValueError(f"alpha={alpha!r}, y={y!r}: device='gpu' runs every leaf and "
-                             "combine on the OpenCL device (alpha=0, y=0); use device='hybrid' "
-                             "to split")
-        return
-    if alpha is not None and alpha != 1:
-        raise ValueError(f"alpha={alpha!r} applies only to device='hybrid' (the share of "
-                         "tasks kept on the CPU); on device='cpu' leave it None")
-    if y is not None:
-        raise ValueError(f"y={y!r} applies only to device='hybrid' (the level where the "
-                         "device takes over); on device='cpu' leave it None")
 
 
 def _describe(v) -> str:

@@ -46,7 +46,7 @@ import numpy as np
 from hpu._codegen import Layout, Types
 from hpu._run import LevelRecord
 
-__all__ = ["Level", "Backend", "Execution", "execute", "level_env", "check_K"]
+__all__ = ["Level", "Backend", "DeviceBackend", "Execution", "execute", "level_env", "check_K"]
 
 
 @dataclass
@@ -94,6 +94,46 @@ class Backend(Protocol):
 
     def combine(self, level: Level, child: Level, start: int, stop: int,
                 shared: Mapping[str, Any]) -> None: ...
+
+
+class DeviceBackend(Backend, Protocol):
+    """A backend that works asynchronously on its own device: the device lifecycle.
+
+    :class:`hpu._split.DeviceSplit` drives it; the driver only sees ``leaf`` and
+    ``combine`` (which may merely enqueue).  ``kind`` is ``"gpu"``.
+
+    ``prepare(levels, starts, y, span)``
+        once the tree is expanded: keep what a CPU redo needs, upload the
+        data (``span = (lo, hi)`` of every array, or None for whole arrays)
+        and the level arrays of levels ``y..K``; ``starts[i]`` is the
+        device's first task of level ``i``.  A failure is remembered, not
+        raised.
+    ``finish()``
+        wait and bring results back (the data span and level ``y``'s
+        results); raises :class:`~hpu._errors.DeviceFault` or
+        :class:`~hpu._errors.StackOverflowError` when the device failed.
+    ``restore()``
+        put the device share's original data back (before the CPU redoes it).
+    ``cancel()``
+        leave nothing queued; never raises (an error ended the run elsewhere).
+    ``transfers()``
+        the :class:`~hpu._run.TransferRecord` of each direction.
+    ``event_seconds()``
+        ``{(level, phase): seconds}`` measured on the device, where known.
+    """
+
+    def prepare(self, levels: Sequence[Level], starts: Mapping[int, int], y: int,
+                span: tuple[int, int] | None) -> None: ...
+
+    def finish(self) -> None: ...
+
+    def restore(self) -> None: ...
+
+    def cancel(self) -> None: ...
+
+    def transfers(self) -> tuple: ...
+
+    def event_seconds(self) -> Mapping[tuple[int, str], float]: ...
 
 
 #: ``assign(level, phase, tasks) -> [(backend, start, stop), ...]`` covering ``[0, tasks)``.

@@ -12,6 +12,9 @@ __all__ = [
     "DeviceUnavailableError",
     "KernelBuildError",
     "ProfileError",
+    "DeviceFault",
+    "StackOverflowError",
+    "HpuPerformanceWarning",
 ]
 
 
@@ -62,3 +65,15 @@ class KernelBuildError(HpuError):
 
 class ProfileError(HpuError):
     """A calibration profile is missing, corrupt or stale."""
+
+
+class DeviceFault(HpuError):
+    """The OpenCL device failed during a run (its share is redone on the CPU)."""
+
+
+class StackOverflowError(HpuError):
+    """A subtree was deeper than the iterative solver's fixed stack."""
+
+
+class HpuPerformanceWarning(UserWarning):
+    """A run did not use a device that was asked for, or fell back to the CPU."""

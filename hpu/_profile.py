@@ -472,6 +472,19 @@ def read_profile(path) -> Profile:
     be read or is corrupt; ``FileNotFoundError`` when there is no file.
     """
     path = Path(path)
+    # A run plans on every call: the file is parsed and validated again only when it
+    # changed (modification time, size or inode), not each time (issue 13).
+    try:
+        st = os.stat(path)
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+    except FileNotFoundError:
+        _read_cache.pop(str(path), None)
+        raise
+    except OSError as err:
+        raise ProfileError(f"profile {path} cannot be read ({err}); {_fix_for(path)}") from None
+    hit = _read_cache.get(str(path))
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -479,9 +492,15 @@ def read_profile(path) -> Profile:
     except (OSError, UnicodeDecodeError) as err:
         raise ProfileError(f"profile {path} cannot be read ({err}); {_fix_for(path)}") from None
     try:
-        return _from_dict(_loads(text))
+        profile = _from_dict(_loads(text))
     except _Invalid as err:
         raise ProfileError(f"profile {path} is corrupt: {err}; {_fix_for(path)}") from None
+    _read_cache[str(path)] = (stamp, profile)
+    return profile
+
+
+#: path -> ((mtime_ns, size, inode), Profile) of the last valid read
+_read_cache: dict[str, tuple[tuple[int, int, int], Profile]] = {}
 
 
 def _check_current(profile: Profile, key: ProfileKey, path: Path) -> None:
@@ -557,14 +576,27 @@ def autocalibrate_disabled() -> bool:
     return raw not in ("", "0", "false", "no", "off")
 
 
+#: ``(calibrate, full_seconds)``, registered by :mod:`hpu.calibrate` when it is imported: this
+#: module stays below the calibration (which imports it) instead of importing it back.
+_calibrator: tuple[Any, int] | None = None
+
+
+def set_calibrator(calibrate, full_seconds: int) -> None:
+    """Register the function :func:`active_profile` calibrates with (``hpu.calibrate`` does)."""
+    global _calibrator
+    _calibrator = (calibrate, full_seconds)
+
+
 def active_profile(device=None, *, autocalibrate: bool = True, quick: bool = True) -> Profile:
     """The profile the planner should use for ``device`` (None, a device string,
     a ``DeviceInfo`` or a ``pyopencl.Device``).
 
     1. The stored profile (:func:`load_profile`); a corrupt or stale one raises
        :class:`ProfileError`, it is not replaced (see the module docstring).
-    2. None stored, ``autocalibrate`` true and ``HPU_NO_AUTOCALIBRATE`` unset:
-       calibrate once (quickly unless ``quick=False``), save, and say so in one
+    2. None stored, ``autocalibrate`` true, ``HPU_NO_AUTOCALIBRATE`` unset and
+       :mod:`hpu.calibrate` imported (``hpu.active_profile`` and the planner
+       import it; it registers itself with :func:`set_calibrator`): calibrate once
+       (quickly unless ``quick=False``), save, and say so in one
        line on stderr.  If the calibration itself fails (a device that cannot
        compile kernels), warn on stderr and fall back to step 3.
     3. Otherwise :meth:`Profile.builtin`, conservative values (``source="builtin"``).
@@ -575,15 +607,14 @@ def active_profile(device=None, *, autocalibrate: bool = True, quick: bool = Tru
         return stored
     if key in _unsaved:
         return _unsaved[key]
-    if not autocalibrate or autocalibrate_disabled():
+    if not autocalibrate or autocalibrate_disabled() or _calibrator is None:
         return Profile.builtin(device)
-    from hpu import calibrate as cal
-
-    seconds = QUICK_SECONDS if quick else cal.FULL_SECONDS
+    calibrate, full_seconds = _calibrator
+    seconds = QUICK_SECONDS if quick else full_seconds
     print(f"hpu: no profile for {key.device}; calibrating {'quickly ' if quick else ''}once "
           f"(~{seconds} s); run `hpu calibrate` for a full one", file=sys.stderr)
     try:
-        profile = cal.calibrate(device, quick=quick, progress=False)
+        profile = calibrate(device, quick=quick, progress=False)
     except HpuError as err:
         print(f"hpu: calibration failed ({err}); using built-in values "
               f"(set {ENV_NO_AUTOCALIBRATE}=1 to skip the attempt)", file=sys.stderr)

@@ -65,7 +65,12 @@ class Run:
     that was redone on the CPU.  ``levels``: one :class:`LevelRecord` per
     phase per level, in execution order, as assigned; after a device failure
     the CPU's redo of the device's share follows as extra records.  ``transfers``: host<->device copies
-    (none on the CPU).  ``seconds``: wall time of the whole run.
+    (none on the CPU).  ``seconds``: wall time of the whole run.  ``plan``: the
+    :class:`hpu.model.Plan` the run executed (its ``cutoff_level``,
+    ``transfer_level``, ``split_alpha`` and per-level ``tasks``; ``None`` under
+    ``HPU_DISABLE``).  ``level_sizes``: the tasks of each level ``0..K`` as
+    really expanded (a tree whose tasks are all base cases ends above the plan's
+    ``cutoff_level``; otherwise ``K == plan.cutoff_level``).
     """
 
     value: Any
@@ -79,6 +84,8 @@ class Run:
     levels: tuple[LevelRecord, ...] = ()
     transfers: tuple[TransferRecord, ...] = ()
     seconds: float = 0.0
+    plan: Any = field(default=None, repr=False)
+    level_sizes: tuple[int, ...] = ()
 
     def level_seconds(self, phase: str | None = None) -> float:
         """Wall seconds spent in ``phase`` (all phases when None), both sides added."""

@@ -90,7 +90,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from numbers import Integral, Real
 
@@ -121,6 +121,10 @@ __all__ = [
     "Phase",
     "Schedule",
     "cutoff_level",
+    "tasks_on_cpu",
+    "CPU_TASKS_PER_CORE",
+    "DEVICE_TASKS_PER_CORE",
+    "MAX_LEVEL_TASKS",
     "simulate",
     "SplitCandidate",
     "SplitSearch",
@@ -128,6 +132,7 @@ __all__ = [
     "LevelShare",
     "Plan",
     "plan",
+    "given_plan",
     "STRATEGIES",
     "ACCEPTED_COSTS",
 ]
@@ -863,8 +868,20 @@ class Schedule:
     phases: tuple[Phase, ...] = field(repr=False)
 
 
-def _tasks_on_cpu(alpha: float, m: int) -> int:
-    """``⌈α·m⌉`` without floating-point overshoot when ``α = c/m`` exactly."""
+#: Whole-subtree tasks per CPU core at the cut-off level K (load balance for ``prange``).
+CPU_TASKS_PER_CORE = 8
+#: Whole-subtree tasks per unit of ``g`` at the cut-off level K.
+DEVICE_TASKS_PER_CORE = 2
+#: Never expand beyond this many tasks at the cut-off level (parameter memory).
+MAX_LEVEL_TASKS = 1 << 20
+
+
+def tasks_on_cpu(alpha: float, m: int) -> int:
+    """``⌈α·m⌉``: how many of a level's ``m`` tasks the CPU keeps under the split ``α``.
+
+    The one definition of the split's rounding: the planner, the simulator and
+    the runtime all call it.  No floating-point overshoot when ``α = c/m`` exactly.
+    """
     x = alpha * m
     r = round(x)
     if abs(x - r) <= 1e-9 * max(1.0, x):
@@ -906,19 +923,24 @@ def _check_level(value, name: str, lo: int, hi: int) -> int:
 
 
 def cutoff_level(problem: Problem, machine: Machine, y: int, cpu_tasks: int, device_tasks: int,
-                 *, oversubscription: int = 16) -> int:
-    """The shallowest level ``K ≥ y`` where each non-empty share has enough tasks.
+                 *, cpu_per_core: int = CPU_TASKS_PER_CORE,
+                 device_per_core: int = DEVICE_TASKS_PER_CORE,
+                 max_tasks: int = MAX_LEVEL_TASKS) -> int:
+    """The cut-off level K: the shallowest ``K ≥ y`` where each non-empty share has enough tasks.
 
-    "Enough" is ``oversubscription × p`` on the CPU and ``× g`` on the device,
-    so that whole-subtree tasks keep every core busy; capped at the leaves.
+    "Enough" is ``cpu_per_core × p`` whole-subtree tasks on the CPU and
+    ``device_per_core × g`` on the device, so that they keep every core busy;
+    capped at the leaves and at the first level with ``max_tasks`` tasks.
+    This is the only place K is chosen: the planner calls it and the runtime
+    executes the plan's K.
     """
     t = _tree(problem)
     a = problem.a
     for K in range(y, t.D + 1):
         grow = a ** (K - y)
-        cpu_ok = cpu_tasks == 0 or cpu_tasks * grow >= oversubscription * machine.p
-        dev_ok = device_tasks == 0 or device_tasks * grow >= oversubscription * machine.g
-        if cpu_ok and dev_ok:
+        cpu_ok = cpu_tasks == 0 or cpu_tasks * grow >= cpu_per_core * machine.p
+        dev_ok = device_tasks == 0 or device_tasks * grow >= device_per_core * machine.g
+        if (cpu_ok and dev_ok) or a ** K >= max_tasks:
             return K
     return t.D
 
@@ -1028,7 +1050,7 @@ def simulate(problem: Problem, machine: Machine, *, alpha: float, y: int, K: int
     y = _check_level(y, "y", 0, D)
     if K is not None:
         K = _check_level(K, "K", y, D)
-    return _simulate(problem, machine, _tasks_on_cpu(alpha, problem.a ** y), y, K, eb, c)
+    return _simulate(problem, machine, tasks_on_cpu(alpha, problem.a ** y), y, K, eb, c)
 
 
 @dataclass(frozen=True)
@@ -1096,7 +1118,7 @@ def best_split(problem: Problem, machine: Machine, *, K: int | None = None, elem
     for y in levels:
         m = a ** y
         if user_alphas is not None:
-            counts = sorted({_tasks_on_cpu(v, m) for v in user_alphas})
+            counts = sorted({tasks_on_cpu(v, m) for v in user_alphas})
         elif m <= 64:
             counts = range(m + 1)
         else:
@@ -1189,6 +1211,13 @@ class Plan:
     uses_device: bool
     reason: str
     levels: tuple[LevelShare, ...] = field(repr=False)
+    #: ``(cpu, device)`` tasks per level ``0..cutoff_level`` of the balanced tree: the split
+    #: the run executes (levels above ``transfer_level`` are the CPU's; a real tree with base
+    #: cases above K has fewer tasks, in the same proportions).
+    tasks: tuple[tuple[int, int], ...] = ()
+    #: the predicted phases of the chosen split (cpu share, upload, device share, download,
+    #: upper levels), in ``time_unit``
+    phases: tuple[Phase, ...] = field(default=(), repr=False)
 
     @property
     def speedup(self) -> float:
@@ -1253,14 +1282,68 @@ def plan(problem: Problem, machine: Machine, strategy: str = "advanced", *, elem
         chosen = cpu_only
         if div.uses_device:
             chosen = _simulate(problem, machine, 0, div.transfer_level, None, eb, c)
+    return _plan_of(problem, machine, strategy, chosen, alpha=alpha, y=y, frac=frac,
+                    reason=reason, t_cpu=t_cpu, t_gpu=t_gpu, cpu_only=cpu_only,
+                    dev_only=dev_only, seq=seq)
+
+
+def _split_tasks(problem: Problem, s: Schedule) -> tuple[tuple[int, int], ...]:
+    a = problem.a
+    out = [(a ** i, 0) for i in range(min(s.y, s.K))]
+    for i in range(min(s.y, s.K), s.K + 1):
+        grow = a ** (i - s.y)
+        out.append((s.cpu_tasks * grow, s.device_tasks * grow))
+    return tuple(out)
+
+
+def _plan_of(problem, machine, strategy, chosen, *, alpha, y, frac, reason, t_cpu, t_gpu,
+             cpu_only, dev_only, seq, split_alpha=None) -> Plan:
+    t = _tree(problem)
     uses = chosen.device_tasks > 0
     first = chosen.y if uses else None
     levels = _level_shares(problem, first, chosen.device_tasks / problem.a ** chosen.y)
+    if split_alpha is None:
+        split_alpha = chosen.alpha if uses else 1.0
     return Plan(
         strategy=strategy, alpha=alpha, y=y, transfer_level=first, gpu_work_fraction=frac,
-        split_alpha=chosen.alpha if uses else 1.0, cutoff_level=chosen.K,
+        split_alpha=split_alpha, cutoff_level=chosen.K,
         predicted_time=chosen.total_time, cpu_only_time=cpu_only.total_time,
         device_only_time=dev_only.total_time, sequential_time=seq, t_cpu=t_cpu, t_gpu=t_gpu,
         time_unit=machine.time_unit, p=machine.p, g=machine.g, gamma=machine.gamma,
         n=problem.n, a=problem.a, b=problem.b, cost=problem.cost.text, height=t.L,
-        uses_device=uses, reason=reason, levels=levels)
+        uses_device=uses, reason=reason, levels=levels, tasks=_split_tasks(problem, chosen),
+        phases=chosen.phases)
+
+
+def given_plan(problem: Problem, machine: Machine, *, alpha: float, y: int | None,
+               K: int | None = None, element_bytes: int = 4, contention: float = 1.0,
+               reason: str = "the split was given") -> Plan:
+    """The plan of a split chosen by the caller (strategy ``"given"``).
+
+    ``alpha`` of level ``y``'s tasks stay on the CPU (``⌈α·a**y⌉``, as
+    :func:`tasks_on_cpu` rounds), the rest go to the device; ``y`` beyond the
+    tree is clamped to its depth and, with ``K`` given, to ``K`` (the split
+    cannot start below the cut-off).  ``y=None`` means level 0.  ``K=None``:
+    :func:`cutoff_level`.  ``split_alpha`` is ``alpha`` exactly as given.
+    """
+    alpha = _check_alpha(alpha)
+    eb, c = _check_run_options(element_bytes, contention)
+    D = _tree(problem).D
+    yy = 0 if y is None else min(int(y), D)
+    given_K = None if K is None else int(K)
+    if K is not None:
+        K = min(int(K), D)   # the model's tree ends at D; a deeper K is kept as given below
+        yy = min(yy, K)
+    cpu = tasks_on_cpu(alpha, problem.a ** yy)
+    chosen = _simulate(problem, machine, cpu, yy, K, eb, c)
+    cpu_only = _simulate(problem, machine, 1, 0, K, eb, c)
+    dev_only = _simulate(problem, machine, 0, 0, K, eb, c)
+    plan = _plan_of(problem, machine, "given", chosen, alpha=alpha, y=float(yy),
+                    frac=chosen.device_work_fraction, reason=reason, t_cpu=chosen.cpu_share_time,
+                    t_gpu=chosen.device_share_time, cpu_only=cpu_only, dev_only=dev_only,
+                    seq=total_work(problem) * machine.unit_scale, split_alpha=alpha)
+    if given_K is not None and given_K > D:
+        # the caller's K stands (a real tree may be deeper than the model's); the run stops
+        # where every task is a base case
+        plan = replace(plan, cutoff_level=given_K)
+    return plan

@@ -30,8 +30,8 @@ from contract_support import (CASES, CONFIGS, SIZES, Config, arrays,  # noqa: F4
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpu import _profile
-from hpu._hybrid import HpuPerformanceWarning, choose_split
+from hpu import HpuPerformanceWarning, _profile
+from hpu._hybrid import choose_split
 from hpu._opencl._device import select_device
 
 pytestmark = pytest.mark.opencl
@@ -122,3 +122,33 @@ def test_a_model_that_favours_the_device_splits_the_run_as_planned(case, monkeyp
     run = case.check(x, {})  # the defaults, through the wrapper: the reference result
     s, m = check_report(run, Config("hybrid", alpha, y))
     assert 0 < s < m and run.cpu_tasks > 0 and run.gpu_tasks > 0, run.summary()
+
+
+# ------------------------------------------------------------------ every registered plug-in
+
+def _registered():
+    from algorithms import _registry
+
+    return [_registry.get(name) for name in _registry.names()]
+
+
+def test_every_registered_algorithm_has_a_hand_written_contract_case():
+    # the cases above add NaN handling and wrappers; a new plug-in must get one too
+    functions = {case.function for case in CASES}
+    missing = [alg.name for alg in _registered() if alg.function not in functions]
+    assert missing == [], f"add a contract_support.Case for {missing}"
+
+
+@pytest.mark.parametrize("config", [Config("cpu"), Config("gpu"), Config("hybrid", 0.5, 2),
+                                    Config("hybrid", 0.0, 1)], ids=str)
+@pytest.mark.parametrize("alg", _registered(), ids=lambda a: a.name)
+@settings(COMPILES, max_examples=4)
+@given(n=st.integers(1, 3000), seed=st.integers(0, 2**16))
+def test_every_registered_algorithm_matches_its_registered_reference(alg, config, n, seed):
+    # what `hpu run` does, through the registry alone: input maker, reference, checker
+    x = alg.make_input(n, "int32", seed)
+    prepared = alg.prepare(x)
+    args = prepared.args(x)
+    run = alg.function.run(*args, **config.options)
+    assert prepared.check(prepared.output(args, run.value), prepared.expected(x)) is None
+    check_report(run, config)

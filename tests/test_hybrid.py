@@ -33,7 +33,8 @@ from algorithms.inversions import inversions
 from algorithms.maxsubarray import max_subarray_sum
 from algorithms.mergesort import mergesort
 from algorithms.sum import dc_sum
-from hpu._hybrid import FAULT_ENV, HpuPerformanceWarning, OpenCLBackend
+from hpu import HpuPerformanceWarning
+from hpu._opencl._backend import FAULT_ENV, OpenCLBackend
 
 pytestmark = pytest.mark.opencl
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import platform
 
 __all__ = ["NAME", "HELP", "add_arguments", "main", "collect"]
@@ -18,8 +19,10 @@ HELP = "show versions, Numba threads, the default OpenCL device and the active p
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--device", metavar="D", default=None,
-                        help="report the profile of this device instead of the default one")
+    parser.add_argument("--cl-device", "--device", dest="device", metavar="D", default=None,
+                        help="report the profile of this OpenCL device instead of the default "
+                             "one ('gpu', 'cpu', 'P:D' or part of a name; --device is the old "
+                             "spelling)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -98,9 +101,12 @@ def _env_set(name: str) -> bool:
 
 def main(args) -> int:
     info, profile = _collect(args.device)
+    # a device that was asked for by name and is not there is an error (exit 3, as the
+    # other commands' environment problems); with none asked for, "none" is the answer
+    failed = 3 if args.device is not None and info["device"] is None else 0
     if args.json:
         print(json.dumps(info, indent=2))
-        return 0
+        return failed
     w = print
     w(f"hpu         {info['hpu']}")
     w(f"python      {info['python']}  numba {info['numba']}  pyopencl {info['pyopencl']}  "
@@ -108,7 +114,10 @@ def main(args) -> int:
     w(f"threads     {info['numba_threads']} (Numba)")
     if info["device"] is None:
         w(f"device      none: {info['device_error']}")
-        return 0
+        if failed:
+            print(f"hpu info: error: --device {args.device!r}: {info['device_error']}",
+                  file=sys.stderr)
+        return failed
     w(f"device      {info['device']} (default; see `hpu devices`)" if args.device is None
       else f"device      {info['device']}")
     prof = info["profile"]

@@ -29,14 +29,6 @@ __all__ = ["NAME", "HELP", "ALGORITHMS", "add_arguments", "main", "render_text"]
 NAME = "plan"
 HELP = "show how the HPU model splits a divide-and-conquer problem between CPU and device"
 
-#: Known algorithm shapes: name -> (a, b, cost).  ``--a``/``--b``/``--cost`` override.
-ALGORITHMS: dict[str, tuple[int, int, str]] = {
-    "mergesort": (2, 2, "n"),
-    "sum": (2, 2, "1"),
-    "inversions": (2, 2, "n"),
-    "maxsubarray": (2, 2, "1"),
-}
-
 _DEFAULTS = {"a": "2", "b": "2", "cost": "n", "n": "16777216", "p": "4", "g": "4096",
              "gamma": "1/160"}
 
@@ -47,9 +39,51 @@ class _BadValue(Exception):
     """A flag's value is unusable; the message is the one line to print."""
 
 
+def _names() -> tuple[str, ...]:
+    """The ready algorithms (the same names ``hpu run`` accepts)."""
+    from hpu._commands import _plugins
+
+    try:
+        return _plugins.names()
+    except _plugins._PluginError:  # pragma: no cover - installed without algorithms
+        return ()
+
+
+def _shape(name: str):
+    """``(a, b, cost)`` of the ready algorithm ``name``, read from its decorated function."""
+    from hpu._commands import _plugins
+
+    if name not in _names():
+        return None
+    a, b, cost = _plugins.get(name).shape
+    return a, b, cost
+
+
+def _element_bytes(name: str | None) -> int:
+    """Bytes per element of every array a task of ``name`` moves, for ``hpu run``'s default
+    int32 keys (mergesort: ``a`` and ``tmp``; sum: int64 partial sums); 4 without a name."""
+    if name is None or name not in _names():
+        return 4
+    import numpy as np
+
+    from hpu._commands import _plugins
+
+    alg = _plugins.get(name)
+    x = alg.make_input(2, np.int32, 0)
+    args = alg.prepare(x).args(x)
+    return sum(v.itemsize for v in args if isinstance(v, np.ndarray)) or 4
+
+
+def __getattr__(name: str):
+    if name == "ALGORITHMS":  # name -> (a, b, cost), read from the plug-ins when asked
+        return {n: _shape(n) for n in _names()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def add_arguments(parser) -> None:
     parser.add_argument("algorithm", nargs="?", metavar="ALGORITHM", default=None,
-                        help=f"a known shape: {', '.join(ALGORITHMS)} (default: --a/--b/--cost)")
+                        help=f"a ready algorithm: {', '.join(_names())} (its a, b and cost; "
+                             "default: --a/--b/--cost)")
     parser.add_argument("--a", default=None, metavar="A",
                         help="recursive calls per task, integer >= 2 (default 2)")
     parser.add_argument("--b", default=None, metavar="B",
@@ -68,8 +102,9 @@ def add_arguments(parser) -> None:
                              "such as 1/160 (default: the profile with ALGORITHM, else 1/160)")
     parser.add_argument("--paper", action="store_true",
                         help="use the machine of 004's worked example, not the profile")
-    parser.add_argument("--device", default=None, metavar="D",
-                        help="whose profile to read: an OpenCL device as `hpu devices` lists it")
+    parser.add_argument("--cl-device", "--device", dest="device", default=None, metavar="D",
+                        help="whose profile to read: an OpenCL device as `hpu devices` lists it "
+                             "(the name `hpu run` uses; --device is the old spelling)")
     parser.add_argument("--strategy", default="advanced", metavar="S",
                         help="advanced (004 5.2, default) or basic (004 5.1)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -108,10 +143,10 @@ def _positive(text: str, flag: str, expected: str, example: str, *, above: Fract
 
 
 def _inputs(args) -> tuple[model.Problem, model.Machine, str]:
-    shape = ALGORITHMS.get(args.algorithm) if args.algorithm is not None else None
+    shape = _shape(args.algorithm) if args.algorithm is not None else None
     if args.algorithm is not None and shape is None:
         raise _BadValue(f"algorithm {args.algorithm!r} is unknown: expected one of "
-                        f"{', '.join(ALGORITHMS)}; or give its shape with --a, --b and --cost")
+                        f"{', '.join(_names())}; or give its shape with --a, --b and --cost")
     a_text = args.a if args.a is not None else (str(shape[0]) if shape else _DEFAULTS["a"])
     b_text = args.b if args.b is not None else (str(shape[1]) if shape else _DEFAULTS["b"])
     cost_text = args.cost if args.cost is not None else (shape[2] if shape else _DEFAULTS["cost"])
@@ -156,7 +191,7 @@ def _inputs(args) -> tuple[model.Problem, model.Machine, str]:
 def _profile(args):
     """The active calibration profile (imports hpu's profile store only when needed)."""
     from hpu._errors import HpuError
-    from hpu._profile import active_profile
+    from hpu.calibrate import active_profile
 
     try:
         return active_profile(args.device)
@@ -264,7 +299,10 @@ def main(args) -> int:
         return 2
     prof = getattr(args, "profile_info", None)
     contention = prof.contention if prof is not None else 1.0
-    result = model.plan(problem, machine, strategy, contention=contention)
+    # the planner a run uses, with the bytes per element a run of this algorithm moves
+    from hpu._plan import model_plan
+
+    result = model_plan(problem, machine, strategy, _element_bytes(args.algorithm), contention)
     if args.json:
         d = result.to_dict()
         d["algorithm"] = args.algorithm

@@ -32,16 +32,14 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["NAME", "HELP", "ALGORITHMS", "DEVICES", "DTYPES", "add_arguments", "main",
-           "Options", "parse_options", "make_data", "inversions_reference",
+__all__ = ["NAME", "HELP", "ALGORITHMS", "algorithm_names", "DEVICES", "DTYPES",
+           "add_arguments", "main", "Options", "parse_options", "make_data", "inversions_reference",
            "max_subarray_reference", "MethodResult", "render_text"]
 
 NAME = "run"
 HELP = ("run a ready algorithm on random data: hybrid, CPU, OpenCL, one core and NumPy, "
         "checked and timed")
 
-#: the ready algorithms ``hpu run`` knows, in the order the error message lists them
-ALGORITHMS = ("mergesort", "mergesort3", "inversions", "sum", "maxsubarray")
 #: the hpu devices a run compares (``--device all`` runs all three)
 DEVICES = ("hybrid", "cpu", "gpu")
 DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -69,7 +67,7 @@ class _Mismatch(Exception):
 
 def add_arguments(parser) -> None:
     parser.add_argument("algorithm", metavar="ALGORITHM",
-                        help=f"one of {', '.join(ALGORITHMS)}")
+                        help=f"one of {', '.join(algorithm_names())} (the modules of algorithms/)")
     parser.add_argument("--n", default="2^20", metavar="N",
                         help="number of keys, an integer >= 1 such as 1000000 or 2^24 "
                              "(default 2^20)")
@@ -141,9 +139,10 @@ class Options:
 def parse_options(args) -> Options:
     """Check every flag; raise :class:`_BadValue` with the one line to print."""
     algorithm = str(args.algorithm).strip().lower()
-    if algorithm not in ALGORITHMS:
+    if algorithm not in algorithm_names():
         raise _BadValue(f"algorithm {args.algorithm!r} is unknown: expected one of "
-                        f"{', '.join(ALGORITHMS)}; pass e.g. `hpu run mergesort --n 1000000`")
+                        f"{', '.join(algorithm_names())}; pass e.g. `hpu run mergesort --n "
+                        "1000000`")
     n = _parse_int(args.n, "--n", "an integer >= 1 (number of keys)", "1000000", 1)
     device = str(args.device).strip().lower()
     if device not in (*DEVICES, "all"):
@@ -180,80 +179,44 @@ def parse_options(args) -> Options:
 
 # ----------------------------------------------------------------------- algorithms
 
+def _registry():
+    """The algorithm plug-ins (``algorithms/``), imported only when a command needs them."""
+    from hpu._commands import _plugins
+
+    try:
+        return _plugins.registry()
+    except _plugins._PluginError as err:  # pragma: no cover - installed without algorithms
+        raise _BadValue(str(err)) from None
+
+
+def algorithm_names() -> tuple[str, ...]:
+    """What ``hpu run`` and ``hpu plan`` accept: every module of ``algorithms/``."""
+    return _registry().names()
+
+
 def make_data(algorithm: str, n: int, dtype, seed: int):
-    """The random keys of a run: uniform in ``[0, 2n)`` (``[-n, n)`` for maxsubarray).
-
-    Integer ranges are clipped to the dtype's; floats are drawn as float64 and
-    rounded to the dtype.
-    """
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    dtype = np.dtype(dtype)
-    lo, hi = 0, 2 * n
-    if algorithm == "maxsubarray" and dtype.kind != "u":
-        lo, hi = -n, n
-    if dtype.kind == "f":
-        return rng.uniform(lo, hi, n).astype(dtype)
-    info = np.iinfo(dtype)
-    lo, hi = max(lo, int(info.min)), min(hi, int(info.max) + 1)
-    return rng.integers(lo, hi, n, dtype=dtype)
+    """The random keys of a run, as the algorithm's module makes them (uniform in ``[0, 2n)``
+    by default, clipped to the dtype's range)."""
+    return _registry().get(algorithm).make_input(n, dtype, seed)
 
 
 def inversions_reference(x) -> int:
-    """The number of pairs ``i < j`` with ``x[i] > x[j]``, counted with NumPy alone.
+    """The number of pairs ``i < j`` with ``x[i] > x[j]`` (``algorithms.inversions``)."""
+    from algorithms.inversions import reference_count
 
-    Keys become dense ranks, padded to a power of two with a rank above all
-    others (a pad after every key adds no pair); then, bottom-up, each pair of
-    sorted neighbouring blocks contributes, for every key of the right block,
-    the number of left-block keys greater than it, found with one global
-    ``searchsorted`` (block ``r``'s keys are shifted by ``r * (n + 1)`` so the
-    concatenated left blocks are one sorted array).
-    """
-    import numpy as np
-
-    ranks = np.unique(np.asarray(x), return_inverse=True)[1].astype(np.int64).ravel()
-    n = ranks.size
-    size = 1
-    while size < n:
-        size *= 2
-    cur = np.full(size, n, np.int64)
-    cur[:n] = ranks
-    total = 0
-    w = 1
-    while w < size:
-        rows = size // (2 * w)
-        pairs = cur.reshape(rows, 2, w)
-        shift = (np.arange(rows, dtype=np.int64) * (n + 1))[:, None]
-        left = (pairs[:, 0, :] + shift).ravel()
-        right = (pairs[:, 1, :] + shift).ravel()
-        not_greater = (np.searchsorted(left, right, side="right")
-                       - np.repeat(np.arange(rows, dtype=np.int64) * w, w))
-        total += int((w - not_greater).sum())
-        cur = np.sort(pairs.reshape(rows, 2 * w), axis=1, kind="stable")
-        w *= 2
-    return total
+    return reference_count(x)
 
 
 def max_subarray_reference(a):
-    """(total, best prefix, best suffix, best) of a non-empty array, from its prefix sums.
+    """(total, best prefix, best suffix, best) from prefix sums (``algorithms.maxsubarray``)."""
+    from algorithms.maxsubarray import reference
 
-    With C the prefix sums: best prefix = max C, best suffix = total − min(0, C
-    without its last), best = max over j of C_j − min(0, C_0..C_{j−1}).
-    """
-    import numpy as np
-
-    c = np.cumsum(a)
-    total = c[-1]
-    before = np.concatenate((np.zeros(1, c.dtype), c[:-1]))  # C_{j-1}, with C_{-1} = 0
-    lowest_before = np.minimum.accumulate(np.minimum(before, 0))
-    return (total.item(), c.max().item(), (total - before.min()).item(),
-            (c - lowest_before).max().item())
+    return reference(a)
 
 
 @dataclass(frozen=True)
 class _Algorithm:
-    """How ``hpu run`` runs, checks and compares one ready algorithm."""
+    """How ``hpu run`` runs, checks and compares one ready algorithm on one input."""
 
     name: str
     dc: Any                                   # the DivideAndConquer
@@ -265,115 +228,11 @@ class _Algorithm:
     numpy_methods: tuple = ()                 # ((key, label, fn(x) -> output), ...)
 
 
-def _array_diff(got, want) -> str | None:
-    import numpy as np
-
-    got = np.asarray(got)
-    if got.shape != want.shape or got.dtype != want.dtype:
-        return f"shape/dtype {got.shape}/{got.dtype}, expected {want.shape}/{want.dtype}"
-    bits = np.dtype(f"u{got.dtype.itemsize}")
-    differ = np.flatnonzero(got.view(bits) != want.view(bits))
-    if differ.size == 0:
-        return None
-    i = int(differ[0])
-    return (f"{differ.size} of {want.size} keys differ, first at index {i} "
-            f"(got {got[i]!r}, expected {want[i]!r})")
-
-
-def _close(got, want, tol) -> bool:
-    if tol == 0:
-        return got == want
-    return abs(float(got) - float(want)) <= tol
-
-
-def _float_tolerance(x, dtype) -> float:
-    """A bound on the rounding difference of two summation orders of ``x`` in ``dtype``."""
-    import numpy as np
-
-    dtype = np.dtype(dtype)
-    if dtype.kind != "f":
-        return 0
-    return float(x.size + 1) * float(np.finfo(dtype).eps) * float(np.abs(x).astype(np.float64).sum())
-
-
 def _algorithm(name: str, x) -> _Algorithm:
-    import numpy as np
-
-    if name in ("mergesort", "mergesort3"):
-        if name == "mergesort":
-            from algorithms.mergesort import mergesort as dc
-        else:
-            from algorithms.mergesort3 import mergesort3 as dc
-
-        def fresh(x):
-            a = x.copy()
-            return a, np.empty_like(a), 0, a.size
-
-        return _Algorithm(
-            name, dc, fresh, lambda args, value: args[0],
-            lambda x: np.sort(x, kind="stable"), _array_diff, "np.sort(kind='stable')",
-            (("numpy", "np.sort(kind='stable')", lambda x: np.sort(x, kind="stable")),
-             ("numpy_default", "np.sort (default kind)", np.sort)))
-    if name == "inversions":
-        from algorithms.inversions import inversions as dc
-
-        def fresh(x):
-            a = x.copy()
-            return a, np.empty_like(a), 0, a.size
-
-        def check(got, want):
-            (count, keys), (want_count, want_keys) = got, want
-            if int(count) != want_count:
-                return f"count {int(count)}, expected {want_count}"
-            diff = _array_diff(keys, want_keys)
-            return None if diff is None else f"the sorted keys: {diff}"
-
-        return _Algorithm(
-            name, dc, fresh, lambda args, value: (value, args[0]),
-            lambda x: (inversions_reference(x), np.sort(x, kind="stable")), check,
-            "a NumPy inversion count and np.sort(kind='stable')")
-    if name == "sum":
-        from algorithms.sum import accumulator_dtype, dc_sum as dc
-
-        acc = accumulator_dtype(x.dtype)
-        tol = _float_tolerance(x, acc)
-
-        def fresh(x):
-            a = x.astype(acc)
-            return a, 0, a.size
-
-        def check(got, want):
-            return None if _close(got, want, tol) else (
-                f"sum {got!r}, expected {want!r}" + (f" within {tol:.3g}" if tol else ""))
-
-        return _Algorithm(
-            name, dc, fresh, lambda args, value: args[0][0],
-            lambda x: np.sum(x, dtype=np.float64 if acc.kind == "f" else None), check,
-            "np.sum", (("numpy", "np.sum", np.sum),))
-    if name == "maxsubarray":
-        from algorithms.maxsubarray import max_subarray_sum as dc
-
-        work = np.float64 if x.dtype.kind == "f" else np.int64
-        tol = _float_tolerance(x, work)
-
-        def fresh(x):
-            a = x.astype(work)
-            return a, 0, a.size
-
-        def check(got, want):
-            names = ("total", "best prefix", "best suffix", "best")
-            for label, g, w in zip(names, got, want):
-                if not _close(g, w, tol):
-                    return f"{label} {g!r}, expected {w!r}" + (f" within {tol:.3g}" if tol else "")
-            return None
-
-        return _Algorithm(
-            name, dc, fresh, lambda args, value: tuple(v.item() if hasattr(v, "item") else v
-                                                       for v in value),
-            lambda x: max_subarray_reference(x.astype(work)), check,
-            "prefix sums in NumPy",
-            (("numpy", "NumPy prefix sums", lambda x: max_subarray_reference(x.astype(work))),))
-    raise AssertionError(name)  # pragma: no cover - parse_options rejects it
+    alg = _registry().get(name)
+    p = alg.prepare(x)
+    return _Algorithm(name, alg.function, p.args, p.output, p.expected, p.check,
+                      alg.reference_label, p.numpy_methods)
 
 
 # ----------------------------------------------------------------------- measuring
@@ -484,32 +343,75 @@ class _Report:
         }
 
 
+class _Progress:
+    """What ``hpu run`` is doing, on stderr with rich, while it does it (the whole run can
+    take tens of seconds: data, reference, compiling, timed runs).  Shown only on a
+    terminal and not with ``--json``; it disappears when done, so the report is unchanged."""
+
+    def __init__(self, o: Options, steps: int):
+        self._bar = None
+        if o.json or not sys.stderr.isatty():
+            return
+        try:
+            from rich.console import Console
+            from rich.progress import (BarColumn, Progress, SpinnerColumn, TextColumn,
+                                       TimeElapsedColumn)
+        except ImportError:  # pragma: no cover - rich is a dependency
+            return
+        self._bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                             TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+        self._task = self._bar.add_task(f"hpu run {o.algorithm} --n {o.n}", total=steps)
+
+    def __enter__(self):
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self._bar is not None:
+            self._bar.stop()
+
+    def step(self, text: str, advance: int = 0) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, description=text, advance=advance)
+
+
 def _measure_all(o: Options, cl_name: str | None, skipped: dict) -> _Report:
     import numba
     import numpy as np
 
-    x = make_data(o.algorithm, o.n, o.dtype, o.seed)
-    alg = _algorithm(o.algorithm, x)
-    want = alg.expected(x)
+    devices = [d for d in o.devices if d not in skipped]
+    steps = 2 + len(devices) + 1 + 2  # data, reference, devices, baseline, NumPy (at most 2)
+    with _Progress(o, steps) as progress:
+        progress.step(f"making {o.n} {o.dtype} keys")
+        x = make_data(o.algorithm, o.n, o.dtype, o.seed)
+        alg = _algorithm(o.algorithm, x)
+        progress.step("computing the reference", advance=1)
+        want = alg.expected(x)
+        progress.step("", advance=1)
 
-    def check(got):
-        return alg.check(got, want)
+        def check(got):
+            return alg.check(got, want)
 
-    rows = []
-    for dev in o.devices:
-        if dev in skipped:
-            continue
-        options = {"device": dev, "strategy": o.strategy, "cl_device": o.cl_device}
-        if dev == "hybrid":
-            options.update(alpha=o.alpha, y=o.y)
-        rows.append(_measure(dev, _HPU_LABELS[dev],
-                             lambda args, options=options: alg.dc.run(*args, **options),
-                             lambda: alg.fresh(x), alg.output, check, o.repeat))
-    rows.append(_measure(_BASELINE, _BASELINE_LABEL, lambda args: alg.dc.sequential(*args),
-                         lambda: alg.fresh(x), alg.output, check, o.repeat))
-    for key, label, fn in alg.numpy_methods:
-        rows.append(_measure(key, label, lambda args, fn=fn: fn(args[0]), lambda: (x,),
-                             lambda args, value: value, check, o.repeat))
+        def measured(key, label, call, make_args, output):
+            progress.step(f"{label}: warm-up (compiles on first use), then {o.repeat} timed")
+            row = _measure(key, label, call, make_args, output, check, o.repeat)
+            progress.step(label, advance=1)
+            return row
+
+        rows = []
+        for dev in devices:
+            options = {"device": dev, "strategy": o.strategy, "cl_device": o.cl_device}
+            if dev == "hybrid":
+                options.update(alpha=o.alpha, y=o.y)
+            rows.append(measured(dev, _HPU_LABELS[dev],
+                                 lambda args, options=options: alg.dc.run(*args, **options),
+                                 lambda: alg.fresh(x), alg.output))
+        rows.append(measured(_BASELINE, _BASELINE_LABEL, lambda args: alg.dc.sequential(*args),
+                             lambda: alg.fresh(x), alg.output))
+        for key, label, fn in alg.numpy_methods:
+            rows.append(measured(key, label, lambda args, fn=fn: fn(args[0]), lambda: (x,),
+                                 lambda args, value: value))
     base = next(r.seconds for r in rows if r.key == _BASELINE)
     rows = [MethodResult(r.key, r.label, r.seconds, r.times, r.run,
                          base / r.seconds if r.seconds > 0 else None) for r in rows]
@@ -655,3 +557,9 @@ def main(args) -> int:
     else:
         print(render_text(report))
     return 0
+
+
+def __getattr__(name: str):
+    if name == "ALGORITHMS":  # the registry's names, read when asked (not at import)
+        return algorithm_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,398 @@
+"""The OpenCL device backend: a task range's leaf and combine phases as kernels, asynchronously.
+
+Why asynchronous, and what it promises
+======================================
+
+004's Algorithm 8 overlaps the device with the CPU: the device's share is
+*enqueued* (upload once, leaf kernel, combine kernels: nothing waits) while the
+CPU's Numba threads do their share; the device's results are collected once,
+when the CPU needs them.  :class:`OpenCLBackend` is one implementation of the
+device lifecycle :class:`hpu._driver.DeviceBackend` describes, driven by
+:class:`hpu._split.DeviceSplit`:
+
+``prepare(levels, starts, y, span)``
+    keep the originals of what the device may write (for a CPU redo), then
+    upload the data span and the level arrays of levels ``y..K``;
+``leaf`` / ``combine``
+    enqueue a kernel over a task range (a failure is remembered, not raised);
+``finish()``
+    wait, then one download; raises :class:`~hpu._errors.DeviceFault` or
+    :class:`~hpu._errors.StackOverflowError`;
+``restore()`` / ``cancel()``
+    put the originals back before a CPU redo / leave nothing queued;
+``transfers()`` / ``event_seconds()``
+    what moved and how long each kernel ran, for the Run.
+
+Nothing is rebuilt per call: the translated source, the built program, and a
+queue and kernels per thread (kernel arguments live on the kernel object, so
+threads cannot share one) are built once per (specialisation, device, depth,
+scalar types) and kept on the :class:`~hpu._program.Program` (:func:`compiled_for`).
+
+Memory
+------
+
+* With ``span=("lo", "hi")`` the device's data is exactly ``[min lo, max hi)``
+  of its tasks at level y; without it, whole arrays go over and only the
+  elements the device changed are written back (correct, because sibling
+  subproblems are independent).
+* Devices that share the host's memory (PoCL, integrated GPUs) use the caller's
+  arrays in place (``CL_MEM_USE_HOST_PTR``): zero copies.
+* ``HPU_INJECT_DEVICE_FAULT=1`` makes the device fail after its first enqueue
+  (for tests of the CPU redo).
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from hpu._errors import DeviceFault, StackOverflowError
+from hpu._opencl._levels import COMBINE, LEAF
+from hpu._run import TransferRecord
+
+__all__ = ["OpenCLBackend", "compiled_for", "FAULT_ENV"]
+
+FAULT_ENV = "HPU_INJECT_DEVICE_FAULT"
+
+
+def _cl():
+    import pyopencl as cl
+
+    return cl
+
+
+class _Compiled:
+    """What one (specialisation, device, depth, scalar types) needs on the device, built once."""
+
+    def __init__(self, program, shared, device, depth):
+        from hpu._opencl._build import build_program
+        from hpu._opencl._device import context_and_queue
+        from hpu._opencl._levels import translate_levels
+
+        self.device = device
+        self.translated = translate_levels(program, shared, depth)
+        self.ctx, _ = context_and_queue(device)
+        self.cl_program = build_program(self.ctx, self.translated.source)
+        self._local = threading.local()
+
+    def for_this_thread(self):
+        """``(queue, leaf kernel, combine kernel)`` of the calling thread (built on first use)."""
+        got = getattr(self._local, "objects", None)
+        if got is None:
+            cl = _cl()
+            queue = cl.CommandQueue(self.ctx, self.device,
+                                    properties=cl.command_queue_properties.PROFILING_ENABLE)
+            got = (queue, cl.Kernel(self.cl_program, LEAF), cl.Kernel(self.cl_program, COMBINE))
+            self._local.objects = got
+        return got
+
+
+_compiled_lock = threading.Lock()
+
+
+def _scalar_kind(v) -> str:
+    if isinstance(v, np.ndarray):
+        return f"array:{v.dtype.str}"
+    if isinstance(v, np.generic):
+        return f"np:{v.dtype.str}"
+    return type(v).__name__
+
+
+def compiled_for(program, shared: Mapping[str, Any], device, depth: int) -> _Compiled:
+    """The cached device objects for ``program`` on ``device`` (see the module docstring)."""
+    from hpu._opencl._device import _key as device_key
+
+    key = (device_key(device), depth,
+           tuple((n, _scalar_kind(v)) for n, v in sorted(shared.items())))
+    cache = program.__dict__.setdefault("_opencl_compiled", {})
+    hit = cache.get(key)
+    if hit is None:
+        built = _Compiled(program, shared, device, depth)
+        with _compiled_lock:
+            hit = cache.setdefault(key, built)
+    return hit
+
+
+@dataclass
+class _Transfer:
+    direction: str
+    nbytes: int = 0
+    seconds: float = 0.0
+    events: list = field(default_factory=list)
+
+
+class OpenCLBackend:
+    """Runs leaf and combine phases of a task range as OpenCL kernels, asynchronously.
+
+    Call :meth:`prepare` once the tree is expanded (it uploads the data and the
+    level arrays of the device's levels), then ``leaf``/``combine`` (they only
+    enqueue), then :meth:`finish` (one download; raises :class:`DeviceFault` or
+    :class:`hpu._cpu.StackOverflowError` if the device failed).
+    """
+
+    kind = "gpu"
+
+    @classmethod
+    def select(cls, spec=None):
+        """The OpenCL device for ``spec`` (``cl_device``); raises DeviceUnavailableError."""
+        from hpu._opencl import _device
+
+        return _device.select_device(spec)
+
+    def __init__(self, program, shared: Mapping[str, Any], device, *, depth: int = 64):
+        cl = _cl()
+        self.program = program
+        self.layout = program.layout
+        self.shared = dict(shared)
+        self.device = device
+        self.depth = depth
+        built = compiled_for(program, self.shared, device, depth)
+        self.translated = built.translated
+        self.ctx = built.ctx
+        self.cl_program = built.cl_program
+        # a queue and kernels per thread (kernel arguments are per object), built once
+        self.queue, self.k_leaf, self.k_combine = built.for_this_thread()
+        self.LEAF, self.COMBINE = LEAF, COMBINE
+        self.unified = bool(device.host_unified_memory) or bool(device.type & cl.device_type.CPU)
+        # a work-group runs on one thread of a CPU device: groups of one task spread tasks
+        # over its cores; on a GPU the driver picks the group size
+        self.local = (1,) if device.type & cl.device_type.CPU else None
+        self.inject_fault = os.environ.get(FAULT_ENV, "") not in ("", "0")
+        self._enqueued = 0
+        self._bufs: dict = {}
+        self._levels = None
+        self._events: dict = {}
+        self.failed: str | None = None
+        self.upload = _Transfer("host->device")
+        self.download = _Transfer("device->host")
+        self._snapshots: dict[str, np.ndarray] = {}
+        self._span = None
+
+    # -- setup -----------------------------------------------------------------
+    def prepare(self, levels, starts: Mapping[int, int], y: int, span) -> None:
+        """Keep the device share's originals, then upload what the device needs.
+
+        ``starts[i]`` is the first device task of level ``i`` (``y <= i <= K``);
+        ``span`` is ``(base, end)`` of the device's data, or None for whole arrays.
+        """
+        cl = self._cl = _cl()
+        mf = cl.mem_flags
+        self._levels, self._starts, self._y = levels, dict(starts), y
+        arrays = {n: self.shared[n] for n in self.layout.arrays}
+        written = self.program.closure.written
+        self._span = span
+        t0 = time.perf_counter()
+        for name, arr in arrays.items():
+            if name in written:  # what the device may change, kept until it is done
+                lo, hi = (0, arr.size) if span is None else span
+                self._snapshots[name] = arr[lo:hi].copy()
+        try:
+            for name, arr in arrays.items():
+                if name not in written and self.unified:
+                    # read only: the caller's array may be read-only itself
+                    self._bufs[name] = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR,
+                                                 hostbuf=_nonempty(arr))
+                    continue
+                if self.unified:
+                    self._bufs[name] = cl.Buffer(self.ctx, mf.READ_WRITE | mf.USE_HOST_PTR,
+                                                 hostbuf=_nonempty(arr))
+                    continue
+                buf = cl.Buffer(self.ctx, mf.READ_WRITE, max(arr.nbytes, 1))
+                lo, hi = (0, arr.size) if span is None else span
+                if hi > lo:
+                    # without a span the CPU starts on the same arrays right after: the upload
+                    # must be complete before it does (blocking); with one it is disjoint
+                    ev = cl.enqueue_copy(self.queue, buf, arr[lo:hi],
+                                         dst_offset=lo * arr.itemsize,
+                                         is_blocking=span is None)
+                    self.upload.events.append(ev)
+                    self.upload.nbytes += (hi - lo) * arr.itemsize
+                self._bufs[name] = buf
+            self._err = np.zeros(1, np.int64)
+            self._bufs["err__"] = cl.Buffer(self.ctx, mf.READ_WRITE | mf.COPY_HOST_PTR,
+                                            hostbuf=self._err)
+            for lv in levels[y:]:
+                self._level_buffers(lv)
+        except Exception as err:  # noqa: BLE001 - any driver failure means: redo on the CPU
+            self._fail(f"uploading to the device failed: {err}")
+        self.upload.seconds += time.perf_counter() - t0
+
+    def _level_buffers(self, lv) -> None:
+        cl = self._cl
+        mf = cl.mem_flags
+        named = {f"in__{k}": v for k, v in lv.params.items()}
+        named.update({f"loc__{k}": v for k, v in lv.carried.items()})
+        if lv.offsets is not None:
+            named["off__"] = lv.offsets
+        for name, arr in named.items():  # read-only on the device
+            flag = mf.USE_HOST_PTR if self.unified else mf.COPY_HOST_PTR
+            self._bufs[(lv.index, name)] = cl.Buffer(self.ctx, mf.READ_ONLY | flag,
+                                                     hostbuf=_nonempty(arr))
+            if not self.unified:
+                self.upload.nbytes += arr.nbytes
+        for k, arr in enumerate(lv.results):
+            if self.unified:
+                buf = cl.Buffer(self.ctx, mf.READ_WRITE | mf.USE_HOST_PTR, hostbuf=_nonempty(arr))
+            else:
+                buf = cl.Buffer(self.ctx, mf.READ_WRITE, max(arr.nbytes, 1))
+            self._bufs[(lv.index, f"res__{k}")] = buf
+
+    def _values(self, lv, child=None) -> dict:
+        vals: dict[str, Any] = {}
+        for name in self.layout.arrays:
+            vals[name] = (self._bufs[name], self.shared[name].size)
+        for name, v in self.shared.items():
+            if name not in vals:
+                vals[name] = v
+        vals["err__"] = (self._bufs["err__"], 1)
+        for key, buf in self._bufs.items():
+            if isinstance(key, tuple) and key[0] == lv.index:
+                vals[key[1]] = (buf, _length_of(lv, key[1]))
+        if child is not None:
+            for k in range(len(child.results)):
+                vals[f"cres__{k}"] = (self._bufs[(child.index, f"res__{k}")], child.size)
+        return vals
+
+    # -- phases (enqueue only) --------------------------------------------------
+    def _enqueue(self, kernel, name, lv, values, start, stop, phase):
+        if self.failed is not None or stop <= start:
+            return
+        try:
+            if self.inject_fault and self._enqueued >= 1:
+                raise DeviceFault(f"{FAULT_ENV} is set: the device fails after its first enqueue")
+            args = self.translated.kernel_args(name, values, start, stop)
+            kernel.set_args(*args)
+            ev = self._cl.enqueue_nd_range_kernel(self.queue, kernel, (stop - start,), self.local)
+            self._events[(lv.index, phase)] = ev
+            self._enqueued += 1
+        except Exception as err:  # noqa: BLE001
+            self._fail(f"level {lv.index} {phase} failed on the device: {err}")
+
+    def leaf(self, level, start, stop, shared) -> None:
+        if self.failed is not None:
+            return
+        self._enqueue(self.k_leaf, self.LEAF, level, self._values(level), start, stop, "leaf")
+
+    def combine(self, level, child, start, stop, shared) -> None:
+        if self.failed is not None:
+            return
+        self._enqueue(self.k_combine, self.COMBINE, level, self._values(level, child), start,
+                      stop, "combine")
+
+    def count(self, *a, **k):  # pragma: no cover - the hybrid never assigns expansion here
+        raise NotImplementedError("the tree is expanded on the host")
+
+    fill = count
+
+    def _fail(self, reason: str) -> None:
+        if self.failed is None:
+            self.failed = reason
+
+    # -- collect ---------------------------------------------------------------
+    def finish(self) -> None:
+        """Wait for the device; bring its data and level-y results back (one download)."""
+        cl = self._cl
+        if self.failed is None and self.inject_fault and self._enqueued >= 1:
+            self._fail(f"{FAULT_ENV} is set: the device fails after its first enqueue")
+        try:
+            self.queue.finish()  # the device's compute: not part of the download's time
+        except Exception as err:  # noqa: BLE001
+            self._fail(f"the device failed while running: {err}")
+        t0 = time.perf_counter()
+        if self.failed is not None:
+            raise DeviceFault(self.failed)
+        try:
+            cl.enqueue_copy(self.queue, self._err, self._bufs["err__"], is_blocking=True)
+            if self._err[0]:
+                raise StackOverflowError(
+                    f"a subtree of {self.program.spec.name} is deeper than the device solver's "
+                    f"{self.depth} frames; pass a larger depth= (or a larger K) to .run")
+            if not self.unified:
+                self._download()
+        except StackOverflowError:
+            raise
+        except Exception as err:  # noqa: BLE001
+            raise DeviceFault(f"downloading from the device failed: {err}") from None
+        self.download.seconds += time.perf_counter() - t0
+
+    def _download(self) -> None:
+        cl = self._cl
+        for name in self.layout.arrays:
+            if name not in self._snapshots:  # never written by the function
+                continue
+            arr = self.shared[name]
+            if self._span is not None:
+                lo, hi = self._span
+                if hi > lo:
+                    cl.enqueue_copy(self.queue, arr[lo:hi], self._bufs[name],
+                                    src_offset=lo * arr.itemsize, is_blocking=True)
+                    self.download.nbytes += (hi - lo) * arr.itemsize
+                continue
+            got = np.empty_like(arr)
+            cl.enqueue_copy(self.queue, got, self._bufs[name], is_blocking=True)
+            self.download.nbytes += arr.nbytes
+            changed = got != self._snapshots[name]
+            if arr.dtype.kind == "f":  # NaN == NaN for "unchanged"
+                changed &= ~(np.isnan(got) & np.isnan(self._snapshots[name]))
+            arr[changed] = got[changed]
+        lv = self._levels[self._y]
+        s = self._starts[self._y]
+        for k, res in enumerate(lv.results):
+            if lv.size > s:
+                cl.enqueue_copy(self.queue, res[s:], self._bufs[(lv.index, f"res__{k}")],
+                                src_offset=s * res.itemsize, is_blocking=True)
+                self.download.nbytes += (lv.size - s) * res.itemsize
+
+    def cancel(self) -> None:
+        """Leave nothing queued (an error elsewhere ended the run); never raises."""
+        try:
+            self.queue.finish()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def restore(self) -> None:
+        """Put the device share's original data back (before a CPU redo)."""
+        try:
+            self.queue.finish()
+        except Exception:  # noqa: BLE001 - a broken queue must not stop the restore
+            pass
+        for name, snap in self._snapshots.items():
+            arr = self.shared[name]
+            lo, hi = (0, arr.size) if self._span is None else self._span
+            arr[lo:hi] = snap
+
+    def event_seconds(self) -> dict:
+        out = {}
+        for key, ev in self._events.items():
+            try:
+                out[key] = (ev.profile.end - ev.profile.start) * 1e-9
+            except Exception:  # noqa: BLE001
+                pass
+        return out
+
+    def transfers(self) -> tuple[TransferRecord, ...]:
+        recs = []
+        for t in (self.upload, self.download):
+            secs = t.seconds
+            ev_secs = 0.0
+            for ev in t.events:
+                try:
+                    ev_secs += (ev.profile.end - ev.profile.start) * 1e-9
+                except Exception:  # noqa: BLE001
+                    pass
+            recs.append(TransferRecord(t.direction, int(t.nbytes), float(max(secs, ev_secs))))
+        return tuple(recs)
+
+
+def _nonempty(arr: np.ndarray) -> np.ndarray:
+    return arr if arr.size else np.zeros(1, arr.dtype)
+
+
+def _length_of(lv, name: str) -> int:
+    if name == "off__":
+        return lv.size + 1
+    return lv.size

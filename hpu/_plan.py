@@ -1,0 +1,151 @@
+"""The planner: one function turns (function, arguments, machine, run options) into a Plan.
+
+Why one planner
+===============
+
+A run makes three decisions the caller cannot see: the cut-off level ``K``
+whose tasks solve whole subtrees, the transfer level ``y`` where the device's
+share splits off, and the share ``α`` of level ``y``'s tasks the CPU keeps.
+When those were computed in several places (the CPU path's "8·p tasks" rule,
+the hybrid's own cut-off rule, the model's simulator), ``hpu plan`` predicted a
+tree the run never built.  Now :func:`make_plan` is the only place they are
+decided, and the runtime executes its answer:
+
+* ``K`` is :func:`hpu.model.cutoff_level` of the chosen split (the model's
+  tree: ``a**i`` tasks at level ``i``);
+* the split is ``⌈α·m_y⌉`` of level ``y``'s ``m_y`` tasks on the CPU,
+  :func:`hpu.model.tasks_on_cpu`, applied by :mod:`hpu._split` to the tree
+  the driver really expands.
+
+A tree with base cases above ``K`` (an uneven or early-stopping recursion)
+ends where every task is a base case, so the run's deepest level is
+``min(plan.cutoff_level, where the tree ends)``; the Run records the real
+per-level counts next to the plan's ``tasks``.
+
+What a plan is made from
+------------------------
+
+``device="cpu"``: the CPU alone (``α = 1``), ``p`` = Numba's threads now; no
+profile, no OpenCL.  ``device="gpu"``: ``α = 0`` at ``y = 0`` with the stored
+profile (or hpu's built-in values; never a calibration).  ``device="hybrid"``
+with ``alpha`` and ``y`` given: strategy ``"given"``, the same profile.
+Otherwise the HPU model (``strategy="advanced"`` or ``"basic"``) with the
+active profile, which may calibrate once (see :func:`hpu._profile.active_profile`).
+Plans are pure functions of hashable inputs and cached.
+
+When the problem size is unknown (no ``span`` and no array argument) the model
+cannot size the tree: the plan assumes a tree deep enough for the cut-off rule
+and keeps the work on the CPU unless a split was given.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from hpu import model
+
+__all__ = ["make_plan", "model_plan", "problem_of", "cpu_machine", "Plan"]
+
+Plan = model.Plan
+
+
+def problem_of(spec, values: Mapping[str, Any]) -> tuple[model.Problem, int, bool]:
+    """``(problem, element_bytes, size_known)`` of a call: ``n`` is ``hi - lo`` of ``span``,
+    else the longest array argument; the bytes per element are those of every array a
+    task moves."""
+    arrays = [v for v in values.values() if isinstance(v, np.ndarray)]
+    known = True
+    if spec.span is not None:
+        n = int(values[spec.span[1]]) - int(values[spec.span[0]])
+    elif arrays:
+        n = max(a.size for a in arrays)
+    else:
+        known = False
+        # deep enough that the cut-off rule, not the tree, decides K (the tree ends early
+        # by itself when its tasks are base cases)
+        levels = math.ceil(math.log(model.MAX_LEVEL_TASKS, spec.a))
+        n = int(math.ceil(float(spec.b) ** levels))
+    element_bytes = sum(a.itemsize for a in arrays) or 8
+    return model.Problem(a=spec.a, b=spec.b, cost=spec.cost, n=max(n, 1)), element_bytes, known
+
+
+def cpu_machine() -> model.Machine:
+    """The CPU as the planner sees it for ``device="cpu"``: Numba's threads now, model units."""
+    import numba
+
+    return model.Machine(p=int(numba.get_num_threads()), g=1, gamma=1.0)
+
+
+@functools.lru_cache(maxsize=256)
+def model_plan(problem, machine, strategy, element_bytes, contention):
+    """The model's choice for a problem (what a run with ``alpha=y=K=None`` executes and
+    what ``hpu plan ALGORITHM`` prints).  Pure and cached: it costs milliseconds (it
+    simulates many integer splits), which a run must not pay on every call."""
+    return model.plan(problem, machine, strategy, element_bytes=element_bytes,
+                      contention=contention)
+
+
+@functools.lru_cache(maxsize=256)
+def _given_plan(problem, machine, alpha, y, K, element_bytes, contention, reason, strategy):
+    import dataclasses
+
+    pl = model.given_plan(problem, machine, alpha=alpha, y=y, K=K, element_bytes=element_bytes,
+                          contention=contention, reason=reason)
+    return pl if strategy == "given" else dataclasses.replace(pl, strategy=strategy)
+
+
+def _profile_machine(cl_device, *, autocalibrate: bool):
+    from hpu import _profile
+
+    if autocalibrate:
+        import hpu.calibrate  # noqa: F401 - registers the calibration active_profile may run
+
+    prof = _profile.active_profile(cl_device, autocalibrate=autocalibrate)
+    return prof.machine(), prof.contention
+
+
+def make_plan(spec, values: Mapping[str, Any], *, device: str = "hybrid", alpha=None, y=None,
+              K: int | None = None, strategy: str = "advanced", cl_device=None,
+              machine: model.Machine | None = None, contention: float | None = None) -> Plan:
+    """The plan a run with these options executes (see the module docstring).
+
+    ``machine`` (and ``contention``) replace the profile's; options are assumed
+    checked (:func:`hpu._options.check_options`).
+    """
+    problem, eb, known = problem_of(spec, values)
+    if device == "cpu":
+        m = machine or cpu_machine()
+        return _given_plan(problem, m, 1.0, None, K, eb, 1.0 if contention is None else contention,
+                           "device='cpu': every task on the CPU's threads", "given")
+    if machine is None:
+        given = device == "gpu" or (alpha is not None and y is not None)
+        machine, prof_contention = _profile_machine(cl_device, autocalibrate=not given)
+        if contention is None:
+            contention = prof_contention
+    c = 1.0 if contention is None else float(contention)
+    if device == "gpu":
+        return _given_plan(problem, machine, 0.0, 0, K, eb, c,
+                           "device='gpu': every leaf and combine on the device", "given")
+    if alpha is not None and y is not None:
+        return _given_plan(problem, machine, float(alpha), int(y), K, eb, c,
+                           f"alpha={alpha} and y={y} were given", "given")
+    if not known:
+        return _given_plan(problem, machine, 1.0 if alpha is None else float(alpha),
+                           0 if y is None else int(y), K, eb, c,
+                           "the problem size is unknown (no span and no array argument), so "
+                           "the model cannot split it", "given")
+    chosen = model_plan(problem, machine, strategy, eb, c)
+    if alpha is None and y is None and K is None:
+        return chosen
+    # a partial choice: the model fills in what was not given
+    a = float(alpha) if alpha is not None else (chosen.split_alpha if chosen.uses_device
+                                                else 1.0)
+    yy = int(y) if y is not None else (chosen.transfer_level if chosen.uses_device else 0)
+    given = ", ".join(f"{k}={v}" for k, v in (("alpha", alpha), ("y", y), ("K", K))
+                      if v is not None)
+    return _given_plan(problem, machine, a, yy, K, eb, c,
+                       f"{chosen.reason}; {given} given", strategy if alpha is None
+                       and y is None else "given")

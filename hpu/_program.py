@@ -1,0 +1,170 @@
+"""The specialisation of a function for one type signature: the shared ``Program``.
+
+Why its own module
+==================
+
+Every backend runs the same specialisation: the generated Numba module (the
+CPU's level drivers and the one-core baseline), the layout of the level arrays
+and their dtypes.  Numba is the source of truth for types: the generated module
+is compiled by it on the CPU, and the OpenCL translator must agree with what it
+computes.  So :func:`specialize` loads the generated module through the disk
+cache, compiles the recursive function and a probe of the divide for the
+call's types, and reads the inferred types back to size the driver's level
+arrays (``int64``/``float64``/``bool`` parameters as called, carried names and
+results as Numba infers them, tuples per component).  The backends
+(:mod:`hpu._cpu`, :mod:`hpu._opencl._backend`) only read a ``Program``; the
+decorator keeps one per type signature.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from hpu._cache import load_module
+from hpu._codegen import (DEFAULT_DEPTH, Layout, Types, core_source, iter_source, make_layout,
+                          probe_items)
+from hpu._errors import TranslationError
+from hpu._frontend import Closure, DCSpec
+
+__all__ = ["Program", "specialize", "numba_signature"]
+
+
+def numba_signature(values) -> tuple:
+    import numba
+
+    return tuple(numba.typeof(v) for v in values)
+
+
+def _dtype_of(t, what: str, spec: DCSpec, lineno: int | None = None) -> np.dtype:
+    from numba.core import types as nt
+    from numba.np.numpy_support import as_dtype
+
+    t = nt.unliteral(t)
+    if isinstance(t, (nt.Boolean, nt.Integer, nt.Float)):
+        return np.dtype(as_dtype(t))
+    raise TranslationError(
+        f"{what} of type {t} is not supported: per-task values must be int, float or bool "
+        "scalars", filename=spec.filename, lineno=lineno or spec.lineno, construct=str(t),
+        hint="Return and pass numbers; write arrays in place through array parameters")
+
+
+@dataclass
+class Program:
+    """A function specialised for one type signature: layout, dtypes and compiled module."""
+
+    spec: DCSpec
+    closure: Closure
+    layout: Layout
+    types: Types
+    module: Any                 #: the generated core module (Numba dispatchers)
+    source: str                 #: its source
+    signature: tuple            #: the Numba argument types
+    _iter: dict = field(default_factory=dict, repr=False)
+    _lock: Any = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def function(self):
+        """The user's recursive function compiled by Numba (one core)."""
+        return getattr(self.module, self.spec.name)
+
+    def iter_source(self, depth: int = DEFAULT_DEPTH) -> str:
+        return iter_source(self.spec, self.closure, self.layout, self.types, depth)
+
+    def iter_module(self, depth: int = DEFAULT_DEPTH):
+        """The module with ``solve_iter``/``leaf_task_iter``/``leaf_level_iter`` (cached)."""
+        with self._lock:
+            mod = self._iter.get(depth)
+            if mod is None:
+                mod = load_module(self.iter_source(depth), f"{self.spec.name}_iter")
+                self._iter[depth] = mod
+            return mod
+
+
+def _compile(dispatcher, sig, spec: DCSpec, what: str):
+    import numba
+
+    try:
+        dispatcher.compile(sig)
+    except numba.core.errors.NumbaError as err:
+        first = str(err).strip().splitlines()
+        detail = " ".join(line.strip() for line in first[:6] if line.strip())
+        raise TranslationError(
+            f"compiling {what} for arguments ({', '.join(str(t) for t in sig)}) is not "
+            f"supported by Numba: {detail}", filename=spec.filename, lineno=spec.lineno,
+            construct="Numba typing", hint="Check the argument types, or run .py_func to see "
+            "the error in plain Python") from None
+    return dispatcher.overloads[sig].signature.return_type
+
+
+def specialize(spec: DCSpec, closure: Closure, args: Mapping[str, Any]) -> Program:
+    """Generate, load and type the module for a call with these (checked) arguments."""
+    from numba.core import types as nt
+
+    arrays = [p for p in spec.params if isinstance(args[p], np.ndarray)]
+    lay = make_layout(spec, arrays)
+    source = core_source(spec, closure, lay)
+    module = load_module(source, spec.name)
+    sig = numba_signature(args[p] for p in spec.params)
+
+    # results: what the compiled recursive function returns
+    ret = _compile(getattr(module, spec.name), sig, spec, f"{spec.name}")
+    r = lay.result_arity
+    if r == 0:
+        if not isinstance(ret, nt.NoneType):
+            raise TranslationError(f"{spec.name} returns {ret} on some path and nothing on "
+                                   "others, which is not supported", filename=spec.filename,
+                                   lineno=spec.lineno, construct="mixed returns",
+                                   hint="Return a value everywhere, or nowhere")
+        results = ()
+    elif r == 1:
+        results = (_dtype_of(ret, f"the result of {spec.name}", spec),)
+    else:
+        if not isinstance(ret, nt.BaseTuple) or len(ret) != r:
+            raise TranslationError(f"{spec.name} returns {ret}, not a tuple of {r}",
+                                   filename=spec.filename, lineno=spec.lineno,
+                                   construct="tuple result", hint=f"Return {r} values everywhere")
+        results = tuple(_dtype_of(t, f"component {k} of the result of {spec.name}", spec)
+                        for k, t in enumerate(ret))
+
+    varying = tuple(np.asarray(args[v]).dtype for v in lay.varying)
+    items = probe_items(lay, spec)
+    carried: tuple = ()
+    if items:
+        probe = _compile(module.hpu__probe, sig, spec, "the divide")
+        kinds = dict(zip(lay.varying, varying))
+        carried_types = []
+        for (what, j, name), t in zip(items, probe):
+            if what == "carried":
+                carried_types.append(_dtype_of(t, f"the name {name!r} (read after the calls)",
+                                               spec))
+                continue
+            call = spec.calls[j]
+            got = _dtype_of(t, f"parameter {name!r} of the call", spec, call.lineno)
+            want = kinds[name]
+            if not _fits(got, want):
+                raise TranslationError(
+                    f"passing a {got} value as parameter {name!r} is not supported: the "
+                    f"top-level call passed a {_kind_word(want)} there, and each level stores "
+                    f"{name!r} in one {want} array", filename=spec.filename, lineno=call.lineno,
+                    construct=f"{got} argument for {name!r}",
+                    hint=(f"Use // or int(...) so that {name!r} stays an integer"
+                          if want.kind in "iu" else
+                          f"pass a {_kind_word(got)} for {name!r} at the top-level call too"))
+        carried = tuple(carried_types)
+    types = Types(varying=varying, carried=carried, results=results)
+    return Program(spec, closure, lay, types, module, source, sig)
+
+
+def _kind_word(dt: np.dtype) -> str:
+    return {"b": "bool", "i": "int", "u": "int", "f": "float"}[np.dtype(dt).kind]
+
+
+def _fits(got: np.dtype, want: np.dtype) -> bool:
+    if want.kind == "b":
+        return got.kind == "b"
+    if want.kind in "iu":
+        return got.kind in "biu"
+    return True  # float parameters take ints and bools too

@@ -1,0 +1,186 @@
+"""The split of one run between the CPU backend and a device backend, as an object.
+
+Why an object
+=============
+
+The breadth-first driver (:mod:`hpu._driver`) knows nothing of devices: it asks
+``assign(level, phase, m)`` who runs a phase's tasks, and calls two hooks,
+``on_expanded(levels)`` once the tree exists and ``before_phase(level, phase)``
+before every leaf and combine phase.  :class:`DeviceSplit` is those three
+callables plus the state they share, with names: where the split starts, which
+task of each level is the device's first, whether the device's work has been
+collected, what the CPU redid after a failure.  Any backend that follows the
+device lifecycle (:class:`hpu._driver.DeviceBackend`) plugs in: OpenCL today,
+a Dask cluster or CUDA later, without a second driver.
+
+How 004's Algorithm 8 maps onto it
+----------------------------------
+
+At the transfer level ``y`` (the plan's, clamped to the tree the driver really
+expanded) the level's ``m`` tasks split: ``[0, s)`` stay on the CPU with
+``s = ⌈α·m⌉`` (:func:`hpu.model.tasks_on_cpu`), the rest go to the device, and
+the split propagates down through the offsets (``s_{i+1} = off_i[s_i]``):
+children are laid out in parent order, so every subtree is a contiguous range
+of every level below it.  For levels ``K..y`` each phase is assigned
+device-first (the device only enqueues) and the CPU works meanwhile; before
+the first phase above ``y`` (or before the value is read) the device's work
+is collected: :meth:`DeviceSplit.collect`, one download.  If the device failed
+its data is restored and its share redone on the CPU, recorded in ``redo`` and
+``fallbacks``.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any, Mapping
+
+from hpu import model
+from hpu._errors import DeviceFault, HpuPerformanceWarning, StackOverflowError
+from hpu._run import LevelRecord
+
+__all__ = ["DeviceSplit"]
+
+
+class DeviceSplit:
+    """The α/y split of one run between ``cpu`` and ``device`` (see the module docstring).
+
+    State, all public for reports and tests:
+
+    ``alpha``, ``planned_y``
+        the plan's split: share of level ``y``'s tasks kept on the CPU, and ``y``;
+    ``y``
+        the transfer level used: ``planned_y`` clamped to the deepest level
+        expanded (set by :meth:`on_expanded`);
+    ``starts``
+        level -> index of the device's first task, for levels ``y..K``;
+    ``levels``
+        the expanded levels (set by :meth:`on_expanded`);
+    ``active``
+        the device has a non-empty share and was prepared;
+    ``synced``
+        the device's work has been collected (or there is none);
+    ``redo``
+        :class:`~hpu._run.LevelRecord` of the CPU's redo after a device failure;
+    ``fallbacks``
+        one line per failure that was redone on the CPU.
+    """
+
+    def __init__(self, cpu, device, *, alpha: float, y: int, values: Mapping[str, Any], spec,
+                 shared: Mapping[str, Any], warn_stacklevel: int = 5):
+        self.cpu = cpu
+        self.device = device
+        self.alpha = float(alpha)
+        self.planned_y = int(y)
+        self.y = int(y)
+        self.starts: dict[int, int] = {}
+        self.levels: list | None = None
+        self.active = False
+        self.synced = True
+        self.redo: list[LevelRecord] = []
+        self.fallbacks: list[str] = []
+        self._values = values
+        self._spec = spec
+        self._shared = shared
+        self._stacklevel = warn_stacklevel
+
+    # -- the driver's hooks ----------------------------------------------------
+    def on_expanded(self, levels) -> None:
+        """Fix ``y`` and the device's first task per level; prepare the device's share."""
+        K = levels[-1].index
+        self.y = y = min(self.planned_y, K)
+        self.levels = levels
+        m = levels[y].size
+        s = min(m, model.tasks_on_cpu(self.alpha, m))
+        starts = {y: s}
+        for i in range(y, K):
+            starts[i + 1] = int(levels[i].offsets[starts[i]])
+        self.starts = starts
+        if s >= m:
+            return  # the device's share is empty
+        self.device.prepare(levels, starts, y, self._span(levels[y], s))
+        self.active = True
+        self.synced = False
+
+    def assign(self, level: int, phase: str, m: int):
+        """Who runs ``[0, m)`` of this phase: the tree is expanded on the host (count,
+        fill); levels above ``y`` are the CPU's; below, the device's share goes first
+        (it only enqueues)."""
+        if phase in ("count", "fill") or not self.active or level < self.y:
+            return [(self.cpu, 0, m)]
+        s = self.starts[level]
+        return [(self.device, s, m), (self.cpu, 0, s)]
+
+    def before_phase(self, level: int, phase: str) -> None:
+        """Collect the device's work before the CPU needs it."""
+        if self.active and not self.synced and (phase == "finish" or level < self.y):
+            self.collect()
+
+    # -- collecting ------------------------------------------------------------
+    def collect(self) -> None:
+        """Wait for the device; on failure restore its data and redo its share on the CPU."""
+        self.synced = True
+        try:
+            self.device.finish()
+            return
+        except DeviceFault as err:
+            reason = f"the OpenCL device failed ({err}); its share was redone on the CPU"
+        except StackOverflowError as err:  # the CPU's recursion has no fixed stack
+            reason = f"{err}; the device's share was redone on the CPU"
+        warnings.warn(f"hpu: {reason}", HpuPerformanceWarning, stacklevel=self._stacklevel)
+        self.fallbacks.append(reason)
+        self.device.restore()
+        self._redo_on_cpu()
+
+    def _redo_on_cpu(self) -> None:
+        levels, starts, y = self.levels, self.starts, self.y
+        K = levels[-1].index
+        t0 = time.perf_counter()
+        self.cpu.leaf(levels[K], starts[K], levels[K].size, self._shared)
+        self.redo.append(LevelRecord(K, "leaf", levels[K].size - starts[K], 0,
+                                     time.perf_counter() - t0, 0.0))
+        for i in range(K - 1, y - 1, -1):
+            t0 = time.perf_counter()
+            self.cpu.combine(levels[i], levels[i + 1], starts[i], levels[i].size, self._shared)
+            self.redo.append(LevelRecord(i, "combine", levels[i].size - starts[i], 0,
+                                         time.perf_counter() - t0, 0.0))
+
+    def abandon(self) -> None:
+        """An error ended the run elsewhere: leave nothing queued on the device."""
+        if self.active and not self.synced:
+            self.device.cancel()
+
+    # -- reporting -------------------------------------------------------------
+    def leaf_split(self, leaf_tasks: int) -> tuple[int, int]:
+        """``(cpu, device)`` tasks of the cut-off level as they were finally solved."""
+        if not self.active or self.fallbacks:
+            return leaf_tasks, 0
+        K = self.levels[-1].index
+        s = self.starts.get(K, leaf_tasks)
+        return s, leaf_tasks - s
+
+    def records(self, executed) -> tuple[LevelRecord, ...]:
+        """The driver's records with the device's kernel times, then the CPU's redo."""
+        ev = self.device.event_seconds() if self.active and not self.fallbacks else {}
+        out = []
+        for r in executed:
+            if r.gpu_tasks and (r.level, r.phase) in ev:
+                r = LevelRecord(r.level, r.phase, r.cpu_tasks, r.gpu_tasks, r.cpu_seconds,
+                                ev[(r.level, r.phase)])
+            out.append(r)
+        out.extend(self.redo)
+        return tuple(out)
+
+    def transfers(self):
+        return self.device.transfers() if self.active else ()
+
+    def _span(self, level, s: int):
+        """``(lo, hi)`` of the data the device's tasks at level ``y`` touch (None: whole arrays)."""
+        spec = self._spec
+        if spec.span is None:
+            return None
+        lo_name, hi_name = spec.span
+        lo_vals = level.params.get(lo_name)
+        hi_vals = level.params.get(hi_name)
+        lo = int(lo_vals[s:].min()) if lo_vals is not None else int(self._values[lo_name])
+        hi = int(hi_vals[s:].max()) if hi_vals is not None else int(self._values[hi_name])
+        return (max(lo, 0), hi)
