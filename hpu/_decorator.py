@@ -174,7 +174,8 @@ class DivideAndConquer:
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as err:
-            raise TypeError(f"{name}(): {err}; it takes ({', '.join(spec.params)})") from None
+            raise TypeError(f"{name}(): {err}; it takes "
+                            f"({', '.join(self._signature.parameters)})") from None
         bound.apply_defaults()
         written = closure.written
         lines = dict(closure.first_write)
@@ -188,7 +189,7 @@ class DivideAndConquer:
                                     f"but received {_describe(out[p])}; expected an int index "
                                     "bounding the slice the task touches")
             _check_span(name, spec.span, out)
-        return out
+        return _with_views(spec, out)
 
     def _program(self, values: dict[str, Any]):
         key = tuple(_kind_key(values[p]) for p in self._parse().params)
@@ -304,6 +305,8 @@ class DivideAndConquer:
         arrays = [v for v in values.values() if isinstance(v, np.ndarray)]
         if spec.span is not None:
             n = int(values[spec.span[1]]) - int(values[spec.span[0]])
+        elif spec.views:   # a function on NumPy slices: the root view's length
+            n = max(int(values[length]) for _, _, length in spec.views)
         else:
             n = max((a.size for a in arrays), default=1)
         element_bytes = sum(a.itemsize for a in arrays) or 8
@@ -325,6 +328,15 @@ def _cached_plan(problem, machine, strategy, element_bytes, contention):
 
     return model.plan(problem, machine, strategy, element_bytes=element_bytes,
                       contention=contention)
+
+
+def _with_views(spec, values: dict[str, Any]) -> dict[str, Any]:
+    """The call boundary of a function on NumPy slices: each array the function slices
+    is passed as the whole view ``(a, 0, len(a))`` (its hidden offset and length
+    parameters, see :mod:`hpu._views`); a no-op for other functions."""
+    from hpu._views import bind
+
+    return bind(spec, values)
 
 
 def _check_span(name: str, span, values) -> None:
