@@ -339,7 +339,7 @@ class _Rewriter(ast.NodeTransformer):
                                                   and sub.func.id in _PURE_CALLS):
                 if isinstance(sub.func, ast.Attribute):
                     continue  # math.floor and friends: pure
-                self.where.refuse(node, f"a helper call in {what} of a view",
+                self.where.refuse(node, f"a helper call in {what}",
                                   f"`{ast.unparse(sub)}` would be evaluated more than once",
                                   "compute it into a name on the line before")
 
@@ -369,7 +369,7 @@ class _Rewriter(ast.NodeTransformer):
         if not self._is_array_expr(node.value):
             return self.generic_visit(node)
         view = self.view_of(node.value)
-        self._pure(node.slice, node, "an index")
+        self._pure(node.slice, node, "an index of a view")
         i = self.visit(node.slice)
         k = _int_const(i)
         if k is not None and k >= 0:
