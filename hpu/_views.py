@@ -270,13 +270,14 @@ class _Rewriter(ast.NodeTransformer):
     """Rewrites one function's body: indices, lengths, slices passed to calls, view locals."""
 
     def __init__(self, where, params, views: dict[str, str], local: dict[str, str],
-                 callee_views: dict[str, tuple[str, ...] | None], self_name: str, own_params,
+                 callee_views: dict[str, frozenset[int]], self_name: str, own_params,
                  locals_: set[str]):
         self.where = where
         self.params = params
         self.views = {**views, **local}           # view name -> base array
         self.local = local
-        self.callee_views = callee_views         # callee -> its params that are views (None: any)
+        self.callee_views = callee_views         # callee -> positions of its view parameters;
+        #                                          a callee not in it: expand any view passed
         self.self_name = self_name
         self.own_params = own_params
         self.locals_ = locals_
@@ -434,13 +435,9 @@ class _Rewriter(ast.NodeTransformer):
                               "write the loop out over range(len(...))")
         if not isinstance(f, ast.Name) or f.id in _PURE_CALLS:
             return self.generic_visit(node)
-        if f.id == self.self_name:
-            positions = {self.own_params.index(p) for p in self.callee_views[f.id]}
-            params = self.own_params
-        else:
-            cv = self.callee_views.get(f.id)
-            positions = None if cv is None else set(cv)
-            params = None
+        cv = self.callee_views.get(f.id)
+        positions = None if cv is None else set(cv)
+        params = self.own_params if f.id == self.self_name else None
         args, expanded = [], set()
         for k, a in enumerate(node.args):
             take = (positions is None and self._is_array_expr(a)) or \
@@ -518,7 +515,8 @@ def rewrite_main(tree: ast.FunctionDef, where) -> ViewInfo:
     params = [a.arg for a in tree.args.posonlyargs + tree.args.args]
     views = _own_views(tree, params)
     ordered = [p for p in params if p in views]
-    rw = _rewrite(tree, where, set(ordered), {tree.name: tuple(ordered)})
+    rw = _rewrite(tree, where, set(ordered),
+                  {tree.name: frozenset(params.index(p) for p in ordered)})
     hidden = {h for p in ordered for h in hidden_names(p)}
     hidden |= {h for name in rw.local for h in hidden_names(name)}
     return ViewInfo(views=tuple((p, *hidden_names(p)) for p in ordered),
@@ -530,12 +528,12 @@ class HelperViews:
     """The helpers' view parameters (a fixed point over the call graph), and their rewrite."""
 
     views: dict[str, tuple[str, ...]]          #: helper -> its parameters that are views
-    where_of: dict
+    positions: dict[str, frozenset[int]]       #: helper -> the positions of those parameters
 
     def rewrite(self, name: str, tree: ast.FunctionDef, where) -> frozenset:
         """Rewrite helper ``name``'s stripped tree in place; returns the hidden names."""
         views = self.views.get(name, ())
-        rw = _rewrite(tree, where, set(views), dict(self.views))
+        rw = _rewrite(tree, where, set(views), dict(self.positions))
         hidden = {h for p in views for h in hidden_names(p)}
         hidden |= {h for n in rw.local for h in hidden_names(n)}
         return frozenset(hidden)
@@ -553,7 +551,6 @@ def plan_helpers(fn, spec, info: ViewInfo, source_of, strip, make_where) -> Help
     from hpu._errors import TranslationError
 
     trees: dict[str, ast.FunctionDef] = {}
-    wheres: dict = {}
 
     def discover(tree, glb):
         local = {a.arg for a in tree.args.posonlyargs + tree.args.args}
@@ -575,7 +572,6 @@ def plan_helpers(fn, spec, info: ViewInfo, source_of, strip, make_where) -> Help
                 h = strip(hnode)
                 h.name = n
                 trees[n] = h
-                wheres[n] = make_where(filename, f"helper {n!r}")
                 discover(h, obj.__globals__)
 
     discover(spec.tree, fn.__globals__)
@@ -626,7 +622,9 @@ def plan_helpers(fn, spec, info: ViewInfo, source_of, strip, make_where) -> Help
             call.args[idx + 1:idx + 1] = extra
         for k in todo:
             info.fixed.add((id(call), k))
-    return HelperViews(views=ordered, where_of=wheres)
+    positions = {n: frozenset(k for k, a in enumerate(trees[n].args.args) if a.arg in views[n])
+                 for n in trees}
+    return HelperViews(views=ordered, positions=positions)
 
 
 def bind(spec, values: dict) -> dict:

@@ -62,6 +62,13 @@ def count_in(x, v):
     return c
 
 
+def head_plus_rest(z):
+    """A helper passing a slice of its own view to another helper."""
+    if len(z) == 0:
+        return 0
+    return z[0] + seg_sum(z[1:])
+
+
 # ---------------------------------------------------------------- functions
 
 @hpu.divide_and_conquer(b=2, cost="1")
@@ -157,6 +164,18 @@ def total_lohi(a, lo, hi):
     return s1 + s2
 
 
+@hpu.divide_and_conquer(b=2, cost="1")
+def total_helpers(a, pad):
+    """Views through two levels of helpers; ``pad`` (zeros, never sliced here) is passed
+    whole to seg_sum, whose parameter receives views elsewhere: it travels as (pad, 0, len)."""
+    if len(a) <= LEAF:
+        return head_plus_rest(a) + seg_sum(pad)
+    m = len(a) // 2
+    s1 = total_helpers(a[:m], pad)
+    s2 = total_helpers(a[m:], pad)
+    return s1 + s2
+
+
 def _sorted(a):
     return np.sort(a, kind="stable")
 
@@ -170,5 +189,7 @@ REFERENCES = {
     "minimum_ends": (minimum_ends, lambda x: (x,), lambda x: int(x.min()), None, 1),
     "count": (count, lambda x: (x, 3), lambda x: int((x == 3).sum()), None, 0),
     "total_vv": (total_vv, lambda x: (x,), lambda x: int(x.sum()), None, 0),
+    "total_helpers": (total_helpers, lambda x: (x, np.zeros(5, dtype=x.dtype)),
+                      lambda x: int(x.sum()), None, 0),
     "total_lohi": (total_lohi, lambda x: (x, 0, x.size), lambda x: int(x.sum()), None, 0),
 }
