@@ -58,7 +58,9 @@ The numeric subset (the same for the function and its helpers): assignments,
 ``return``; int/float/bool arithmetic and comparisons; 1-D indexing ``a[i]``;
 calls to helpers, ``math``, a few NumPy scalar functions and the builtins
 ``len min max abs int float bool round range``.  Refused, each with the line
-and what to write instead: allocation (``np.empty``, lists, ...), slicing,
+and what to write instead: allocation (``np.empty``, lists, ...), slices with a
+step (other slices, ``len``, ``.size`` and ``.shape[0]`` are views, rewritten
+before these checks by :mod:`hpu._views`),
 ``with``/``try``/``raise``/``assert``/``import``/``global``/``print``,
 nested functions, lambdas, generators, strings, keyword arguments to helpers,
 recursion through or inside helpers, names that contain ``__`` (reserved for
