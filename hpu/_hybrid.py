@@ -451,6 +451,10 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
             lo = int(lo_vals[s:].min()) if lo_vals is not None else int(values[lo_name])
             hi = int(hi_vals[s:].max()) if hi_vals is not None else int(values[hi_name])
             span = (max(lo, 0), hi)
+        else:  # a function on NumPy slices: its tasks' views bound what they touch
+            from hpu._views import device_span
+
+            span = device_span(spec, program.layout.arrays, levels[y_eff].params, s, values)
         gpu.prepare(levels, starts, y_eff, span)
         state["active"] = True
         state["synced"] = False

@@ -69,7 +69,8 @@ import ast
 import copy
 from dataclasses import dataclass, field
 
-__all__ = ["ViewInfo", "rewrite_main", "HelperViews", "plan_helpers", "bind", "hidden_names"]
+__all__ = ["ViewInfo", "rewrite_main", "HelperViews", "plan_helpers", "bind", "hidden_names",
+           "device_span"]
 
 #: Builtins that may appear in a slice bound or an index that is evaluated more than once.
 _PURE_CALLS = frozenset({"min", "max", "abs", "int", "float", "bool", "round", "len"})
@@ -645,3 +646,32 @@ def bind(spec, values: dict) -> dict:
         extra[o], extra[n] = 0, int(v.shape[0])
     merged = {**values, **extra}
     return {p: merged[p] for p in spec.params}
+
+
+def device_span(spec, arrays, params: dict, start: int, values: dict):
+    """``(base, end)`` of the arrays the device's tasks (``start:`` of a level) can touch,
+    from their views, or None when some array the function uses is not a view.
+
+    A task sees only ``[offset, offset + length)`` of each view, so the device's share
+    needs exactly the union of its tasks' views: with one span for every array (as
+    ``span=`` gives), that is ``[min offset, max end)`` over the views.  ``params`` are the
+    level's per-task parameters; an offset or length not among them is the same for
+    every task (the call's own value).
+    """
+    import numpy as np
+
+    views = {p: (o, n) for p, o, n in getattr(spec, "views", ())}
+    if not views or not arrays or any(a not in views for a in arrays):
+        return None
+    lo = hi = None
+    for p in arrays:
+        o, n = views[p]
+        off = params[o][start:] if o in params else np.array([values[o]], np.int64)
+        ln = params[n][start:] if n in params else np.array([values[n]], np.int64)
+        if off.size == 0:
+            return None
+        end = off + ln   # one of them may be a single value: broadcast
+        a, b = int(off.min()), int(end.max())
+        lo = a if lo is None else min(lo, a)
+        hi = b if hi is None else max(hi, b)
+    return (max(lo, 0), hi)

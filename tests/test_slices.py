@@ -243,3 +243,49 @@ def view_in_arithmetic(a):
 
 def test_a_view_used_as_a_value_is_refused():
     _refused(view_in_arithmetic, "# marker", "the view 'a' used as a value")
+
+
+# ---------------------------------------------------------------- transfers
+
+@pytest.fixture
+def discrete(monkeypatch):
+    """The OpenCL backend as on a discrete GPU: its own buffers, explicit copies."""
+    from hpu._hybrid import OpenCLBackend
+
+    built = []
+    original = OpenCLBackend.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        self.unified = False
+        built.append(self)
+
+    monkeypatch.setattr(OpenCLBackend, "__init__", init)
+    return built
+
+
+def _halves(n, y):
+    """The views of level y when every task splits a[:len//2], a[len//2:] (base cases kept)."""
+    out = [(0, n)]
+    for _ in range(y):
+        out = [part for lo, hi in out for part in
+               ([(lo, lo + (hi - lo) // 2), (lo + (hi - lo) // 2, hi)] if hi - lo > 1
+                else [(lo, hi)])]
+    return out
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("alpha, y", [(0.5, 3), (0.25, 2), (0.0, 1)])
+def test_a_discrete_device_gets_exactly_its_views(discrete, alpha, y):
+    """Without span=, the device's tasks' views bound what goes over and comes back."""
+    x = np.random.default_rng(5).integers(-10**6, 10**6, 20_001).astype(np.int64)
+    a, tmp = x.copy(), np.zeros_like(x)
+    run = msort.run(a, tmp, device="hybrid", alpha=alpha, y=y)
+    assert np.array_equal(a, np.sort(x, kind="stable"))
+    assert len(discrete) == 1 and run.fallbacks == [] and run.gpu_tasks > 0
+    views = _halves(x.size, y)
+    s = min(len(views), int(np.ceil(alpha * len(views) - 1e-12)))
+    lo, hi = views[s][0], views[-1][1]
+    back = {t.direction: t.bytes for t in run.transfers}["device->host"]
+    assert back == 2 * (hi - lo) * x.itemsize    # a and tmp, nothing else (no results)
+    assert hi == x.size and (lo == 0) == (alpha == 0.0)
