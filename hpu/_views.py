@@ -110,8 +110,6 @@ def _view_base(node, views: dict[str, str]) -> str | None:
         return views.get(node.id)
     while _is_slice(node):
         node = node.value
-    if _is_slice(node):  # pragma: no cover
-        return None
     if isinstance(node, ast.Name):
         return views.get(node.id, node.id)
     return None
@@ -479,8 +477,6 @@ def _with_hidden_params(tree: ast.FunctionDef, views) -> None:
         if arg.arg in views:
             for h in hidden_names(arg.arg):
                 new.append(ast.copy_location(ast.arg(arg=h, annotation=None), arg))
-    if tree.args.defaults and any(a.arg in views for a in tree.args.args[-len(tree.args.defaults):]):
-        raise ValueError  # pragma: no cover - handled by the caller's refusal
     tree.args.posonlyargs = []
     tree.args.args = new
 
