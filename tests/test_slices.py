@@ -289,3 +289,70 @@ def test_a_discrete_device_gets_exactly_its_views(discrete, alpha, y):
     back = {t.direction: t.bytes for t in run.transfers}["device->host"]
     assert back == 2 * (hi - lo) * x.itemsize    # a and tmp, nothing else (no results)
     assert hi == x.size and (lo == 0) == (alpha == 0.0)
+
+
+def two_arrays_one_name(a, b):
+    if len(a) <= 1:
+        return 0
+    m = len(a) // 2
+    part = a[:m]
+    if m > 2:
+        part = b[:m]  # marker
+    s1 = two_arrays_one_name(part, b)
+    s2 = two_arrays_one_name(a[m:], b)
+    return s1 + s2
+
+
+def test_one_name_for_views_of_two_arrays_is_refused():
+    _refused(two_arrays_one_name, "# marker", "the view 'part' of two different arrays")
+
+
+def shape_whole(a):
+    if len(a) <= 1:
+        return 0
+    n = a.shape  # marker
+    s1 = shape_whole(a[:1])
+    s2 = shape_whole(a[1:])
+    return s1 + s2
+
+
+def test_the_whole_shape_is_refused():
+    _refused(shape_whole, "# marker", "`a.shape` as a whole", "len(")
+
+
+def with_default(x, k=0):
+    return x[k]
+
+
+def calls_with_default(a):
+    if len(a) <= 1:
+        return with_default(a[:1])
+    s1 = calls_with_default(a[:1])
+    s2 = calls_with_default(a[1:])
+    return s1 + s2
+
+
+def test_a_default_after_a_view_parameter_is_kept():
+    f = hpu.divide_and_conquer(b=2, cost="1")(calls_with_default)
+    x = np.arange(5, 12, dtype=np.int64)
+    assert f.sequential(x) == f.py_func(x) == int(x.sum())
+
+
+def view_with_default(k, x=None):
+    return x[k]
+
+
+def calls_view_with_default(a):
+    if len(a) <= 1:
+        return view_with_default(0, a[:1])
+    s1 = calls_view_with_default(a[:1])
+    s2 = calls_view_with_default(a[1:])
+    return s1 + s2
+
+
+def test_a_default_on_a_view_parameter_is_refused():
+    with pytest.raises(TranslationError) as info:
+        hpu.divide_and_conquer(b=2, cost="1")(calls_view_with_default)
+    assert info.value.filename == __file__
+    assert info.value.lineno == inspect.getsourcelines(view_with_default)[1]
+    assert "a default value for the view parameter 'x'" in str(info.value)
