@@ -181,7 +181,8 @@ class DivideAndConquer:
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as err:
-            raise TypeError(f"{name}(): {err}; it takes ({', '.join(spec.params)})") from None
+            raise TypeError(f"{name}(): {err}; it takes "
+                            f"({', '.join(self._signature.parameters)})") from None
         bound.apply_defaults()
         written = closure.written
         lines = dict(closure.first_write)
@@ -195,7 +196,7 @@ class DivideAndConquer:
                                     f"but received {_describe(out[p])}; expected an int index "
                                     "bounding the slice the task touches")
             _check_span(name, spec.span, out)
-        return out
+        return _with_views(spec, out)
 
     def _program(self, values: dict[str, Any]):
         key = tuple(_kind_key(values[p]) for p in self._parse().params)
@@ -400,6 +401,15 @@ class Configured:
     def __repr__(self):
         opts = ", ".join(f"{k}={v!r}" for k, v in self._opts.items())
         return f"<hpu.DivideAndConquer {self.__name__} with options({opts})>"
+
+
+def _with_views(spec, values: dict[str, Any]) -> dict[str, Any]:
+    """The call boundary of a function on NumPy slices: each array the function slices
+    is passed as the whole view ``(a, 0, len(a))`` (its hidden offset and length
+    parameters, see :mod:`hpu._views`); a no-op for other functions."""
+    from hpu._views import bind
+
+    return bind(spec, values)
 
 
 def _check_span(name: str, span, values) -> None:

@@ -58,7 +58,9 @@ The numeric subset (the same for the function and its helpers): assignments,
 ``return``; int/float/bool arithmetic and comparisons; 1-D indexing ``a[i]``;
 calls to helpers, ``math``, a few NumPy scalar functions and the builtins
 ``len min max abs int float bool round range``.  Refused, each with the line
-and what to write instead: allocation (``np.empty``, lists, ...), slicing,
+and what to write instead: allocation (``np.empty``, lists, ...), slices with a
+step (other slices, ``len``, ``.size`` and ``.shape[0]`` are views, rewritten
+before these checks by :mod:`hpu._views`),
 ``with``/``try``/``raise``/``assert``/``import``/``global``/``print``,
 nested functions, lambdas, generators, strings, keyword arguments to helpers,
 recursion through or inside helpers, names that contain ``__`` (reserved for
@@ -74,10 +76,11 @@ import math
 import re
 import textwrap
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from hpu import _views
 from hpu._errors import TranslationError
 
 __all__ = [
@@ -166,6 +169,10 @@ class DCSpec:
     b: float = 2
     cost: str = "n"
     span: tuple[str, str] | None = None
+    #: (array, offset parameter, length parameter) of each parameter that receives NumPy
+    #: slices: the hidden scalars that bound the part of the array a task sees (hpu._views)
+    views: tuple[tuple[str, str, str], ...] = ()
+    view_info: object = field(default=None, compare=False, repr=False)
 
     @property
     def a(self) -> int:
@@ -218,6 +225,7 @@ class _Where:
     def __init__(self, filename: str, what: str):
         self.filename = filename
         self.what = what                  # "function 'f'" / "helper 'merge'"
+        self.hidden = frozenset()         # names hpu._views introduced (they contain '__')
 
     @staticmethod
     def line(node) -> int | None:
@@ -317,7 +325,7 @@ def _check_params(node, where: _Where) -> tuple[str, ...]:
 
 
 def _check_identifier(name: str, node, where: _Where) -> None:
-    if "__" in name:
+    if "__" in name and name not in where.hidden:
         where.refuse(node, f"the name {name!r}",
                      "names containing '__' are reserved for hpu's generated code",
                      f"rename it, e.g. {name.replace('__', '_')!r}")
@@ -864,6 +872,9 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
                                  f"({', '.join(params)}); pass two of its scalar parameters")
         span = tuple(span)
     tree = _strip(node)
+    view_info = _views.rewrite_main(tree, where)  # slices -> (array, offset, length)
+    where.hidden = view_info.hidden
+    params = tuple(a.arg for a in tree.args.args)
     body = list(tree.body)
     _SubsetChecker(where, recursive_name=name).check(body)
 
@@ -992,7 +1003,7 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
         check=tuple(check), divide=tuple(divide), calls=tuple(calls), combine=tuple(combine),
         result_arity=result_arity, passthrough=passthrough, carried=carried,
         indexed=frozenset(_subscripted_params(body, params)),
-        b=b, cost=cost, span=span)
+        b=b, cost=cost, span=span, views=view_info.views, view_info=view_info)
     check_array_params(spec, spec.indexed)
     return spec
 
@@ -1104,6 +1115,9 @@ def resolve(fn, spec: DCSpec) -> Closure:
     imported: dict[str, tuple[str, str]] = {}
     order: list[str] = []
     main_where = _Where(spec.filename, f"function {spec.name!r}")
+    main_where.hidden = spec.view_info.hidden if spec.view_info else frozenset()
+    helper_views = _views.plan_helpers(fn, spec, spec.view_info or _views.ViewInfo(),
+                                       _source_of, _strip, _Where)
 
     def bind(name, obj, where: _Where, node):
         same_module = {"np": np, "numpy": np, "math": math}.get(name)
@@ -1245,6 +1259,7 @@ def resolve(fn, spec: DCSpec) -> Closure:
         _check_params(hnode, where)
         tree = _strip(hnode)
         tree.name = n
+        where.hidden = helper_views.rewrite(n, tree, where)  # slices -> (array, offset, length)
         _SubsetChecker(where).check(tree.body)
         helper_nodes[n] = tree
         helper_where[n] = where

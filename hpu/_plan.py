@@ -60,6 +60,8 @@ def problem_of(spec, values: Mapping[str, Any]) -> tuple[model.Problem, int, boo
     known = True
     if spec.span is not None:
         n = int(values[spec.span[1]]) - int(values[spec.span[0]])
+    elif getattr(spec, "views", ()):  # a function on NumPy slices: the root view's length
+        n = max(int(values[length]) for _, _, length in spec.views)
     elif arrays:
         n = max(a.size for a in arrays)
     else:

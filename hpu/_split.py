@@ -34,6 +34,8 @@ import time
 import warnings
 from typing import Any, Mapping
 
+import numpy as np
+
 from hpu import model
 from hpu._errors import DeviceFault, HpuPerformanceWarning, StackOverflowError
 from hpu._run import LevelRecord
@@ -176,8 +178,11 @@ class DeviceSplit:
     def _span(self, level, s: int):
         """``(lo, hi)`` of the data the device's tasks at level ``y`` touch (None: whole arrays)."""
         spec = self._spec
-        if spec.span is None:
-            return None
+        if spec.span is None:  # a function on NumPy slices: its tasks' views bound what they touch
+            from hpu._views import device_span
+
+            arrays = tuple(n for n, v in self._shared.items() if isinstance(v, np.ndarray))
+            return device_span(spec, arrays, level.params, s, self._values)
         lo_name, hi_name = spec.span
         lo_vals = level.params.get(lo_name)
         hi_vals = level.params.get(hi_name)

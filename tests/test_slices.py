@@ -1,0 +1,358 @@
+"""NumPy slices and lengths (hpu._views): every path gives .py_func's answer, refusals point
+at the user's line.
+
+Functions written with ``f(a[:m])``, ``f(a[m:])``, ``a[lo:hi]`` to helpers,
+``len(a)``/``a.size``/``a.shape[0]``, ``a[-1]`` inside a view, views of views
+and names bound to views (``tests/slice_examples.py``) run on ``.sequential``,
+``device="cpu"``, ``"gpu"`` and ``"hybrid"`` at several (α, y), including
+α = 0 (every task of the transfer level, its leaves and combines, on the
+device), against the original function on the same input, Hypothesis choosing
+the data and the sizes (0, 1, 2, odd, and sizes where the device gets work).
+"""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from slice_examples import REFERENCES, msort, total
+
+import hpu
+from hpu import TranslationError
+
+COMPILES = settings.get_profile("hpu-compiles")
+
+#: (device, alpha, y): the CPU alone, the device alone, and hybrid splits that put
+#: leaves and combines on the device (alpha = 0 hands the whole level y over).
+PATHS = [("cpu", None, None), ("gpu", None, None), ("hybrid", 0.5, 2), ("hybrid", 0.0, 1),
+         ("hybrid", 0.25, 4), ("hybrid", 1.0, 3)]
+
+
+def _options(device, alpha, y):
+    opts = {"device": device}
+    if device == "hybrid":
+        opts.update(alpha=alpha, y=y)
+    return opts
+
+
+def _check_all_paths(name, x):
+    """Run ``name`` on copies of ``x`` on every path; compare value and arrays with .py_func."""
+    f, args, ref, after, _ = REFERENCES[name]
+    xp = x.copy()
+    want = f.py_func(*args(xp))
+    assert want == ref(x)                          # the example itself is right
+    if after is not None:
+        assert np.array_equal(xp, after(x))
+    xs = x.copy()
+    assert f.sequential(*args(xs)) == want
+    assert np.array_equal(xs, xp)
+    for device, alpha, y in PATHS:
+        xd = x.copy()
+        run = f.run(*args(xd), **_options(device, alpha, y))
+        assert run.value == want, (name, device, alpha, y, x.size)
+        assert np.array_equal(xd, xp), (name, device, alpha, y, x.size)
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("name", sorted(REFERENCES))
+@settings(COMPILES, max_examples=6)
+@given(data=st.data())
+def test_every_path_matches_py_func(name, data):
+    low = REFERENCES[name][4]
+    n = data.draw(st.one_of(st.integers(low, 3), st.integers(low, 300)), label="n")
+    x = np.array(data.draw(st.lists(st.integers(-6, 6), min_size=n, max_size=n), label="x"),
+                 dtype=np.int64)
+    _check_all_paths(name, x)
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("name", sorted(REFERENCES))
+@pytest.mark.parametrize("n", [1, 2, 3, 17, 4097])
+def test_sizes(name, n):
+    """Length 1, 2, odd, and large enough that the device's share has many tasks."""
+    x = np.random.default_rng(n).integers(-1000, 1000, n).astype(np.int64)
+    _check_all_paths(name, x)
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("name", [k for k, v in REFERENCES.items() if v[4] == 0])
+def test_empty(name):
+    _check_all_paths(name, np.zeros(0, dtype=np.int64))
+
+
+@pytest.mark.opencl
+@settings(COMPILES, max_examples=4)
+@given(x=st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=0, max_size=200))
+def test_mergesort_on_views_floats(x):
+    """Another dtype through the same views: float64 keys and scratch."""
+    a = np.array(x, dtype=np.float64)
+    for device, alpha, y in PATHS:
+        b = a.copy()
+        msort.run(b, np.zeros_like(b), **_options(device, alpha, y))
+        assert np.array_equal(b, np.sort(a, kind="stable"))
+
+
+def test_hidden_parameters_are_recorded():
+    """The spec records which hidden scalars bound which array (for transfers and the split)."""
+    assert total.spec.params == ("a", "a__o", "a__n")
+    assert total.spec.views == (("a", "a__o", "a__n"),)
+    assert msort.spec.views == (("a", "a__o", "a__n"), ("tmp", "tmp__o", "tmp__n"))
+    assert {"a__o", "a__n"} <= set(total.spec.params) - set(total.spec.passthrough)
+
+
+def test_model_n_is_the_view_length():
+    x = np.arange(1000, dtype=np.int64)
+    values = total._check_args((x,), {})
+    assert values == {"a": x, "a__o": 0, "a__n": 1000}
+    plan = total.options(machine=hpu.model.Machine(p=2, g=64, gamma=0.1)).plan(x)
+    assert plan.n == 1000
+
+
+def test_scalar_for_a_sliced_parameter_is_refused():
+    with pytest.raises(TypeError, match="parameter 'a' received int 5.*indexes it as an array"):
+        total(5)
+    total_vv = REFERENCES["total_vv"][0]           # slices a but never indexes it itself
+    with pytest.raises(TypeError, match="parameter 'a' received int 5.*slices it as an array"):
+        total_vv(5)
+
+
+# ---------------------------------------------------------------- refusals
+
+def _line_of(fn, text):
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, s in enumerate(lines) if text in s)
+
+
+def _refused(fn, text, *match):
+    with pytest.raises(TranslationError) as info:
+        hpu.divide_and_conquer(b=2, cost="1")(fn)
+    err = info.value
+    assert err.filename == __file__
+    assert err.lineno == _line_of(fn, text), str(err)
+    for m in match:
+        assert m in str(err), str(err)
+    return err
+
+
+def half(n):
+    return n // 2
+
+
+def step_sum(a):
+    if len(a) <= 1:
+        return 0
+    s1 = step_sum(a[::2])  # marker
+    s2 = step_sum(a[1::2])
+    return s1 + s2
+
+
+def test_step_slice_is_refused():
+    _refused(step_sum, "# marker", "with a step", "range(lo, hi, step)")
+
+
+def slice_scalar(a):
+    if len(a) <= 1:
+        return 0
+    k = len(a)
+    s1 = slice_scalar(k[1:])  # marker
+    s2 = slice_scalar(a[1:])
+    return s1 + s2
+
+
+def test_slicing_a_non_parameter_is_refused():
+    _refused(slice_scalar, "# marker", "slicing 'k'", "not an array parameter")
+
+
+def returns_view(a):
+    if len(a) <= 1:
+        return a[:1]  # marker
+    m = len(a) // 2
+    s1 = returns_view(a[:m])
+    s2 = returns_view(a[m:])
+    return s1
+
+
+def test_returning_a_view_is_refused():
+    _refused(returns_view, "# marker", "the view `a[:1]` used here")
+
+
+def rebinds_param(a):
+    if len(a) <= 1:
+        return 0
+    a = a[1:]  # marker
+    s1 = rebinds_param(a)
+    s2 = rebinds_param(a)
+    return s1 + s2
+
+
+def test_reassigning_a_parameter_to_a_view_is_refused():
+    _refused(rebinds_param, "# marker", "reassigning the array parameter 'a' to a view",
+             "a_part = a[1:]")
+
+
+def view_then_number(a):
+    if len(a) <= 1:
+        return 0
+    m = len(a) // 2
+    left = a[:m]
+    s1 = view_then_number(left)
+    s2 = view_then_number(a[m:])
+    left = 3  # marker
+    return s1 + s2 + left
+
+
+def test_a_view_name_reused_for_a_number_is_refused():
+    _refused(view_then_number, "# marker", "assigning something other than a view to 'left'")
+
+
+def helper_in_bound(a):
+    if len(a) <= 1:
+        return 0
+    s1 = helper_in_bound(a[:half(len(a))])  # marker
+    s2 = helper_in_bound(a[half(len(a)):])
+    return s1 + s2
+
+
+def test_helper_call_in_a_slice_bound_is_refused():
+    _refused(helper_in_bound, "# marker", "a helper call in a slice bound",
+             "Compute it into a name")
+
+
+def second_axis(a):
+    if a.shape[1] <= 1:  # marker
+        return 0
+    s1 = second_axis(a[:1])
+    s2 = second_axis(a[1:])
+    return s1 + s2
+
+
+def test_second_axis_is_refused():
+    _refused(second_axis, "# marker", "hpu arrays are 1-D")
+
+
+def view_in_arithmetic(a):
+    if len(a) <= 1:
+        return 0
+    m = len(a) // 2
+    s1 = view_in_arithmetic(a[:m])
+    s2 = view_in_arithmetic(a[m:])
+    return s1 + s2 + a  # marker
+
+
+def test_a_view_used_as_a_value_is_refused():
+    _refused(view_in_arithmetic, "# marker", "the view 'a' used as a value")
+
+
+# ---------------------------------------------------------------- transfers
+
+@pytest.fixture
+def discrete(monkeypatch):
+    """The OpenCL backend as on a discrete GPU: its own buffers, explicit copies."""
+    from hpu._hybrid import OpenCLBackend
+
+    built = []
+    original = OpenCLBackend.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        self.unified = False
+        built.append(self)
+
+    monkeypatch.setattr(OpenCLBackend, "__init__", init)
+    return built
+
+
+def _halves(n, y):
+    """The views of level y when every task splits a[:len//2], a[len//2:] (base cases kept)."""
+    out = [(0, n)]
+    for _ in range(y):
+        out = [part for lo, hi in out for part in
+               ([(lo, lo + (hi - lo) // 2), (lo + (hi - lo) // 2, hi)] if hi - lo > 1
+                else [(lo, hi)])]
+    return out
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("alpha, y", [(0.5, 3), (0.25, 2), (0.0, 1)])
+def test_a_discrete_device_gets_exactly_its_views(discrete, alpha, y):
+    """Without span=, the device's tasks' views bound what goes over and comes back."""
+    x = np.random.default_rng(5).integers(-10**6, 10**6, 20_001).astype(np.int64)
+    a, tmp = x.copy(), np.zeros_like(x)
+    run = msort.run(a, tmp, device="hybrid", alpha=alpha, y=y)
+    assert np.array_equal(a, np.sort(x, kind="stable"))
+    assert len(discrete) == 1 and run.fallbacks == [] and run.gpu_tasks > 0
+    views = _halves(x.size, y)
+    s = min(len(views), int(np.ceil(alpha * len(views) - 1e-12)))
+    lo, hi = views[s][0], views[-1][1]
+    back = {t.direction: t.bytes for t in run.transfers}["device->host"]
+    assert back == 2 * (hi - lo) * x.itemsize    # a and tmp, nothing else (no results)
+    assert hi == x.size and (lo == 0) == (alpha == 0.0)
+
+
+def two_arrays_one_name(a, b):
+    if len(a) <= 1:
+        return 0
+    m = len(a) // 2
+    part = a[:m]
+    if m > 2:
+        part = b[:m]  # marker
+    s1 = two_arrays_one_name(part, b)
+    s2 = two_arrays_one_name(a[m:], b)
+    return s1 + s2
+
+
+def test_one_name_for_views_of_two_arrays_is_refused():
+    _refused(two_arrays_one_name, "# marker", "the view 'part' of two different arrays")
+
+
+def shape_whole(a):
+    if len(a) <= 1:
+        return 0
+    n = a.shape  # marker
+    s1 = shape_whole(a[:1])
+    s2 = shape_whole(a[1:])
+    return s1 + s2
+
+
+def test_the_whole_shape_is_refused():
+    _refused(shape_whole, "# marker", "`a.shape` as a whole", "len(")
+
+
+def with_default(x, k=0):
+    return x[k]
+
+
+def calls_with_default(a):
+    if len(a) <= 1:
+        return with_default(a[:1])
+    s1 = calls_with_default(a[:1])
+    s2 = calls_with_default(a[1:])
+    return s1 + s2
+
+
+def test_a_default_after_a_view_parameter_is_kept():
+    f = hpu.divide_and_conquer(b=2, cost="1")(calls_with_default)
+    x = np.arange(5, 12, dtype=np.int64)
+    assert f.sequential(x) == f.py_func(x) == int(x.sum())
+
+
+def view_with_default(k, x=None):
+    return x[k]
+
+
+def calls_view_with_default(a):
+    if len(a) <= 1:
+        return view_with_default(0, a[:1])
+    s1 = calls_view_with_default(a[:1])
+    s2 = calls_view_with_default(a[1:])
+    return s1 + s2
+
+
+def test_a_default_on_a_view_parameter_is_refused():
+    with pytest.raises(TranslationError) as info:
+        hpu.divide_and_conquer(b=2, cost="1")(calls_view_with_default)
+    assert info.value.filename == __file__
+    assert info.value.lineno == inspect.getsourcelines(view_with_default)[1]
+    assert "a default value for the view parameter 'x'" in str(info.value)
