@@ -118,6 +118,25 @@ def const_type(value) -> Scalar | None:
     return None
 
 
+def _constant_trips(it) -> int:
+    """How many times ``for _ in it`` runs when ``it`` is range() of int literals; else 0."""
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+            and not it.keywords and 1 <= len(it.args) <= 3):
+        return 0
+    vals = []
+    for a in it.args:
+        if isinstance(a, ast.UnaryOp) and isinstance(a.op, ast.USub) \
+                and isinstance(a.operand, ast.Constant):
+            a = ast.Constant(-a.operand.value) if isinstance(a.operand.value, int) else a
+        if not (isinstance(a, ast.Constant) and type(a.value) is int):
+            return 0
+        vals.append(a.value)
+    try:
+        return len(range(*vals))
+    except ValueError:  # a zero step: refused elsewhere
+        return 0
+
+
 # ----------------------------------------------------------------------- constant folding
 
 _MAX_INT_BITS = 128  # CPython's ast_opt.c MAX_INT_SIZE
@@ -596,6 +615,11 @@ class _Analysis:
             raise self.error(stmt, "loop analysis did not converge", "loop")
         always = (target is None and isinstance(stmt.test, ast.Constant)
                   and bool(stmt.test.value))
+        if target is not None and _constant_trips(stmt.iter) > 0:
+            # `for i in range(3):` runs its body at least once: leaving it normally
+            # means the last trip ran to its end (or continued), never zero trips
+            # (the iterative solver's one-trip `for once__ in range(1):` relies on it)
+            return self._merge(out, *continues, *breaks)
         return self._merge(*([] if always else [head]), *breaks)
 
     # ------------------------------------------------------------------- webs
