@@ -79,6 +79,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpu._errors import TranslationError
+from hpu._normalise import normalise
+from hpu._subset import refuse_with
 
 __all__ = [
     "CallSite", "DCSpec", "Helper", "Closure", "parse", "resolve",
@@ -166,6 +168,10 @@ class DCSpec:
     b: float = 2
     cost: str = "n"
     span: tuple[str, str] | None = None
+    #: (line, code) of array reads / helper calls that normalising moved after a recursive call
+    reordered: tuple[tuple[int, str], ...] = ()
+    #: (line, code) of recursive calls Python may skip, which hpu always makes
+    conditional: tuple[tuple[int, str], ...] = ()
 
     @property
     def a(self) -> int:
@@ -208,6 +214,13 @@ class Closure:
 
 
 # --------------------------------------------------------------------------- helpers
+
+class _At:
+    """A stand-in node carrying only a line number (for refusals recorded as lines)."""
+
+    def __init__(self, lineno):
+        self.lineno = lineno
+
 
 class _Where:
     """Where a piece of source came from, to make errors point at the user's line.
@@ -864,8 +877,10 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
                                  f"({', '.join(params)}); pass two of its scalar parameters")
         span = tuple(span)
     tree = _strip(node)
+    _SubsetChecker(where, recursive_name=name).check(list(tree.body))
+    # the ways people write it -> the canonical shape below (user line numbers kept)
+    norm = normalise(tree, where, fn.__globals__)
     body = list(tree.body)
-    _SubsetChecker(where, recursive_name=name).check(body)
 
     # 3. the recursive calls
     rec = [i for i, s in enumerate(body) if _recursive_calls(s, name)]
@@ -992,7 +1007,9 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
         check=tuple(check), divide=tuple(divide), calls=tuple(calls), combine=tuple(combine),
         result_arity=result_arity, passthrough=passthrough, carried=carried,
         indexed=frozenset(_subscripted_params(body, params)),
-        b=b, cost=cost, span=span)
+        b=b, cost=cost, span=span,
+        reordered=tuple((getattr(n, "lineno", None), text) for n, text in norm.reordered),
+        conditional=tuple((getattr(n, "lineno", None), text) for n, text in norm.conditional))
     check_array_params(spec, spec.indexed)
     return spec
 
@@ -1330,6 +1347,18 @@ def resolve(fn, spec: DCSpec) -> Closure:
                                       "base-case test",
                                       "hpu evaluates the guard and the assignments before it "
                                       "more than once", "call it after the last guard, in the divide")
+
+    # normalising moved reads and helper calls after recursive calls, and made conditional
+    # calls unconditional: the same program only when the calls cannot change any array
+    written_any = {spec.params[k] for k in writes[spec.name]}
+    if written_any:
+        where_w = f"{spec.name} writes {', '.join(sorted(written_any))}"
+        for line, text in spec.reordered:
+            refuse_with(main_where, _At(line), "reordered",
+                        detail=f"`{text}`; {where_w}")
+        for line, text in spec.conditional:
+            refuse_with(main_where, _At(line), "conditional",
+                        detail=f"`{text}`; {where_w}")
 
     out_helpers = []
     for h in order:
