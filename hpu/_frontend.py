@@ -80,7 +80,7 @@ import numpy as np
 
 from hpu._errors import TranslationError
 from hpu._normalise import normalise
-from hpu._subset import refuse_with
+from hpu._subset import EXPR_RULES, STMT_RULES, refuse_with
 
 __all__ = [
     "CallSite", "DCSpec", "Helper", "Closure", "parse", "resolve",
@@ -430,13 +430,8 @@ class _SubsetChecker(ast.NodeVisitor):
         self.visit(node.value)
 
     def visit_Expr(self, node):
-        if isinstance(node.value, (ast.Yield, ast.YieldFrom)):
-            self.where.refuse(node, "yield (a generator)",
-                              "a generator returns its results lazily, one at a time",
-                              "return the result, or write it into an array parameter")
-        if isinstance(node.value, ast.Await):
-            self.where.refuse(node, "await", "coroutines cannot run as kernels",
-                              "write a plain function")
+        if isinstance(node.value, (ast.Yield, ast.YieldFrom, ast.Await)):
+            refuse_with(self.where, node, EXPR_RULES[type(node.value)])
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # a string statement, e.g. a comment-like docstring in the middle: no effect
         if not isinstance(node.value, ast.Call):
@@ -452,15 +447,13 @@ class _SubsetChecker(ast.NodeVisitor):
 
     def visit_While(self, node):
         if node.orelse:
-            self.where.refuse(node, "while ... else", "the else branch of a loop",
-                              "set a flag in the loop and test it afterwards")
+            refuse_with(self.where, node, "loop-else", construct="while ... else")
         self.visit(node.test)
         self.check(node.body)
 
     def visit_For(self, node):
         if node.orelse:
-            self.where.refuse(node, "for ... else", "the else branch of a loop",
-                              "set a flag in the loop and test it afterwards")
+            refuse_with(self.where, node, "loop-else", construct="for ... else")
         if not isinstance(node.target, ast.Name):
             self.where.refuse(node, "this loop target", ast.unparse(node.target),
                               "loop over one name: `for i in range(lo, hi):`")
@@ -498,60 +491,14 @@ class _SubsetChecker(ast.NodeVisitor):
     def _refuse_stmt(self, node, construct, reason, hint):
         self.where.refuse(node, construct, reason, hint)
 
-    def visit_With(self, node):
-        self._refuse_stmt(node, "with", "context managers need Python objects at run time",
-                          "remove the with block and keep its body")
+    def _table(self, node):
+        """Statements refused everywhere: the one table in :mod:`hpu._subset`."""
+        refuse_with(self.where, node, STMT_RULES[type(node)])
 
-    visit_AsyncWith = visit_With
-
-    def visit_Try(self, node):
-        self._refuse_stmt(node, "try", "exceptions cannot be caught inside kernels",
-                          "check the condition with an if before the operation")
-
-    visit_TryStar = visit_Try
-
-    def visit_Raise(self, node):
-        self._refuse_stmt(node, "raise", "kernels cannot raise exceptions",
-                          "check the arguments before calling the decorated function")
-
-    def visit_Assert(self, node):
-        self._refuse_stmt(node, "assert", "kernels cannot raise exceptions",
-                          "check the arguments before calling the decorated function")
-
-    def visit_Import(self, node):
-        self._refuse_stmt(node, "import", "imports cannot run inside kernels",
-                          "import at the top of the module")
-
-    visit_ImportFrom = visit_Import
-
-    def visit_Global(self, node):
-        self._refuse_stmt(node, "global", "tasks running in parallel cannot share a variable",
-                          "pass the value as a parameter, or write it into an array parameter")
-
-    visit_Nonlocal = visit_Global
-
-    def visit_FunctionDef(self, node):
-        self._refuse_stmt(node, "a nested function",
-                          f"`def {node.name}` inside the function",
-                          "define it at module level as a helper")
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_ClassDef(self, node):
-        self._refuse_stmt(node, "a class definition", "classes are Python objects",
-                          "use scalars and array parameters")
-
-    def visit_Delete(self, node):
-        self._refuse_stmt(node, "del", "names and elements cannot be deleted in a kernel",
-                          "remove the del statement")
-
-    def visit_Match(self, node):
-        self._refuse_stmt(node, "match", "structural pattern matching",
-                          "use if/elif on scalar comparisons")
-
-    def visit_AsyncFor(self, node):
-        self._refuse_stmt(node, "async for", "coroutines cannot run as kernels",
-                          "write a plain for loop over range(...)")
+    visit_With = visit_AsyncWith = visit_Try = visit_Raise = visit_Assert = _table
+    visit_Import = visit_ImportFrom = visit_Global = visit_Nonlocal = _table
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = visit_Delete = _table
+    visit_Match = visit_AsyncFor = visit_TryStar = _table
 
     # ---- expressions
     def visit_Constant(self, node):
@@ -570,9 +517,7 @@ class _SubsetChecker(ast.NodeVisitor):
             self.where.refuse(node, "this indexing", f"`{ast.unparse(node)}`",
                               "index an array parameter directly: a[i]")
         if isinstance(node.slice, ast.Slice):
-            self.where.refuse(node, f"slicing `{ast.unparse(node)}`",
-                              "a slice makes a new array view, which kernels cannot",
-                              "pass the bounds as parameters and index element by element")
+            refuse_with(self.where, node, "slice", construct=f"slicing `{ast.unparse(node)}`")
         if isinstance(node.slice, ast.Tuple):
             self.where.refuse(node, f"multi-dimensional indexing `{ast.unparse(node)}`",
                               "arrays are 1-D", "flatten the index: a[i * width + j]")
@@ -582,8 +527,7 @@ class _SubsetChecker(ast.NodeVisitor):
         f = node.func
         if isinstance(f, ast.Name):
             if f.id == "print":
-                self.where.refuse(node, "print", "kernels cannot print",
-                                  "remove it, or debug with .py_func, the original function")
+                refuse_with(self.where, node, "print")
         elif isinstance(f, ast.Attribute):
             if not isinstance(f.value, ast.Name):
                 self.where.refuse(node, f"the call `{ast.unparse(node)}`",
@@ -615,53 +559,14 @@ class _SubsetChecker(ast.NodeVisitor):
                           "tuples exist only to return several values (`return x, y`) "
                           "or to unpack them (`x, y = g(...)`)")
 
-    def _alloc(self, node, what):
-        self.where.refuse(node, what, "it allocates memory, which kernels cannot",
-                          "pass a scratch array as a parameter (like `tmp` in mergesort)")
+    def _expr_table(self, node):
+        """Expressions refused everywhere: the one table in :mod:`hpu._subset`."""
+        refuse_with(self.where, node, EXPR_RULES[type(node)])
 
-    def visit_List(self, node):
-        self._alloc(node, "a list")
-
-    def visit_Dict(self, node):
-        self._alloc(node, "a dict")
-
-    def visit_Set(self, node):
-        self._alloc(node, "a set")
-
-    def visit_ListComp(self, node):
-        self._alloc(node, "a list comprehension")
-
-    visit_SetComp = visit_ListComp
-    visit_DictComp = visit_ListComp
-
-    def visit_GeneratorExp(self, node):
-        self.where.refuse(node, "a generator expression", "it produces values lazily",
-                          "write a for loop over range(...)")
-
-    def visit_Lambda(self, node):
-        self.where.refuse(node, "lambda", "functions cannot be created inside a kernel",
-                          "define a module-level helper with def")
-
-    def visit_Yield(self, node):
-        self.where.refuse(node, "yield (a generator)",
-                          "a generator returns its results lazily, one at a time",
-                          "return the result, or write it into an array parameter")
-
-    visit_YieldFrom = visit_Yield
-
-    def visit_Await(self, node):
-        self.where.refuse(node, "await", "coroutines cannot run as kernels", "write a plain function")
-
-    def visit_NamedExpr(self, node):
-        self.where.refuse(node, "the walrus operator :=", "assignments inside expressions",
-                          "assign on a line of its own")
-
-    def visit_JoinedStr(self, node):
-        self.where.refuse(node, "an f-string", "strings are not numbers", "remove it")
-
-    def visit_Starred(self, node):
-        self.where.refuse(node, "starred expression", f"`{ast.unparse(node)}`",
-                          "write the values out")
+    visit_List = visit_Dict = visit_Set = visit_ListComp = visit_SetComp = _expr_table
+    visit_DictComp = visit_GeneratorExp = visit_Lambda = visit_Yield = _expr_table
+    visit_YieldFrom = visit_Await = visit_NamedExpr = visit_JoinedStr = _expr_table
+    visit_Starred = _expr_table
 
     def visit_BinOp(self, node):
         if isinstance(node.op, ast.MatMult):
@@ -669,8 +574,7 @@ class _SubsetChecker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Slice(self, node):
-        self.where.refuse(node, "a slice", "a slice makes a new array view",
-                          "pass the bounds as parameters and index element by element")
+        refuse_with(self.where, node, "slice")
 
 
 # --------------------------------------------------------------------------- parse
@@ -1177,8 +1081,7 @@ def resolve(fn, spec: DCSpec) -> Closure:
             return
         if mod is np:
             if node.attr in _NUMPY_ALLOC:
-                where.refuse(node, f"{base}.{node.attr}", "it allocates memory, which kernels cannot",
-                             "pass a scratch array as a parameter (like `tmp` in mergesort)")
+                refuse_with(where, node, "alloc", construct=f"{base}.{node.attr}")
             if node.attr not in _NUMPY_OK:
                 where.refuse(node, f"{base}.{node.attr}",
                              "only NumPy's scalar types, scalar math functions and constants "

@@ -157,7 +157,7 @@ def _flatten_blocks(body, name, where):
         in_body = any(_has_rec(s, name) for s in stmt.body)
         in_else = any(_has_rec(s, name) for s in stmt.orelse)
         if in_body and in_else:
-            refuse_with(where, stmt, "recursion in both branches of an if")
+            refuse_with(where, stmt, "both-branches")
         rest = body[idx + 1:]
         if in_body:
             guard = _located(ast.If(test=_negate(stmt.test),
@@ -207,23 +207,23 @@ def _unroll_loops(body, name, where, glb):
         if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
                 and it.func.id == "range" and 1 <= len(it.args) <= 3 and not it.keywords
                 and isinstance(s.target, ast.Name) and not s.orelse):
-            refuse_with(where, s, "a loop of recursive calls over a non-constant range")
+            refuse_with(where, s, "loop-range")
         bounds = [_constant_int(a, glb) for a in it.args]
         if any(b is None for b in bounds):
             bad = next(a for a, b in zip(it.args, bounds) if b is None)
-            refuse_with(where, s, "a loop of recursive calls over a non-constant range",
+            refuse_with(where, s, "loop-range",
                         detail=f"`{ast.unparse(bad)}` in `{ast.unparse(it)}` is not an int "
                                "literal or int module constant")
         if bounds[-1] == 0 and len(bounds) == 3:
-            refuse_with(where, s, "a loop of recursive calls over a non-constant range",
+            refuse_with(where, s, "loop-range",
                         detail="range() with step 0")
         var = s.target.id
         for sub in s.body:
             for n in ast.walk(sub):
                 if isinstance(n, (ast.Break, ast.Continue, ast.Return)):
-                    refuse_with(where, n, "break, continue or return in a loop of recursive calls")
+                    refuse_with(where, n, "loop-exit")
                 if isinstance(n, ast.Name) and n.id == var and isinstance(n.ctx, ast.Store):
-                    refuse_with(where, n, "a loop of recursive calls over a non-constant range",
+                    refuse_with(where, n, "loop-range",
                                 detail=f"the loop variable {var!r} is reassigned in the loop")
         values = list(range(*bounds))
         for v in values:
@@ -364,7 +364,7 @@ def _hoist_calls(body, name, where, result):
     last_call = calls_at[-1] if calls_at else -1
     for kind, node, cond in events[:last_call]:
         if kind == "store":
-            refuse_with(where, node, "an array store before a recursive call in the combine",
+            refuse_with(where, node, "store-before-call",
                         detail=f"`{ast.unparse(node)}` would run after the call instead of "
                                "before it")
         if kind in ("read", "helper"):
@@ -384,7 +384,7 @@ def _hoist_calls(body, name, where, result):
         for a in call.args:
             for n in ast.walk(a):
                 if isinstance(n, ast.Name) and n.id in tainted:
-                    refuse_with(where, call, "a recursive call's argument computed between calls",
+                    refuse_with(where, call, "arg-between",
                                 detail=f"{n.id!r} is set between the recursive calls from a "
                                        "call result, an array or a helper")
             new_args.append(_Substitute(env).visit(copy.deepcopy(a)))

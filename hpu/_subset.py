@@ -74,6 +74,8 @@ RULES: dict[str, Rule] = {
                       "set a flag in the loop and test it afterwards", "for ...: ... else: ..."),
     "print": Rule("print", "tasks and kernels cannot print",
                   "remove it, or debug with .py_func, the original function", "print(x)"),
+    "alloc": Rule("allocating an array (np.empty, np.zeros, np.array, ...)",
+                  "it allocates memory, which tasks cannot", _ALLOC, "t = np.zeros(n)"),
     # ---- expressions
     "list": Rule("a list literal", "it allocates memory, which tasks cannot", _ALLOC, "[0] * n"),
     "dict": Rule("a dict literal", "it allocates memory, which tasks cannot", _ALLOC, "{}"),
