@@ -26,6 +26,13 @@ modules the code uses (through the function's ``__globals__``) and checks them
 too, producing a :class:`Closure`.  Code generation (:mod:`hpu._codegen`) works
 only from these two.
 
+People write the same four parts in many ways (``return f(l) + f(r)``, the
+recursion inside ``if hi - lo > 1:``, the base case in an ``else``, a loop of
+calls over ``range(4)``); :mod:`hpu._normalise` rewrites each of them into the
+shape below first, keeping Python's order of evaluation and the user's line
+numbers, so that everything after it sees one shape.  What is refused is
+defined once, in :mod:`hpu._subset`.
+
 The shape, precisely
 --------------------
 
@@ -618,8 +625,8 @@ def _describe_nesting(stmt, call) -> tuple[str, str]:
     for n in reversed(path):
         if isinstance(n, (ast.For, ast.While)):
             return ("a recursive call inside a loop",
-                    "make the calls top-level statements, one per subproblem; the number of "
-                    "calls a is fixed (2 to 8)")
+                    "make the calls top-level statements, one per subproblem, or loop over "
+                    "range(K) with K an int constant; the number of calls a is fixed (2 to 8)")
         if isinstance(n, (ast.If, ast.IfExp)):
             return ("a recursive call inside a condition",
                     "write the base case as a guard `if COND: ...; return` first, then the "

@@ -337,13 +337,19 @@ def _hoist_calls(body, name, where, result):
         if isinstance(s, ast.If) and any(_has_rec(x, name) for x in s.body + s.orelse):
             return body
     events = []
+    may_return = False  # a return before a call makes that call conditional
     for k, s in enumerate(region[lead:], lead):
+        mark = len(events)
         for e in _evaluated(s):
             if isinstance(s, ast.Assign) and e in s.targets and isinstance(e, ast.Name):
                 continue
             if isinstance(s, ast.AugAssign) and e is s.target and isinstance(e, ast.Name):
                 continue
             _events(e, name, events)
+        if may_return:
+            events[mark:] = [(kind, node, cond or kind == "call")
+                             for kind, node, cond in events[mark:]]
+        may_return = may_return or any(isinstance(n, ast.Return) for n in ast.walk(s))
         if not isinstance(s, (ast.Expr, ast.Assign, ast.AugAssign, ast.Return, ast.If)):
             for n in ast.walk(s):
                 if isinstance(n, ast.Subscript):

@@ -132,3 +132,21 @@ def test_an_opencl_refusal_in_the_combine_names_the_users_line_not_a_generated_f
     assert err.filename == __file__, str(err)
     assert err.lineno == _line(float_mix, "# OpenCL"), str(err)
     assert "generated" not in str(err)
+
+
+def early_exit(a, lo, hi):
+    if hi - lo <= 1:
+        return a[lo]
+    mid = (lo + hi) // 2
+    left = early_exit(a, lo, mid)
+    if left > 5:
+        return left
+    return left + early_exit(a, mid, hi)  # skipped when left > 5
+
+
+def test_a_call_after_an_early_return_is_conditional():
+    spec = parse(early_exit)
+    assert [line for line, _ in spec.conditional] == [_line(early_exit, "# skipped")]
+    f = hpu.divide_and_conquer(early_exit)  # writes no array: the extra call changes nothing
+    x = np.random.default_rng(3).integers(-9, 9, 301)
+    assert f.run(x, 0, 301, device="gpu").value == early_exit(x, 0, 301)
