@@ -268,7 +268,9 @@ def _evaluated(stmt):
 
 
 def _events(expr, name, out, conditional=False):
-    """Post-order walk in Python's evaluation order: ('call'|'read'|'store'|'helper'|'name')."""
+    """Append (kind, node, conditional) in Python's evaluation order (post-order), kind one
+    of 'call' (a recursive call), 'read'/'store' (an array element), 'helper' (a call that
+    may touch arrays); ``conditional``: Python may skip it."""
     if expr is None:
         return
     if isinstance(expr, ast.IfExp):
@@ -343,9 +345,15 @@ def _hoist_calls(body, name, where, result):
         for e in _evaluated(s):
             if isinstance(s, ast.Assign) and e in s.targets and isinstance(e, ast.Name):
                 continue
-            if isinstance(s, ast.AugAssign) and e is s.target and isinstance(e, ast.Name):
+            if isinstance(s, ast.AugAssign) and e is s.target:
+                if isinstance(e, ast.Subscript):  # a[i] += v: a[i] is read first, stored last
+                    _events(e.value, name, events)
+                    _events(e.slice, name, events)
+                    events.append(("read", e, False))
                 continue
             _events(e, name, events)
+        if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript):
+            events.append(("store", s.target, False))
         if may_return:
             events[mark:] = [(kind, node, cond or kind == "call")
                              for kind, node, cond in events[mark:]]
