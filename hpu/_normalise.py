@@ -409,11 +409,10 @@ def _hoist_calls(body, name, where, result):
         return _located(new, call)
 
     def assign(names_values, stmt):
+        # env's expressions are over the values names had at the hoist point (every name
+        # the region assigned is substituted or tainted), so a later assignment cannot
+        # change what an earlier entry means
         for tname, value in names_values:
-            for key in [k for k, v in env.items() if any(
-                    isinstance(n, ast.Name) and n.id == tname for n in ast.walk(v))]:
-                del env[key]
-                tainted.add(key)
             if value is not None and _pure_scalar(value, tainted):
                 env[tname] = _Substitute(env).visit(copy.deepcopy(value))
                 tainted.discard(tname)

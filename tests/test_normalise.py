@@ -150,3 +150,25 @@ def test_a_call_after_an_early_return_is_conditional():
     f = hpu.divide_and_conquer(early_exit)  # writes no array: the extra call changes nothing
     x = np.random.default_rng(3).integers(-9, 9, 301)
     assert f.run(x, 0, 301, device="gpu").value == early_exit(x, 0, 301)
+
+
+def moving_bounds(a, lo, hi):
+    if hi - lo < 3:
+        return hi - lo
+    q = (hi - lo) // 3
+    t = 0
+    start = lo
+    for i in range(3):
+        stop = start + q if i < 2 else hi
+        t = 2 * t + moving_bounds(a, start, stop)
+        start = stop
+    return t
+
+
+def test_pure_scalar_updates_between_calls_are_substituted_in_order():
+    spec = parse(moving_bounds)
+    assert spec.a == 3
+    f = hpu.divide_and_conquer(moving_bounds)
+    for n in (1, 5, 100, 999):
+        x = np.zeros(n, np.int64)
+        assert f.run(x, 0, n, device="cpu").value == moving_bounds(x, 0, n)
