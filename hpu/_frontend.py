@@ -26,6 +26,13 @@ modules the code uses (through the function's ``__globals__``) and checks them
 too, producing a :class:`Closure`.  Code generation (:mod:`hpu._codegen`) works
 only from these two.
 
+People write the same four parts in many ways (``return f(l) + f(r)``, the
+recursion inside ``if hi - lo > 1:``, the base case in an ``else``, a loop of
+calls over ``range(4)``); :mod:`hpu._normalise` rewrites each of them into the
+shape below first, keeping Python's order of evaluation and the user's line
+numbers, so that everything after it sees one shape.  What is refused is
+defined once, in :mod:`hpu._subset`.
+
 The shape, precisely
 --------------------
 
@@ -82,6 +89,8 @@ import numpy as np
 
 from hpu import _views
 from hpu._errors import TranslationError
+from hpu._normalise import normalise
+from hpu._subset import EXPR_RULES, STMT_RULES, refuse_with
 
 __all__ = [
     "CallSite", "DCSpec", "Helper", "Closure", "parse", "resolve",
@@ -173,6 +182,10 @@ class DCSpec:
     #: slices: the hidden scalars that bound the part of the array a task sees (hpu._views)
     views: tuple[tuple[str, str, str], ...] = ()
     view_info: object = field(default=None, compare=False, repr=False)
+    #: (line, code) of array reads / helper calls that normalising moved after a recursive call
+    reordered: tuple[tuple[int, str], ...] = ()
+    #: (line, code) of recursive calls Python may skip, which hpu always makes
+    conditional: tuple[tuple[int, str], ...] = ()
 
     @property
     def a(self) -> int:
@@ -215,6 +228,13 @@ class Closure:
 
 
 # --------------------------------------------------------------------------- helpers
+
+class _At:
+    """A stand-in node carrying only a line number (for refusals recorded as lines)."""
+
+    def __init__(self, lineno):
+        self.lineno = lineno
+
 
 class _Where:
     """Where a piece of source came from, to make errors point at the user's line.
@@ -425,13 +445,8 @@ class _SubsetChecker(ast.NodeVisitor):
         self.visit(node.value)
 
     def visit_Expr(self, node):
-        if isinstance(node.value, (ast.Yield, ast.YieldFrom)):
-            self.where.refuse(node, "yield (a generator)",
-                              "a generator returns its results lazily, one at a time",
-                              "return the result, or write it into an array parameter")
-        if isinstance(node.value, ast.Await):
-            self.where.refuse(node, "await", "coroutines cannot run as kernels",
-                              "write a plain function")
+        if isinstance(node.value, (ast.Yield, ast.YieldFrom, ast.Await)):
+            refuse_with(self.where, node, EXPR_RULES[type(node.value)])
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # a string statement, e.g. a comment-like docstring in the middle: no effect
         if not isinstance(node.value, ast.Call):
@@ -447,15 +462,13 @@ class _SubsetChecker(ast.NodeVisitor):
 
     def visit_While(self, node):
         if node.orelse:
-            self.where.refuse(node, "while ... else", "the else branch of a loop",
-                              "set a flag in the loop and test it afterwards")
+            refuse_with(self.where, node, "loop-else", construct="while ... else")
         self.visit(node.test)
         self.check(node.body)
 
     def visit_For(self, node):
         if node.orelse:
-            self.where.refuse(node, "for ... else", "the else branch of a loop",
-                              "set a flag in the loop and test it afterwards")
+            refuse_with(self.where, node, "loop-else", construct="for ... else")
         if not isinstance(node.target, ast.Name):
             self.where.refuse(node, "this loop target", ast.unparse(node.target),
                               "loop over one name: `for i in range(lo, hi):`")
@@ -493,60 +506,14 @@ class _SubsetChecker(ast.NodeVisitor):
     def _refuse_stmt(self, node, construct, reason, hint):
         self.where.refuse(node, construct, reason, hint)
 
-    def visit_With(self, node):
-        self._refuse_stmt(node, "with", "context managers need Python objects at run time",
-                          "remove the with block and keep its body")
+    def _table(self, node):
+        """Statements refused everywhere: the one table in :mod:`hpu._subset`."""
+        refuse_with(self.where, node, STMT_RULES[type(node)])
 
-    visit_AsyncWith = visit_With
-
-    def visit_Try(self, node):
-        self._refuse_stmt(node, "try", "exceptions cannot be caught inside kernels",
-                          "check the condition with an if before the operation")
-
-    visit_TryStar = visit_Try
-
-    def visit_Raise(self, node):
-        self._refuse_stmt(node, "raise", "kernels cannot raise exceptions",
-                          "check the arguments before calling the decorated function")
-
-    def visit_Assert(self, node):
-        self._refuse_stmt(node, "assert", "kernels cannot raise exceptions",
-                          "check the arguments before calling the decorated function")
-
-    def visit_Import(self, node):
-        self._refuse_stmt(node, "import", "imports cannot run inside kernels",
-                          "import at the top of the module")
-
-    visit_ImportFrom = visit_Import
-
-    def visit_Global(self, node):
-        self._refuse_stmt(node, "global", "tasks running in parallel cannot share a variable",
-                          "pass the value as a parameter, or write it into an array parameter")
-
-    visit_Nonlocal = visit_Global
-
-    def visit_FunctionDef(self, node):
-        self._refuse_stmt(node, "a nested function",
-                          f"`def {node.name}` inside the function",
-                          "define it at module level as a helper")
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_ClassDef(self, node):
-        self._refuse_stmt(node, "a class definition", "classes are Python objects",
-                          "use scalars and array parameters")
-
-    def visit_Delete(self, node):
-        self._refuse_stmt(node, "del", "names and elements cannot be deleted in a kernel",
-                          "remove the del statement")
-
-    def visit_Match(self, node):
-        self._refuse_stmt(node, "match", "structural pattern matching",
-                          "use if/elif on scalar comparisons")
-
-    def visit_AsyncFor(self, node):
-        self._refuse_stmt(node, "async for", "coroutines cannot run as kernels",
-                          "write a plain for loop over range(...)")
+    visit_With = visit_AsyncWith = visit_Try = visit_Raise = visit_Assert = _table
+    visit_Import = visit_ImportFrom = visit_Global = visit_Nonlocal = _table
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = visit_Delete = _table
+    visit_Match = visit_AsyncFor = visit_TryStar = _table
 
     # ---- expressions
     def visit_Constant(self, node):
@@ -565,9 +532,7 @@ class _SubsetChecker(ast.NodeVisitor):
             self.where.refuse(node, "this indexing", f"`{ast.unparse(node)}`",
                               "index an array parameter directly: a[i]")
         if isinstance(node.slice, ast.Slice):
-            self.where.refuse(node, f"slicing `{ast.unparse(node)}`",
-                              "a slice makes a new array view, which kernels cannot",
-                              "pass the bounds as parameters and index element by element")
+            refuse_with(self.where, node, "slice", construct=f"slicing `{ast.unparse(node)}`")
         if isinstance(node.slice, ast.Tuple):
             self.where.refuse(node, f"multi-dimensional indexing `{ast.unparse(node)}`",
                               "arrays are 1-D", "flatten the index: a[i * width + j]")
@@ -577,8 +542,7 @@ class _SubsetChecker(ast.NodeVisitor):
         f = node.func
         if isinstance(f, ast.Name):
             if f.id == "print":
-                self.where.refuse(node, "print", "kernels cannot print",
-                                  "remove it, or debug with .py_func, the original function")
+                refuse_with(self.where, node, "print")
         elif isinstance(f, ast.Attribute):
             if not isinstance(f.value, ast.Name):
                 self.where.refuse(node, f"the call `{ast.unparse(node)}`",
@@ -610,53 +574,14 @@ class _SubsetChecker(ast.NodeVisitor):
                           "tuples exist only to return several values (`return x, y`) "
                           "or to unpack them (`x, y = g(...)`)")
 
-    def _alloc(self, node, what):
-        self.where.refuse(node, what, "it allocates memory, which kernels cannot",
-                          "pass a scratch array as a parameter (like `tmp` in mergesort)")
+    def _expr_table(self, node):
+        """Expressions refused everywhere: the one table in :mod:`hpu._subset`."""
+        refuse_with(self.where, node, EXPR_RULES[type(node)])
 
-    def visit_List(self, node):
-        self._alloc(node, "a list")
-
-    def visit_Dict(self, node):
-        self._alloc(node, "a dict")
-
-    def visit_Set(self, node):
-        self._alloc(node, "a set")
-
-    def visit_ListComp(self, node):
-        self._alloc(node, "a list comprehension")
-
-    visit_SetComp = visit_ListComp
-    visit_DictComp = visit_ListComp
-
-    def visit_GeneratorExp(self, node):
-        self.where.refuse(node, "a generator expression", "it produces values lazily",
-                          "write a for loop over range(...)")
-
-    def visit_Lambda(self, node):
-        self.where.refuse(node, "lambda", "functions cannot be created inside a kernel",
-                          "define a module-level helper with def")
-
-    def visit_Yield(self, node):
-        self.where.refuse(node, "yield (a generator)",
-                          "a generator returns its results lazily, one at a time",
-                          "return the result, or write it into an array parameter")
-
-    visit_YieldFrom = visit_Yield
-
-    def visit_Await(self, node):
-        self.where.refuse(node, "await", "coroutines cannot run as kernels", "write a plain function")
-
-    def visit_NamedExpr(self, node):
-        self.where.refuse(node, "the walrus operator :=", "assignments inside expressions",
-                          "assign on a line of its own")
-
-    def visit_JoinedStr(self, node):
-        self.where.refuse(node, "an f-string", "strings are not numbers", "remove it")
-
-    def visit_Starred(self, node):
-        self.where.refuse(node, "starred expression", f"`{ast.unparse(node)}`",
-                          "write the values out")
+    visit_List = visit_Dict = visit_Set = visit_ListComp = visit_SetComp = _expr_table
+    visit_DictComp = visit_GeneratorExp = visit_Lambda = visit_Yield = _expr_table
+    visit_YieldFrom = visit_Await = visit_NamedExpr = visit_JoinedStr = _expr_table
+    visit_Starred = _expr_table
 
     def visit_BinOp(self, node):
         if isinstance(node.op, ast.MatMult):
@@ -664,8 +589,7 @@ class _SubsetChecker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Slice(self, node):
-        self.where.refuse(node, "a slice", "a slice makes a new array view",
-                          "pass the bounds as parameters and index element by element")
+        refuse_with(self.where, node, "slice")
 
 
 # --------------------------------------------------------------------------- parse
@@ -709,8 +633,8 @@ def _describe_nesting(stmt, call) -> tuple[str, str]:
     for n in reversed(path):
         if isinstance(n, (ast.For, ast.While)):
             return ("a recursive call inside a loop",
-                    "make the calls top-level statements, one per subproblem; the number of "
-                    "calls a is fixed (2 to 8)")
+                    "make the calls top-level statements, one per subproblem, or loop over "
+                    "range(K) with K an int constant; the number of calls a is fixed (2 to 8)")
         if isinstance(n, (ast.If, ast.IfExp)):
             return ("a recursive call inside a condition",
                     "write the base case as a guard `if COND: ...; return` first, then the "
@@ -875,8 +799,10 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
     view_info = _views.rewrite_main(tree, where)  # slices -> (array, offset, length)
     where.hidden = view_info.hidden
     params = tuple(a.arg for a in tree.args.args)
+    _SubsetChecker(where, recursive_name=name).check(list(tree.body))
+    # the ways people write it -> the canonical shape below (user line numbers kept)
+    norm = normalise(tree, where, fn.__globals__)
     body = list(tree.body)
-    _SubsetChecker(where, recursive_name=name).check(body)
 
     # 3. the recursive calls
     rec = [i for i, s in enumerate(body) if _recursive_calls(s, name)]
@@ -1003,7 +929,9 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
         check=tuple(check), divide=tuple(divide), calls=tuple(calls), combine=tuple(combine),
         result_arity=result_arity, passthrough=passthrough, carried=carried,
         indexed=frozenset(_subscripted_params(body, params)),
-        b=b, cost=cost, span=span, views=view_info.views, view_info=view_info)
+        b=b, cost=cost, span=span, views=view_info.views, view_info=view_info,
+        reordered=tuple((getattr(n, "lineno", None), text) for n, text in norm.reordered),
+        conditional=tuple((getattr(n, "lineno", None), text) for n, text in norm.conditional))
     check_array_params(spec, spec.indexed)
     return spec
 
@@ -1174,8 +1102,7 @@ def resolve(fn, spec: DCSpec) -> Closure:
             return
         if mod is np:
             if node.attr in _NUMPY_ALLOC:
-                where.refuse(node, f"{base}.{node.attr}", "it allocates memory, which kernels cannot",
-                             "pass a scratch array as a parameter (like `tmp` in mergesort)")
+                refuse_with(where, node, "alloc", construct=f"{base}.{node.attr}")
             if node.attr not in _NUMPY_OK:
                 where.refuse(node, f"{base}.{node.attr}",
                              "only NumPy's scalar types, scalar math functions and constants "
@@ -1345,6 +1272,18 @@ def resolve(fn, spec: DCSpec) -> Closure:
                                       "base-case test",
                                       "hpu evaluates the guard and the assignments before it "
                                       "more than once", "call it after the last guard, in the divide")
+
+    # normalising moved reads and helper calls after recursive calls, and made conditional
+    # calls unconditional: the same program only when the calls cannot change any array
+    written_any = {spec.params[k] for k in writes[spec.name]}
+    if written_any:
+        where_w = f"{spec.name} writes {', '.join(sorted(written_any))}"
+        for line, text in spec.reordered:
+            refuse_with(main_where, _At(line), "reordered",
+                        detail=f"`{text}`; {where_w}")
+        for line, text in spec.conditional:
+            refuse_with(main_where, _At(line), "conditional",
+                        detail=f"`{text}`; {where_w}")
 
     out_helpers = []
     for h in order:

@@ -69,22 +69,54 @@ def bad_no_call(a, lo, hi):  # refused
 def bad_call_in_loop(a, lo, hi):
     if hi - lo <= 1:
         return
-    for k in range(2):
-        bad_call_in_loop(a, lo + k, hi)  # refused
+    for k in range(hi - lo):  # refused
+        bad_call_in_loop(a, lo + k, lo + k + 1)
 
 
 def bad_call_in_condition(a, lo, hi):
-    if hi - lo > 1:
+    if hi - lo <= 1:
+        return
+    mid = (lo + hi) // 2
+    bad_call_in_condition(a, lo, mid)
+    if mid > lo:
+        bad_call_in_condition(a, mid, hi)  # refused
+
+
+def bad_both_branches(a, lo, hi):
+    if hi - lo > 2:  # refused
         mid = (lo + hi) // 2
-        bad_call_in_condition(a, lo, mid)  # refused
-        bad_call_in_condition(a, mid, hi)
+        bad_both_branches(a, lo, mid)
+        bad_both_branches(a, mid, hi)
+    else:
+        bad_both_branches(a, lo, lo)
+        bad_both_branches(a, hi, hi)
 
 
 def bad_call_in_return(a, lo, hi):
     if hi - lo <= 1:
+        return a[lo] > 0
+    mid = (lo + hi) // 2
+    a[mid] = a[mid]
+    return bad_call_in_return(a, lo, mid) or bad_call_in_return(a, mid, hi)  # refused
+
+
+def bad_reordered_read(a, lo, hi):
+    if hi - lo <= 1:
         return a[lo]
     mid = (lo + hi) // 2
-    return bad_call_in_return(a, lo, mid) + bad_call_in_return(a, mid, hi)  # refused
+    a[mid] = a[mid]
+    return a[lo] + bad_reordered_read(a, lo, mid) + bad_reordered_read(a, mid, hi)  # refused
+
+
+def bad_loop_exit(a, lo, hi):
+    if hi - lo <= 4:
+        return 0
+    s = 0
+    for i in range(4):
+        if s > 10:
+            break  # refused
+        s += bad_loop_exit(a, lo + i, hi)
+    return s
 
 
 def bad_array_reassigned(a, tmp, lo, hi):
@@ -248,8 +280,8 @@ def bad_between_calls(a, lo, hi):
         return
     mid = (lo + hi) // 2
     bad_between_calls(a, lo, mid)
-    a[mid] = 0
-    bad_between_calls(a, mid, hi)  # refused
+    a[mid] = 0  # refused
+    bad_between_calls(a, mid, hi)
 
 
 def bad_no_base_case(a, lo, hi):  # refused
@@ -258,13 +290,13 @@ def bad_no_base_case(a, lo, hi):  # refused
     bad_no_base_case(a, mid, hi)
 
 
-def bad_else_after_guard(a, lo, hi):
+def bad_arg_between_calls(a, lo, hi):
     if hi - lo <= 1:
-        return
-    else:
-        mid = (lo + hi) // 2  # refused
-    bad_else_after_guard(a, lo, mid)
-    bad_else_after_guard(a, mid, hi)
+        return 0
+    mid = (lo + hi) // 2
+    left = bad_arg_between_calls(a, lo, mid)
+    m2 = mid + left
+    return left + bad_arg_between_calls(a, m2, hi)  # refused
 
 
 def bad_slice(a, lo, hi):
@@ -411,9 +443,12 @@ def bad_np_alloc_in_function(a, lo, hi):
 
 MALFORMED = [
     (bad_no_call, "without a recursive call"),
-    (bad_call_in_loop, "inside a loop"),
+    (bad_call_in_loop, "a loop of recursive calls over a non-constant range"),
     (bad_call_in_condition, "inside a condition"),
-    (bad_call_in_return, "inside a return"),
+    (bad_both_branches, "recursion in both branches of an if"),
+    (bad_call_in_return, "a recursive call that Python may skip"),
+    (bad_reordered_read, "reading arrays or calling a helper before a recursive call"),
+    (bad_loop_exit, "break, continue or return in a loop of recursive calls"),
     (bad_array_reassigned, "reassigning the array parameter"),
     (bad_array_moved, "as the array parameter 'a'"),
     (bad_arity, "recursive call with 2 arguments"),
@@ -431,9 +466,9 @@ MALFORMED = [
     (bad_generator, "generator"),
     (bad_nine_calls, "9 recursive calls"),
     (bad_single_call, "a single recursive call"),
-    (bad_between_calls, "statements between the recursive calls"),
+    (bad_between_calls, "an array store before a recursive call"),
     (bad_no_base_case, "without a base case"),
-    (bad_else_after_guard, "else branch after a base-case guard"),
+    (bad_arg_between_calls, "argument computed between calls"),
     (bad_slice, "with a step"),
     (bad_string, "str constant"),
     (bad_keyword_to_helper, "keyword arguments"),

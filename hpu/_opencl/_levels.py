@@ -26,6 +26,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from hpu._errors import TranslationError
 from hpu._opencl._scalars import INT64, Array, scalar_of
 from hpu._opencl._source import FunctionSource
 from hpu._opencl._translate import TranslatedProgram, translate
@@ -85,8 +86,11 @@ def translate_levels(program, shared: Mapping[str, Any], depth: int) -> Translat
         (FunctionSource.from_callable(module.leaf_task_iter), tuple(types[n] for n in leaf_names)),
         (FunctionSource.from_callable(module.combine_task), tuple(types[n] for n in combine_names)),
     ]
-    result = translate(entries, kernels={LEAF: "leaf_task_iter", COMBINE: "combine_task"},
-                       private_arrays=True)
+    try:
+        result = translate(entries, kernels={LEAF: "leaf_task_iter", COMBINE: "combine_task"},
+                           private_arrays=True)
+    except TranslationError as err:
+        raise _at_user_line(err, program, depth) from None
     with _lock:
         _cache.setdefault(key, result)
         return _cache[key]
@@ -143,6 +147,36 @@ def user_lines(generated: str, user_file: str,
         elif stmt is not None and text.strip():
             out[i] = f"{user_file}:{stmt}"
     return out
+
+
+def _at_user_line(err: TranslationError, program, depth: int) -> TranslationError:
+    """``err`` re-pointed from the generated module to the user's file and line.
+
+    The translator reads the generated per-task functions; a user must never be
+    sent into that file, so the line is mapped back through the ``# line N:``
+    comments and the copied functions' banners (:func:`user_lines`).
+    """
+    import linecache
+    import os
+
+    generated = program.iter_source(depth)
+    gen_file = getattr(program.iter_module(depth), "__file__", None)
+    if err.filename is not None and not (
+            gen_file and os.path.abspath(err.filename) == os.path.abspath(gen_file)):
+        return err  # already the user's file
+    files = {program.spec.filename}
+    files.update(h.filename for h in program.closure.helpers)
+    full = {os.path.basename(f): f for f in files if f}
+    sources = {b: linecache.getlines(f) for b, f in full.items()}
+    where = user_lines(generated, os.path.basename(program.spec.filename), sources)
+    at = where.get(err.lineno or -1)
+    if at is None:  # no user line maps here: point at the def, never at generated code
+        filename, lineno = program.spec.filename, program.spec.lineno
+    else:
+        base, _, line = at.rpartition(":")
+        filename, lineno = full.get(base, program.spec.filename), int(line)
+    return TranslationError(err.reason, filename=filename, lineno=lineno,
+                            construct=err.construct, hint=err.hint)
 
 
 def opencl_source(program, shared: Mapping[str, Any], depth: int) -> str:

@@ -122,7 +122,7 @@ class Array:
         except TypeError as err:
             raise TypeRuleError(f"Array({self.dtype!r}): not a NumPy dtype; expected one of "
                                 f"{dtype_name_list()}") from err
-        if dt not in ARRAY_DTYPES:
+        if dt not in ARRAY_DTYPES and dt != np.bool_:  # bool: result levels of a bool function
             raise TypeRuleError(f"Array({dt.name}): arrays of {dt.name} are not supported; "
                                 f"expected one of {dtype_name_list()}")
         if self.space not in ("global", "private"):

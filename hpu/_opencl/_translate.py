@@ -308,7 +308,8 @@ class _FunctionEmitter:
                 web.c_name = cname
                 lengths[cname] = _c_ident(f"{cname}_len", self.taken)
                 space = "__global" if ptype.space == "global" else "__private"
-                self.param_decls.append((f"{space} {self._ctype(ptype.elem)} *", cname))
+                elem = "uchar" if ptype.elem == BOOL else self._ctype(ptype.elem)  # 1 byte, 0/1
+                self.param_decls.append((f"{space} {elem} *", cname))
                 self.param_decls.append(("long ", lengths[cname]))
             elif web.type != ptype:
                 pname = _c_ident(f"{arg.arg}_arg", self.taken)
@@ -927,7 +928,8 @@ def _kernel(prog: _Program, kname: str, t: FunctionTyping) -> tuple[str, tuple[K
                 raise TranslationError(f"kernel {kname!r}: parameter {arg.arg} must be a global "
                                        "array", construct="kernel entry")
             length = _c_ident(f"{cname}_len", taken)
-            decls += [f"__global {ty.elem.c} *{cname}", f"long {length}"]
+            elem = "uchar" if ty.elem == BOOL else ty.elem.c  # NumPy's bool: one byte, 0 or 1
+            decls += [f"__global {elem} *{cname}", f"long {length}"]
             params += [KernelParam(arg.arg, "array", ty.dtype),
                        KernelParam(f"{arg.arg}_len", "length", np.dtype(np.int64), arg.arg)]
             call += [cname, length]

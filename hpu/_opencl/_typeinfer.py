@@ -46,6 +46,7 @@ from hpu._opencl._scalars import (
     range_type, round_input, scalar_of, unify,
 )
 from hpu._opencl._source import FunctionSource
+from hpu._subset import rule, rule_for_node
 
 __all__ = [
     "Context", "FunctionTyping", "Web", "CallInfo", "RangeInfo", "infer", "aug_key",
@@ -116,6 +117,25 @@ def const_type(value) -> Scalar | None:
         except TypeRuleError:
             return None
     return None
+
+
+def _constant_trips(it) -> int:
+    """How many times ``for _ in it`` runs when ``it`` is range() of int literals; else 0."""
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+            and not it.keywords and 1 <= len(it.args) <= 3):
+        return 0
+    vals = []
+    for a in it.args:
+        if isinstance(a, ast.UnaryOp) and isinstance(a.op, ast.USub) \
+                and isinstance(a.operand, ast.Constant):
+            a = ast.Constant(-a.operand.value) if isinstance(a.operand.value, int) else a
+        if not (isinstance(a, ast.Constant) and type(a.value) is int):
+            return 0
+        vals.append(a.value)
+    try:
+        return len(range(*vals))
+    except ValueError:  # a zero step: refused elsewhere
+        return 0
 
 
 # ----------------------------------------------------------------------- constant folding
@@ -315,60 +335,17 @@ class _Soft(Exception):
     """A type not yet known during the fixed-point iteration (not an error yet)."""
 
 
-_REFUSED_STMT = {
-    ast.Try: ("a try statement", "exceptions do not exist in OpenCL",
-              "Check the condition with `if` and handle it there."),
-    ast.Raise: ("a raise statement", "exceptions do not exist in OpenCL",
-                "Return a status value or write it into an array."),
-    ast.Assert: ("an assert statement", "exceptions do not exist in OpenCL",
-                 "Check the condition before calling, in Python."),
-    ast.With: ("a with statement", "context managers do not exist in OpenCL", ""),
-    ast.Import: ("an import statement", "imports run in Python, not on the device",
-                 "Import at module level."),
-    ast.ImportFrom: ("an import statement", "imports run in Python, not on the device",
-                     "Import at module level."),
-    ast.Global: ("a global statement", "device code cannot rebind module variables",
-                 "Pass the value as a parameter and return the new one."),
-    ast.Nonlocal: ("a nonlocal statement", "device code cannot rebind outer variables", ""),
-    ast.Delete: ("a del statement", "variables and array elements cannot be deleted", ""),
-    ast.ClassDef: ("a class definition", "classes do not exist in OpenCL",
-                   "Define classes outside hpu functions."),
-    ast.FunctionDef: ("a nested function definition", "OpenCL has no closures",
-                      "Define the helper at module level and call it."),
-    ast.AsyncFunctionDef: ("a nested async function", "OpenCL has no closures", ""),
-    ast.AsyncFor: ("async for", "OpenCL has no coroutines", ""),
-    ast.AsyncWith: ("async with", "OpenCL has no coroutines", ""),
-}
-if hasattr(ast, "TryStar"):
-    _REFUSED_STMT[ast.TryStar] = _REFUSED_STMT[ast.Try]
-if hasattr(ast, "Match"):
-    _REFUSED_STMT[ast.Match] = ("a match statement", "it is not in the subset",
-                                "Write it with if/elif/else.")
+def _refused_hint(key: str) -> str:
+    r = rule(key).rewrite
+    return r[:1].upper() + r[1:] + "."
 
-_ALLOC_HINT = "Pass a preallocated array as a parameter."
 
-_REFUSED_EXPR = {
-    ast.List: ("a list literal", "OpenCL has no dynamic memory", _ALLOC_HINT),
-    ast.ListComp: ("a list comprehension", "OpenCL has no dynamic memory", _ALLOC_HINT),
-    ast.Dict: ("a dict literal", "OpenCL has no dynamic memory", _ALLOC_HINT),
-    ast.DictComp: ("a dict comprehension", "OpenCL has no dynamic memory", _ALLOC_HINT),
-    ast.Set: ("a set literal", "OpenCL has no dynamic memory", _ALLOC_HINT),
-    ast.SetComp: ("a set comprehension", "OpenCL has no dynamic memory", _ALLOC_HINT),
-    ast.GeneratorExp: ("a generator expression", "OpenCL has no generators",
-                       "Write a for loop."),
-    ast.Lambda: ("a lambda", "OpenCL has no closures or function values",
-                 "Define a helper function at module level and call it."),
-    ast.JoinedStr: ("an f-string", "OpenCL has no strings", ""),
-    ast.Starred: ("a starred expression", "argument lists are fixed in OpenCL",
-                  "Pass each argument explicitly."),
-    ast.NamedExpr: ("an assignment expression (:=)", "it is not in the subset",
-                    "Assign in a separate statement."),
-    ast.Yield: ("yield", "OpenCL has no generators", ""),
-    ast.YieldFrom: ("yield from", "OpenCL has no generators", ""),
-    ast.Await: ("await", "OpenCL has no coroutines", ""),
-    ast.Slice: ("a slice", "array views are not supported",
-                "Pass the array with the bounds as separate parameters (a, lo, hi)."),
-}
+def _refused(node):
+    """(construct, reason, hint) of the one subset table (:mod:`hpu._subset`), or None."""
+    r = rule_for_node(node)
+    if r is None:
+        return None
+    return r.construct, r.reason, r.rewrite[:1].upper() + r.rewrite[1:] + "."
 
 
 def _locals_of(fn: ast.FunctionDef) -> set[str]:
@@ -440,16 +417,13 @@ class _Analysis:
         """Refuse constructs outside the subset anywhere in the body (decorators and
         annotations are Python's business, not the device's)."""
         for node in (n for stmt in fn.body for n in ast.walk(stmt)):
-            kind = type(node)
-            if kind in _REFUSED_STMT:
-                construct, reason, hint = _REFUSED_STMT[kind]
-                raise self.fail(node, construct, reason, hint)
-            if kind in _REFUSED_EXPR:
-                construct, reason, hint = _REFUSED_EXPR[kind]
-                raise self.fail(node, construct, reason, hint)
+            refused = _refused(node)
+            if refused is not None:
+                raise self.fail(node, *refused)
             if isinstance(node, (ast.For, ast.While)) and node.orelse:
-                raise self.fail(node, "a loop with an else clause", "it is not in the subset",
-                                "Use a flag variable set before `break`.")
+                r = rule("loop-else")
+                raise self.fail(node, r.construct, r.reason, r.rewrite[:1].upper()
+                                + r.rewrite[1:] + ".")
 
     # ------------------------------------------------------------ flow analysis
     def _new_def(self, node, name: str):
@@ -596,6 +570,11 @@ class _Analysis:
             raise self.error(stmt, "loop analysis did not converge", "loop")
         always = (target is None and isinstance(stmt.test, ast.Constant)
                   and bool(stmt.test.value))
+        if target is not None and _constant_trips(stmt.iter) > 0:
+            # `for i in range(3):` runs its body at least once: leaving it normally
+            # means the last trip ran to its end (or continued), never zero trips
+            # (the iterative solver's one-trip `for once__ in range(1):` relies on it)
+            return self._merge(out, *continues, *breaks)
         return self._merge(*([] if always else [head]), *breaks)
 
     # ------------------------------------------------------------------- webs
@@ -1107,7 +1086,7 @@ class _Analysis:
     def _np_empty(self, node: ast.Call, target: ast.Name):
         if not self.ctx.private_arrays:
             raise self.error(node, "allocation is not supported in hpu functions (np.empty)",
-                             "allocation", _ALLOC_HINT)
+                             "allocation", _refused_hint("alloc"))
         args = list(node.args)
         kw = {k.arg: k.value for k in node.keywords}
         if set(kw) - {"dtype"} or len(args) + len(kw) != 2 or not args:

@@ -319,3 +319,90 @@ def test_random_programs_agree(program, rows):
     d.check(cols, python=False)      # Numba == every back end, exactly
     for (row, want), ref in zip(defined, d.numba_results(cols)):
         assert same(tuple(want), tuple(ref)), (plain, row, want, ref)
+
+
+# ---------------------------------------------------------------- divide and conquer forms
+#
+# Hypothesis writes recursive functions in the forms hpu normalises (issue 10): calls inside
+# the return's expression, recursion in an `if` block or in the `else` of the base case,
+# a loop of calls over a constant range, `s += f(...)`, and the canonical statement form.
+# Each is decorated like a user's function and run on the CPU, the device alone and hybrid;
+# every run must return what the plain Python function returns.
+
+_DC_FORMS = ("expr", "assign", "ifblock", "else", "loop", "augassign")
+
+
+@st.composite
+def _combine_expr(draw, names):
+    """An int expression using each child result exactly once, in a random order."""
+    order = draw(st.permutations(names))
+    expr = order[0]
+    for n in order[1:]:
+        op = draw(st.sampled_from(["+", "-", "max", "min", "+ 2 *"]))
+        expr = f"{op}({expr}, {n})" if op in ("max", "min") else f"({expr} {op} {n})"
+    return f"({expr}) + {draw(st.sampled_from(['0', 'lo', 'hi - lo', '1']))}"
+
+
+@st.composite
+def dc_programs(draw):
+    a = draw(st.integers(2, 4))
+    form = draw(st.sampled_from(_DC_FORMS))
+    k = draw(st.integers(1, 3))
+    name = f"dc_{form}_{next(_counter)}"
+    base = [f"s = 0", "for j in range(lo, hi):", f"    s += a[j] * {k}", "return s"]
+    divide = [f"q = (hi - lo) // {a}"]
+
+    def child(i):  # the i-th child's call, text; the last child ends at hi
+        stop = "hi" if i == a - 1 else f"lo + {i + 1} * q"
+        return f"{name}(a, lo + {i} * q, {stop})"
+
+    calls = [child(i) for i in range(a)]
+    expr = draw(_combine_expr([f"R{i}" for i in range(a)]))
+    inline = expr
+    for i in range(a):
+        inline = inline.replace(f"R{i}", calls[i])
+    test = f"hi - lo < {a}"
+    if form == "expr":
+        body = ([f"if {test}:"] + ["    " + s for s in base] + divide + [f"return {inline}"])
+    elif form == "assign":
+        body = ([f"if {test}:"] + ["    " + s for s in base] + divide
+                + [f"R{i} = {calls[i]}" for i in range(a)] + [f"return {expr}"])
+    elif form == "ifblock":
+        body = ([f"if hi - lo >= {a}:"] + ["    " + s for s in divide + [f"return {inline}"]]
+                + base)
+    elif form == "else":
+        body = ([f"if {test}:"] + ["    " + s for s in base] + ["else:"]
+                + ["    " + s for s in divide + [f"return {inline}"]])
+    elif form == "loop":
+        mult = draw(st.sampled_from(["1", "2", "-1"]))
+        body = ([f"if {test}:"] + ["    " + s for s in base] + divide
+                + ["t = 0", f"for i in range({a}):",
+                   f"    stop = lo + (i + 1) * q if i < {a - 1} else hi",
+                   f"    t = t * {mult} + {name}(a, lo + i * q, stop)", "return t"])
+    else:  # augassign
+        body = ([f"if {test}:"] + ["    " + s for s in base] + divide + [f"t = {calls[0]}"]
+                + [f"t {draw(st.sampled_from(['+=', '-=']))} {c}" for c in calls[1:]]
+                + ["return t"])
+    text = (f"import hpu\n\n\n@hpu.divide_and_conquer(b={a}, cost='1', span=('lo', 'hi'))\n"
+            f"def {name}(a, lo, hi):\n" + "\n".join("    " + s for s in body) + "\n")
+    return name, text
+
+
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(dc_programs(), st.lists(st.integers(-50, 50), min_size=1, max_size=600),
+       st.sampled_from([{"device": "cpu"}, {"device": "gpu"},
+                        {"device": "hybrid", "alpha": 0.5, "y": 2},
+                        {"device": "hybrid", "alpha": 0.25, "y": 1}]))
+def test_random_divide_and_conquer_forms_agree_with_python(program, values, split):
+    import numpy as np
+
+    name, text = program
+    fn = getattr(_load(text), name)
+    x = np.array(values, dtype=np.int64)
+    for n in sorted({1, 2, len(x)}):
+        if n > len(x):
+            continue
+        want = fn.py_func(x, 0, n)
+        got = fn.run(x, 0, n, **split).value
+        assert got == want, (text, n, split, got, want)

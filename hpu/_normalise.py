@@ -1,0 +1,499 @@
+"""Normalisation: the ways people write divide and conquer, rewritten into one shape.
+
+Why a separate pass
+===================
+
+:func:`hpu._frontend.parse` recognises one canonical shape — base-case guards,
+a divide, 2 to 8 consecutive top-level call statements, a combine — because
+that is what the breadth-first conversion needs: the guards decide which tasks
+are leaves, the divide writes the children's parameters, the calls are the
+edges of the tree and the combine runs once the children's results exist.
+People do not write that shape.  They write ``return f(l) + f(r)``,
+``if hi - lo > 1: <everything>``, ``if base: return v`` / ``else: ...`` and
+``for i in range(4): s += f(...)``.  Each of these *is* the canonical shape
+with the parts moved around, so instead of teaching every later stage about
+every spelling, this module rewrites the function's syntax tree into the
+canonical shape once, right after :func:`hpu._frontend._strip`, and the rest of
+hpu never sees the difference.
+
+Three rewrites, in this order:
+
+1. **Blocks.**  The first statement that recurses is an ``if`` whose one branch
+   recurses and whose other branch does not: the other branch becomes a base
+   guard (``if not COND: <branch>; <rest>; return``) and the recursing branch
+   is unindented, followed by a copy of the statements after the ``if``.
+   ``return X if COND else <recursion>`` is the same thing written as an
+   expression.  Repeated, so ``elif`` chains flatten too.
+2. **Loops of calls.**  ``for i in range(K): <body with calls>`` with ``K``
+   (and start, step) int literals or int module constants is unrolled, the
+   loop variable replaced by its value in each copy: the number of calls must
+   be known before the function runs, because it is the tree's branching
+   factor ``a``.
+3. **Calls inside expressions.**  Every recursive call between the first and
+   the last statement that recurses is evaluated first, in Python's
+   left-to-right order, into a temporary ``rec__k`` (``__`` names are hpu's),
+   and the statements are then run with the temporaries in place of the calls.
+   That moves work that Python did *before* a call to *after* it, which is
+   harmless for scalar arithmetic and wrong for anything that touches arrays
+   while the calls write them: array stores are refused here; array reads and
+   helper calls are recorded (:attr:`Normalised.reordered`) and refused by
+   :func:`hpu._frontend.resolve` when the function, through any helper, writes
+   an array.  A call that Python might skip (an operand of ``and``/``or`` after
+   the first, a branch of ``x if c else y``) is evaluated always; that is only
+   the same program when the function writes no array
+   (:attr:`Normalised.conditional`, checked the same way).
+
+Every node keeps the user's line number, so errors, the generated code's
+``# line N:`` comments and the OpenCL source's comments still point at the
+user's file.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass, field
+
+from hpu._subset import refuse_with
+
+__all__ = ["Normalised", "normalise", "TEMP_PREFIX"]
+
+#: Temporaries for hoisted calls; user names may not contain ``__``, so these never clash.
+TEMP_PREFIX = "rec__"
+
+#: Calls that only compute a scalar from their arguments (no array access of their own).
+_PURE_CALLS = frozenset({"min", "max", "abs", "int", "float", "bool", "round", "len"})
+
+
+@dataclass
+class Normalised:
+    """The rewritten body and what resolve must check once it knows which arrays are written."""
+
+    body: list
+    #: (node, description) of array reads and helper calls moved after a recursive call
+    reordered: list = field(default_factory=list)
+    #: recursive calls that Python evaluates only conditionally (now always evaluated)
+    conditional: list = field(default_factory=list)
+
+
+def _is_rec(node, name) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == name)
+
+
+def _has_rec(node, name) -> bool:
+    return any(_is_rec(n, name) for n in ast.walk(node))
+
+
+def _always_returns(stmts) -> bool:
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, ast.Return):
+        return True
+    if isinstance(last, ast.If):
+        return _always_returns(last.body) and _always_returns(last.orelse)
+    return False
+
+
+def _located(node, where):
+    ast.copy_location(node, where)
+    ast.fix_missing_locations(node)
+    return node
+
+
+# --------------------------------------------------------------------------- 1. blocks
+
+def _negate(test):
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return test.operand
+    return _located(ast.UnaryOp(op=ast.Not(), operand=test), test)
+
+
+def _guard_body(branch, rest, at):
+    """The base case: the non-recursing branch, then what follows the ``if``, then return."""
+    body = copy.deepcopy(branch)
+    if not _always_returns(body):
+        body += copy.deepcopy(rest)
+    body = [s for s in body if not isinstance(s, ast.Pass)] or []
+    if not _always_returns(body):
+        last = body[-1] if body else at
+        body.append(_located(ast.Return(value=None), last))
+    return body
+
+
+def _unelse(body, name):
+    """``if base: ...; return`` / ``else: X`` before the recursion -> the guard, then X."""
+    out = []
+    for s in body:
+        if (isinstance(s, ast.If) and s.orelse and _always_returns(s.body)
+                and not _has_rec(s, name)):
+            out.append(_located(ast.If(test=s.test, body=s.body, orelse=[]), s))
+            out.extend(_unelse(s.orelse, name))
+        else:
+            out.append(s)
+    return out
+
+
+def _flatten_blocks(body, name, where):
+    for _ in range(64):  # one round per if/elif level
+        idx = next((i for i, s in enumerate(body) if _has_rec(s, name)), None)
+        if idx is None:
+            return body
+        if idx:
+            body = _unelse(body[:idx], name) + body[idx:]
+            idx = next(i for i, s in enumerate(body) if _has_rec(s, name))
+        stmt = body[idx]
+        if (isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.IfExp)
+                and not _has_rec(stmt.value.test, name)
+                and _has_rec(stmt.value.body, name) != _has_rec(stmt.value.orelse, name)):
+            e = stmt.value
+            stmt = _located(ast.If(test=e.test,
+                                   body=[_located(ast.Return(value=e.body), e.body)],
+                                   orelse=[_located(ast.Return(value=e.orelse), e.orelse)]),
+                            stmt)
+            body = body[:idx] + [stmt] + body[idx + 1:]
+        if not isinstance(stmt, ast.If) or _has_rec(stmt.test, name):
+            return body
+        in_body = any(_has_rec(s, name) for s in stmt.body)
+        in_else = any(_has_rec(s, name) for s in stmt.orelse)
+        if in_body and in_else:
+            refuse_with(where, stmt, "both-branches")
+        rest = body[idx + 1:]
+        if in_body:
+            guard = _located(ast.If(test=_negate(stmt.test),
+                                    body=_guard_body(stmt.orelse, rest, stmt), orelse=[]), stmt)
+            branch = stmt.body
+        else:
+            guard = _located(ast.If(test=stmt.test, body=_guard_body(stmt.body, rest, stmt),
+                                    orelse=[]), stmt)
+            branch = stmt.orelse
+        tail = [] if _always_returns(branch) else copy.deepcopy(rest)
+        body = body[:idx] + [guard] + list(branch) + tail
+    return body
+
+
+# --------------------------------------------------------------------------- 2. loops
+
+def _constant_int(node, glb):
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        v = _constant_int(node.operand, glb)
+        return None if v is None else -v
+    if isinstance(node, ast.Name):
+        v = glb.get(node.id)
+        if type(v) is int:
+            return v
+    return None
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, names: dict):
+        self.names = names
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Load) and node.id in self.names:
+            return _located(copy.deepcopy(self.names[node.id]), node)
+        return node
+
+
+def _unroll_loops(body, name, where, glb):
+    out = []
+    for i, s in enumerate(body):
+        if not (isinstance(s, ast.For) and _has_rec(s, name)):
+            out.append(s)
+            continue
+        it = s.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
+                and it.func.id == "range" and 1 <= len(it.args) <= 3 and not it.keywords
+                and isinstance(s.target, ast.Name) and not s.orelse):
+            refuse_with(where, s, "loop-range")
+        bounds = [_constant_int(a, glb) for a in it.args]
+        if any(b is None for b in bounds):
+            bad = next(a for a, b in zip(it.args, bounds) if b is None)
+            refuse_with(where, s, "loop-range",
+                        detail=f"`{ast.unparse(bad)}` in `{ast.unparse(it)}` is not an int "
+                               "literal or int module constant")
+        if bounds[-1] == 0 and len(bounds) == 3:
+            refuse_with(where, s, "loop-range",
+                        detail="range() with step 0")
+        var = s.target.id
+        for sub in s.body:
+            for n in ast.walk(sub):
+                if isinstance(n, (ast.Break, ast.Continue, ast.Return)):
+                    refuse_with(where, n, "loop-exit")
+                if isinstance(n, ast.Name) and n.id == var and isinstance(n.ctx, ast.Store):
+                    refuse_with(where, n, "loop-range",
+                                detail=f"the loop variable {var!r} is reassigned in the loop")
+        values = list(range(*bounds))
+        for v in values:
+            const = ast.Constant(value=v)
+            for sub in s.body:
+                out.append(_Substitute({var: const}).visit(copy.deepcopy(sub)))
+        later = body[i + 1:]
+        if values and any(isinstance(n, ast.Name) and n.id == var
+                          for x in later for n in ast.walk(x)):
+            out.append(_located(ast.Assign(targets=[ast.Name(id=var, ctx=ast.Store())],
+                                           value=ast.Constant(value=values[-1])), s))
+    return out
+
+
+# --------------------------------------------------------------------------- 3. calls
+
+def _plain_call_stmt(stmt, name):
+    """True for ``f(...)``, ``x = f(...)``, ``x, y = f(...)`` (the canonical call statements)."""
+    if isinstance(stmt, ast.Expr):
+        return _is_rec(stmt.value, name)
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        t = stmt.targets[0]
+        ok = isinstance(t, ast.Name) or (isinstance(t, (ast.Tuple, ast.List))
+                                         and all(isinstance(e, ast.Name) for e in t.elts))
+        return ok and _is_rec(stmt.value, name)
+    return False
+
+
+def _evaluated(stmt):
+    """The expressions a statement evaluates unconditionally, in order, with their role."""
+    if isinstance(stmt, ast.Expr):
+        return [stmt.value]
+    if isinstance(stmt, ast.Assign):
+        return [stmt.value] + list(stmt.targets)
+    if isinstance(stmt, ast.AugAssign):
+        return [stmt.target, stmt.value]
+    if isinstance(stmt, ast.Return):
+        return [stmt.value] if stmt.value is not None else []
+    if isinstance(stmt, ast.If):
+        return [stmt.test]
+    return None
+
+
+def _events(expr, name, out, conditional=False):
+    """Append (kind, node, conditional) in Python's evaluation order (post-order), kind one
+    of 'call' (a recursive call), 'read'/'store' (an array element), 'helper' (a call that
+    may touch arrays); ``conditional``: Python may skip it."""
+    if expr is None:
+        return
+    if isinstance(expr, ast.IfExp):
+        _events(expr.test, name, out, conditional)
+        _events(expr.body, name, out, True)
+        _events(expr.orelse, name, out, True)
+        return
+    if isinstance(expr, ast.BoolOp):
+        for k, v in enumerate(expr.values):
+            _events(v, name, out, conditional or k > 0)
+        return
+    if _is_rec(expr, name):
+        for a in expr.args:  # arguments are checked when the call is hoisted
+            if _has_rec(a, name):
+                _events(a, name, out, conditional)
+        out.append(("call", expr, conditional))
+        return
+    for child in ast.iter_child_nodes(expr):
+        _events(child, name, out, conditional)
+    if isinstance(expr, ast.Subscript):
+        out.append(("store" if isinstance(expr.ctx, ast.Store) else "read", expr, conditional))
+    elif isinstance(expr, ast.Call):
+        f = expr.func
+        if isinstance(f, ast.Name) and f.id not in _PURE_CALLS:
+            out.append(("helper", expr, conditional))
+
+
+class _ReplaceCalls(ast.NodeTransformer):
+    def __init__(self, temps: dict):
+        self.temps = temps
+
+    def visit_Call(self, node):
+        if id(node) in self.temps:
+            return _located(ast.Name(id=self.temps[id(node)], ctx=ast.Load()), node)
+        return self.generic_visit(node)
+
+
+def _pure_scalar(expr, tainted) -> bool:
+    for n in ast.walk(expr):
+        if isinstance(n, ast.Subscript):
+            return False
+        if isinstance(n, ast.Call) and not (
+                (isinstance(n.func, ast.Name) and n.func.id in _PURE_CALLS)
+                or isinstance(n.func, ast.Attribute)):
+            return False
+        if isinstance(n, ast.Name) and n.id in tainted:
+            return False
+    return True
+
+
+def _hoist_calls(body, name, where, result):
+    rec_idx = [i for i, s in enumerate(body) if _has_rec(s, name)]
+    if not rec_idx:
+        return body
+    first, last = rec_idx[0], rec_idx[-1]
+    region = body[first:last + 1]
+    # the leading run of canonical call statements stays as written
+    lead = 0
+    while lead < len(region) and _plain_call_stmt(region[lead], name):
+        lead += 1
+    if lead == len(region):
+        return body
+    for s in region[lead:]:
+        if _has_rec(s, name) and _evaluated(s) is None:
+            return body  # a call nested in a loop or an if's block: parse explains why not
+        if isinstance(s, ast.If) and any(_has_rec(x, name) for x in s.body + s.orelse):
+            return body
+    events = []
+    may_return = False  # a return before a call makes that call conditional
+    for k, s in enumerate(region[lead:], lead):
+        mark = len(events)
+        for e in _evaluated(s):
+            if isinstance(s, ast.Assign) and e in s.targets and isinstance(e, ast.Name):
+                continue
+            if isinstance(s, ast.AugAssign) and e is s.target:
+                if isinstance(e, ast.Subscript):  # a[i] += v: a[i] is read first, stored last
+                    _events(e.value, name, events)
+                    _events(e.slice, name, events)
+                    events.append(("read", e, False))
+                continue
+            _events(e, name, events)
+        if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript):
+            events.append(("store", s.target, False))
+        if may_return:
+            events[mark:] = [(kind, node, cond or kind == "call")
+                             for kind, node, cond in events[mark:]]
+        may_return = may_return or any(isinstance(n, ast.Return) for n in ast.walk(s))
+        if not isinstance(s, (ast.Expr, ast.Assign, ast.AugAssign, ast.Return, ast.If)):
+            for n in ast.walk(s):
+                if isinstance(n, ast.Subscript):
+                    events.append(("store" if isinstance(n.ctx, ast.Store) else "read", n, False))
+                elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) \
+                        and n.func.id not in _PURE_CALLS:
+                    events.append(("helper", n, False))
+        if isinstance(s, ast.If):
+            for x in s.body + s.orelse:
+                for n in ast.walk(x):
+                    if isinstance(n, ast.Subscript):
+                        events.append(("store" if isinstance(n.ctx, ast.Store) else "read",
+                                       n, False))
+                    elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) \
+                            and n.func.id not in _PURE_CALLS:
+                        events.append(("helper", n, False))
+    calls_at = [j for j, ev in enumerate(events) if ev[0] == "call"]
+    last_call = calls_at[-1] if calls_at else -1
+    for kind, node, cond in events[:last_call]:
+        if kind == "store":
+            refuse_with(where, node, "store-before-call",
+                        detail=f"`{ast.unparse(node)}` would run after the call instead of "
+                               "before it")
+        if kind in ("read", "helper"):
+            result.reordered.append((node, ast.unparse(node)))
+    for kind, node, cond in events:
+        if kind == "call" and cond:
+            result.conditional.append((node, ast.unparse(node)))
+
+    # hoist: calls in evaluation order; arguments may read only names settled before the calls
+    env: dict = {}          # name -> pure scalar expression it holds (over settled names)
+    tainted: set = set()    # names assigned from calls, arrays or helpers inside the region
+    hoisted, temps, counter = [], {}, [0]
+    call_of_stmt: dict = {}
+
+    def check_args(call):
+        new_args = []
+        for a in call.args:
+            for n in ast.walk(a):
+                if isinstance(n, ast.Name) and n.id in tainted:
+                    refuse_with(where, call, "arg-between",
+                                detail=f"{n.id!r} is set between the recursive calls from a "
+                                       "call result, an array or a helper")
+            new_args.append(_Substitute(env).visit(copy.deepcopy(a)))
+        new = copy.copy(call)
+        new.args = new_args
+        new.keywords = [ast.keyword(arg=k.arg, value=_Substitute(env).visit(copy.deepcopy(k.value)))
+                        for k in call.keywords]
+        return _located(new, call)
+
+    def assign(names_values, stmt):
+        # env's expressions are over the values names had at the hoist point (every name
+        # the region assigned is substituted or tainted), so a later assignment cannot
+        # change what an earlier entry means
+        for tname, value in names_values:
+            if value is not None and _pure_scalar(value, tainted):
+                env[tname] = _Substitute(env).visit(copy.deepcopy(value))
+                tainted.discard(tname)
+            else:
+                env.pop(tname, None)
+                tainted.add(tname)
+
+    moved = []
+    for s in region[:lead]:
+        hoisted.append(s)
+        t = s.targets[0] if isinstance(s, ast.Assign) else None
+        if t is not None:
+            tainted.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+    for s in region[lead:]:
+        evs = []
+        for e in (_evaluated(s) or []):
+            _events(e, name, evs)
+        if _plain_call_stmt(s, name) and isinstance(s, ast.Assign) \
+                and isinstance(s.targets[0], (ast.Tuple, ast.List)):
+            names = [f"{TEMP_PREFIX}{counter[0] + k}" for k in range(len(s.targets[0].elts))]
+            counter[0] += len(names)
+            hoisted.append(_located(ast.Assign(
+                targets=[ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Store()) for n in names],
+                                   ctx=ast.Store())], value=check_args(s.value)), s))
+            tainted.update(names)
+            moved.append(_located(ast.Assign(
+                targets=[copy.deepcopy(s.targets[0])],
+                value=ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Load()) for n in names],
+                                ctx=ast.Load())), s))
+            assign([(e.id, None) for e in s.targets[0].elts], s)
+            continue
+        for kind, node, _ in evs:
+            if kind != "call":
+                continue
+            tmp = f"{TEMP_PREFIX}{counter[0]}"
+            counter[0] += 1
+            temps[id(node)] = tmp
+            hoisted.append(_located(ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())],
+                                               value=check_args(node)), node))
+            tainted.add(tmp)
+        new = s
+        if evs:  # a copy with the calls replaced, matched by evaluation order
+            new = _replace_by_order(s, name, [temps[id(n)] for k, n, _ in evs if k == "call"])
+        moved.append(new)
+        if isinstance(s, ast.Assign):
+            for t in s.targets:
+                if isinstance(t, ast.Name):
+                    assign([(t.id, s.value)], s)
+                else:
+                    assign([(n.id, None) for n in ast.walk(t)
+                            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)], s)
+        elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+            v = ast.BinOp(left=ast.Name(id=s.target.id, ctx=ast.Load()), op=s.op, right=s.value)
+            assign([(s.target.id, v)], s)
+        else:
+            assign([(n.id, None) for x in [s] for n in ast.walk(x)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)], s)
+    return body[:first] + hoisted + moved + body[last + 1:]
+
+
+def _replace_by_order(stmt, name, temps):
+    """A copy of ``stmt`` with its recursive calls (in evaluation order) replaced by ``temps``."""
+    new = copy.deepcopy(stmt)
+    evs = []
+    for e in (_evaluated(new) or []):
+        _events(e, name, evs)
+    mapping = {id(n): t for (k, n, _), t in zip([ev for ev in evs if ev[0] == "call"], temps)}
+    return _ReplaceCalls(mapping).visit(new)
+
+
+# --------------------------------------------------------------------------- entry
+
+def normalise(tree: ast.FunctionDef, where, glb) -> Normalised:
+    """Rewrite ``tree.body`` (in place) into the canonical shape; see the module docstring."""
+    name = tree.name
+    result = Normalised(body=list(tree.body))
+    body = _flatten_blocks(list(tree.body), name, where)
+    body = _unroll_loops(body, name, where, glb)
+    body = _flatten_blocks(body, name, where)
+    body = _hoist_calls(body, name, where, result)
+    tree.body = body
+    ast.fix_missing_locations(tree)
+    result.body = body
+    return result

@@ -1,0 +1,174 @@
+"""hpu._normalise: the forms people write become the canonical shape, in Python's order.
+
+The functions are in this file (hpu reads their source); each test looks at the
+spec :func:`hpu._frontend.parse` makes of them — the calls in left-to-right
+order, the children's arguments, the user's line numbers — and, where the
+order is visible in the result, runs them against plain Python.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+
+import numpy as np
+import pytest
+
+import hpu
+from hpu._frontend import parse
+from hpu._normalise import TEMP_PREFIX
+
+K = 3
+
+
+def _line(fn, marker):
+    lines, start = inspect.getsourcelines(fn)
+    return next(start + i for i, t in enumerate(lines) if marker in t)
+
+
+def diff(a, lo, hi):
+    if hi - lo == 1:
+        return a[lo]
+    mid = (lo + hi) // 2
+    return diff(a, mid, hi) - 2 * diff(a, lo, mid)  # calls
+
+
+def three(a, lo, hi):
+    if hi - lo < K:
+        return 0
+    q = (hi - lo) // K
+    s = 0
+    for i in range(K):
+        s = s * 10 + three(a, lo + i * q, lo + (i + 1) * q)
+    return s + i
+
+
+def nested_ifs(a, lo, hi):
+    if hi - lo == 0:
+        return 0
+    elif hi - lo == 1:
+        return a[lo]
+    else:
+        mid = (lo + hi) // 2
+        return nested_ifs(a, lo, mid) + nested_ifs(a, mid, hi)
+
+
+def pure_read_first(a, lo, hi):
+    if hi - lo <= 1:
+        return 0
+    mid = (lo + hi) // 2
+    return a[mid] + pure_read_first(a, lo, mid) + pure_read_first(a, mid, hi)
+
+
+def falls_through(a, lo, hi):
+    s = 0
+    if hi - lo > 1:
+        mid = (lo + hi) // 2
+        s = falls_through(a, lo, mid) + falls_through(a, mid, hi)
+    else:
+        s = a[lo]
+    return s
+
+
+def float_mix(a, lo, hi):
+    if hi - lo <= 1:
+        return a[lo]
+    mid = (lo + hi) // 2
+    x = float_mix(a, lo, mid) + float_mix(a, mid, hi)
+    return round(x / 3, 2)  # OpenCL: round with digits
+
+
+def test_calls_in_an_expression_are_hoisted_left_to_right():
+    spec = parse(diff)
+    line = _line(diff, "# calls")
+    assert spec.a == 2
+    assert [c.lineno for c in spec.calls] == [line, line]
+    assert [ast.unparse(c.args[1]) for c in spec.calls] == ["mid", "lo"]  # Python's order
+    assert [c.targets for c in spec.calls] == [(f"{TEMP_PREFIX}0",), (f"{TEMP_PREFIX}1",)]
+    assert spec.combine[-1].lineno == line
+
+
+def test_a_constant_loop_is_unrolled_with_the_variable_substituted():
+    spec = parse(three)
+    assert spec.a == K
+    assert [ast.unparse(c.args[1]) for c in spec.calls] == [f"lo + {i} * q" for i in range(K)]
+    assert any(isinstance(s, ast.Assign) and ast.unparse(s) == f"i = {K - 1}"
+               for s in spec.combine)  # the loop variable keeps its last value
+
+
+def test_elif_chains_and_fall_through_blocks_become_guards():
+    spec = parse(nested_ifs)
+    assert spec.a == 2 and sum(isinstance(s, ast.If) for s in spec.check) == 2
+    spec = parse(falls_through)
+    assert spec.a == 2
+    guard = [s for s in spec.check if isinstance(s, ast.If)][0]
+    assert ast.unparse(guard.test) == "not hi - lo > 1"
+    assert ast.unparse(guard.body[-1]) == "return s"  # the statements after the if, copied
+
+
+@pytest.mark.parametrize("fn", [diff, three, nested_ifs, pure_read_first, falls_through])
+@pytest.mark.parametrize("kw", [{"device": "cpu"}, {"device": "gpu"},
+                                {"device": "hybrid", "alpha": 0.5, "y": 2}],
+                         ids=["cpu", "gpu", "hybrid"])
+def test_the_normalised_function_computes_what_python_computes(fn, kw):
+    f = hpu.divide_and_conquer(fn)
+    for n in (1, 2, 9, 700):
+        x = np.random.default_rng(n).integers(-9, 9, n)
+        assert f.run(x, 0, n, **kw).value == fn(x, 0, n), (fn.__name__, n)
+
+
+def test_a_read_before_the_calls_is_fine_when_nothing_writes_arrays():
+    spec = parse(pure_read_first)
+    assert spec.reordered and spec.reordered[0][1] == "a[mid]"
+    hpu.divide_and_conquer(pure_read_first)  # resolve accepts it: the calls write nothing
+
+
+def test_an_opencl_refusal_in_the_combine_names_the_users_line_not_a_generated_file():
+    f = hpu.divide_and_conquer(float_mix)
+    x = np.arange(64, dtype=np.float64)
+    assert f.run(x, 0, 64, device="cpu").value == pytest.approx(float_mix(x, 0, 64))
+    with pytest.raises(hpu.TranslationError) as info:
+        f.run(x, 0, 64, device="gpu")
+    err = info.value
+    assert err.filename == __file__, str(err)
+    assert err.lineno == _line(float_mix, "# OpenCL"), str(err)
+    assert "generated" not in str(err)
+
+
+def early_exit(a, lo, hi):
+    if hi - lo <= 1:
+        return a[lo]
+    mid = (lo + hi) // 2
+    left = early_exit(a, lo, mid)
+    if left > 5:
+        return left
+    return left + early_exit(a, mid, hi)  # skipped when left > 5
+
+
+def test_a_call_after_an_early_return_is_conditional():
+    spec = parse(early_exit)
+    assert [line for line, _ in spec.conditional] == [_line(early_exit, "# skipped")]
+    f = hpu.divide_and_conquer(early_exit)  # writes no array: the extra call changes nothing
+    x = np.random.default_rng(3).integers(-9, 9, 301)
+    assert f.run(x, 0, 301, device="gpu").value == early_exit(x, 0, 301)
+
+
+def moving_bounds(a, lo, hi):
+    if hi - lo < 3:
+        return hi - lo
+    q = (hi - lo) // 3
+    t = 0
+    start = lo
+    for i in range(3):
+        stop = start + q if i < 2 else hi
+        t = 2 * t + moving_bounds(a, start, stop)
+        start = stop
+    return t
+
+
+def test_pure_scalar_updates_between_calls_are_substituted_in_order():
+    spec = parse(moving_bounds)
+    assert spec.a == 3
+    f = hpu.divide_and_conquer(moving_bounds)
+    for n in (1, 5, 100, 999):
+        x = np.zeros(n, np.int64)
+        assert f.run(x, 0, n, device="cpu").value == moving_bounds(x, 0, n)
