@@ -222,7 +222,8 @@ class DivideAndConquer:
         return program.function(*(values[p] for p in program.spec.params))
 
     def run(self, *args, device: str = DEFAULT_DEVICE, alpha=None, y=None, K=None,
-            strategy: str = "advanced", cl_device=None, depth: int = 64, **kwargs) -> Run:
+            strategy: str = "advanced", cl_device=None, depth: int = 64, cluster=None,
+            **kwargs) -> Run:
         """Run the function breadth-first and return a :class:`~hpu.Run` report.
 
         ``device``: ``"hybrid"`` (the default: the CPU's Numba threads and an
@@ -235,7 +236,11 @@ class DivideAndConquer:
         level whose tasks solve whole subtrees (``None``: enough tasks for
         every core).  ``cl_device``: which OpenCL device (``"gpu"``, ``"cpu"``,
         ``"P:D"``, part of a name; default ``HPU_DEVICE`` or the first usable
-        GPU, else PoCL).  ``depth``: the device solver's stack frames.  The
+        GPU, else PoCL).  ``depth``: the device solver's stack frames.
+        ``cluster``: a ``dask.distributed.Client``, a scheduler address,
+        ``"local:N"`` or ``hpu.Cluster(...)``: the top levels across Dask
+        workers, each running its share with these options (see
+        :mod:`hpu._dask`; the model may decline and run locally).  The
         function's own arguments go by position or keyword (by position when
         a name clashes with these options).
         """
@@ -251,6 +256,12 @@ class DivideAndConquer:
                        seconds=time.perf_counter() - t0)
         values = self._check_args(args, kwargs)
         program = self._program(values)
+        if cluster is not None:
+            from hpu._dask import run_on_cluster
+
+            return run_on_cluster(self, program, values, cluster=cluster, device=device,
+                                  alpha=alpha, y=y, K=K, strategy=strategy,
+                                  cl_device=cl_device, depth=depth)
         if device != "cpu":
             from hpu._hybrid import run_on_devices
 
