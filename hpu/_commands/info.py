@@ -20,6 +20,9 @@ HELP = "show versions, Numba threads, the default OpenCL device and the active p
 def add_arguments(parser) -> None:
     parser.add_argument("--device", metavar="D", default=None,
                         help="report the profile of this device instead of the default one")
+    parser.add_argument("--cluster", metavar="C", default=None,
+                        help="also show this Dask cluster (local:N or a scheduler address): "
+                             "its workers and each one's node for the model")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -96,12 +99,30 @@ def _env_set(name: str) -> bool:
     return bool(os.environ.get(name, "").strip())
 
 
+def _cluster(target) -> dict:
+    try:
+        from hpu._dask import describe
+
+        return describe(target)
+    except Exception as err:  # noqa: BLE001 - info never fails: say what is wrong
+        return {"error": f"{type(err).__name__}: {err}"}
+
+
 def main(args) -> int:
     info, profile = _collect(args.device)
+    if getattr(args, "cluster", None):
+        info["cluster"] = _cluster(args.cluster)
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
     w = print
+    if "cluster" in info:
+        c = info["cluster"]
+        w(f"cluster     {c.get('scheduler', args.cluster)}" + (f": {c['error']}" if "error" in c
+                                                              else f", {len(c['workers'])} workers"))
+        for nd in c.get("nodes", ()):
+            w(f"  {nd['address']}: p={nd['p']:g} g={nd['g']:g} gamma={nd['gamma']:.3g} "
+              f"device {nd['device']}")
     w(f"hpu         {info['hpu']}")
     w(f"python      {info['python']}  numba {info['numba']}  pyopencl {info['pyopencl']}  "
       f"numpy {info['numpy']}")
