@@ -93,7 +93,7 @@ from hpu._run import LevelRecord, Run
 
 __all__ = ["Cluster", "ClusterPlan", "ClusterReport", "ClusterRun", "ClusterUnavailableError",
            "NodeProfile", "Network", "WorkerRecord", "run_on_cluster", "plan_cluster",
-           "connect", "dumps_function", "loads_function", "measure_network", "node_profiles",
+           "connect", "close_clients", "dumps_function", "loads_function", "measure_network", "node_profiles",
            "FAULT_ENV"]
 
 FAULT_ENV = "HPU_INJECT_WORKER_FAULT"
@@ -140,6 +140,21 @@ _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
 
 
+def close_clients() -> None:
+    """Close the clients (and ``local:N`` clusters) hpu opened in this process."""
+    import contextlib
+
+    with _clients_lock:
+        for client in _clients.values():
+            cluster = getattr(client, "cluster", None)
+            with contextlib.suppress(Exception):
+                client.close()
+            if cluster is not None:
+                with contextlib.suppress(Exception):
+                    cluster.close()
+        _clients.clear()
+
+
 def connect(target):
     """A ``Client`` for ``target`` (see :class:`Cluster`); clients hpu opens are kept per process."""
     try:
@@ -173,6 +188,10 @@ def connect(target):
                     f"cluster={target!r}: no Dask scheduler answered within "
                     f"{CONNECT_TIMEOUT_S:g} s ({err}); start one (dask scheduler; dask worker "
                     "ADDRESS) or pass 'local:N' for worker processes on this machine") from None
+        if not _clients:
+            import atexit
+
+            atexit.register(close_clients)
         _clients[target] = client
         return client
 
@@ -546,7 +565,11 @@ def _bytes_text(n: float) -> str:
 
 @dataclass(frozen=True)
 class WorkerRecord:
-    """One worker's part of a run: its level-D tasks, Dask tasks, seconds and bytes."""
+    """One worker's part of a run: its level-D tasks, Dask tasks, seconds and bytes.
+
+    ``cpu_tasks``/``gpu_tasks``: the leaf tasks of the worker's own local runs
+    on each side (its hybrid split), summed over its subtrees.
+    """
 
     address: str
     tasks: int
@@ -554,6 +577,8 @@ class WorkerRecord:
     seconds: float
     bytes_sent: int
     bytes_received: int
+    cpu_tasks: int = 0
+    gpu_tasks: int = 0
 
 
 @dataclass(frozen=True)
@@ -577,9 +602,11 @@ class ClusterReport:
 class ClusterRun(Run):
     """A :class:`~hpu.Run` with ``cluster``: where the distribution level's tasks ran.
 
-    On a cluster the leaf phase of the distribution level is booked in the
-    ``cpu`` columns (the client's view: those tasks did not use its OpenCL
-    device); ``cluster.workers`` has the per-worker detail.
+    On a cluster ``K`` is the distribution level, ``alpha`` is 1.0 and ``y``
+    None, and the leaf phase of the distribution level is booked in the
+    ``cpu`` columns: the client's view (its CPU expanded and combined, its
+    OpenCL device did nothing); ``cluster.workers`` has the per-worker detail,
+    each worker's own split included.
     """
 
     cluster: ClusterReport | None = None
@@ -686,12 +713,14 @@ class _DaskBackend:
             for k, t in enumerate(range(s, e)):
                 _store(level, t, res["values"][k], layout.result_arity)
             self.fallbacks.extend(f"on {res['worker']}: {f}" for f in res["fallbacks"])
-            rec = per_worker.setdefault(res["worker"], [0, 0, 0.0, 0, 0])
+            rec = per_worker.setdefault(res["worker"], [0, 0, 0.0, 0, 0, 0, 0])
             rec[0] += e - s
             rec[1] += 1
             rec[2] += res["seconds"]
             rec[3] += sent
             rec[4] += got
+            rec[5] += res["cpu_tasks"]
+            rec[6] += res["gpu_tasks"]
         self.records = [WorkerRecord(a, *v) for a, v in sorted(per_worker.items())]
         if any("was lost" in f for f in self.fallbacks):
             warnings.warn("hpu: " + "; ".join(f for f in self.fallbacks if "was lost" in f),
@@ -795,7 +824,9 @@ def run_on_cluster(dc, program, values, *, cluster, device="hybrid", alpha=None,
     report = ClusterReport(scheduler, plan, True, plan.reason, level=ex.K,
                            workers=tuple(backend.records),
                            seconds=sum(r.cpu_seconds for r in ex.levels if r.phase == "leaf"))
-    return ClusterRun(value=ex.value, device=device, alpha=alpha, y=y, K=ex.K,
+    # the client's own view: its CPU expanded and combined, its device did nothing; the
+    # workers' splits are in cluster.workers
+    return ClusterRun(value=ex.value, device=device, alpha=1.0, y=None, K=ex.K,
                       cpu_tasks=ex.leaf_tasks.get("cpu", 0), gpu_tasks=0,
                       fallbacks=backend.fallbacks, levels=ex.levels, transfers=(),
                       seconds=time.perf_counter() - t_start, cluster=report)

@@ -106,6 +106,7 @@ def client():
                                dashboard_address=None)
         c = Client(cluster)
     yield c
+    _dask.close_clients()  # those hpu opened for the scheduler's address
     c.close()
     cluster.close()
 
@@ -368,3 +369,45 @@ def test_a_scheduler_address_works_like_a_client(client):
                             cluster=Cluster(client.scheduler.address, level=2), device="cpu")
     np.testing.assert_array_equal(x, want)
     assert run.cluster.scheduler == client.scheduler.address
+
+
+# ------------------------------------------------------------------ the command
+
+def test_hpu_run_on_the_cluster_verifies_and_reports_it(client, capsys):
+    import json
+
+    from hpu.cli import main
+
+    code = main(["run", "inversions", "--n", "3000", "--device", "cpu", "--repeat", "1",
+                 "--cluster", client.scheduler.address, "--cluster-level", "2", "--json"])
+    out = capsys.readouterr().out
+    assert code == 0
+    report = json.loads(out.strip().splitlines()[-1])
+    cluster = report["methods"]["cpu"]["cluster"]
+    assert report["verified"] and cluster["distributed"] and cluster["level"] == 2
+    assert sum(w["tasks"] for w in cluster["workers"]) == 4 and cluster["bytes_moved"] > 0
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--cluster", "host:8786"], "--cluster"),
+    (["--cluster-level", "2"], "needs --cluster"),
+    (["--cluster", "local:2", "--cluster-level", "-1"], "--cluster-level"),
+])
+def test_hpu_run_refuses_bad_cluster_flags(argv, match, capsys):
+    from hpu.cli import main
+
+    assert main(["run", "sum", "--n", "100", *argv]) == 2
+    assert match in capsys.readouterr().err
+
+
+def test_hpu_info_shows_the_cluster(client, capsys):
+    import json
+
+    from hpu.cli import main
+
+    assert main(["info", "--cluster", client.scheduler.address, "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["cluster"]["scheduler"] == client.scheduler.address
+    assert len(info["cluster"]["workers"]) == 2 and len(info["cluster"]["nodes"]) == 2
+    assert main(["info", "--cluster", "local:x"]) == 0  # info never fails: it says why
+    assert "local:N" in capsys.readouterr().out

@@ -98,6 +98,9 @@ def add_arguments(parser) -> None:
                         help="run the hpu devices' top levels on a Dask cluster: local:N "
                              "(N worker processes here) or a scheduler address such as "
                              "tcp://host:8786; the model may decline and run locally")
+    parser.add_argument("--cluster-level", default=None, metavar="L",
+                        help="with --cluster: distribute at this level of the tree whatever "
+                             "the model says (default: the model decides)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -141,6 +144,7 @@ class Options:
     repeat: int
     json: bool
     cluster: str | None = None
+    cluster_level: int | None = None
 
 
 def parse_options(args) -> Options:
@@ -183,8 +187,14 @@ def parse_options(args) -> Options:
     if cluster is not None and not (str(cluster).startswith(("local:", "tcp://", "tls://",
                                                              "inproc://", "ucx://"))):
         raise _bad("--cluster", cluster, "local:N or a scheduler address", "local:2")
+    level = getattr(args, "cluster_level", None)
+    if level is not None:
+        if cluster is None:
+            raise _BadValue("--cluster-level needs --cluster; pass e.g. --cluster local:2")
+        level = _parse_int(level, "--cluster-level", "an integer >= 0 (a level of the tree)",
+                           "3", 0)
     return Options(algorithm, n, devices, alpha, y, strategy, args.cl_device, dtype, seed,
-                   repeat, bool(args.json), cluster)
+                   repeat, bool(args.json), cluster, level)
 
 
 # ----------------------------------------------------------------------- algorithms
@@ -522,7 +532,9 @@ def _measure_all(o: Options, cl_name: str | None, skipped: dict) -> _Report:
         if dev == "hybrid":
             options.update(alpha=o.alpha, y=o.y)
         if o.cluster is not None:
-            options["cluster"] = o.cluster
+            from hpu._dask import Cluster
+
+            options["cluster"] = Cluster(o.cluster, level=o.cluster_level)
         rows.append(_measure(dev, _HPU_LABELS[dev],
                              lambda args, options=options: alg.dc.run(*args, **options),
                              lambda: alg.fresh(x), alg.output, check, o.repeat))
