@@ -93,7 +93,7 @@ from hpu._run import LevelRecord, Run
 
 __all__ = ["Cluster", "ClusterPlan", "ClusterReport", "ClusterRun", "ClusterUnavailableError",
            "NodeProfile", "Network", "WorkerRecord", "run_on_cluster", "plan_cluster",
-           "connect", "close_clients", "dumps_function", "loads_function", "measure_network", "node_profiles",
+           "connect", "close_clients", "calibrate_cluster", "describe", "dumps_function", "loads_function", "measure_network", "node_profiles",
            "FAULT_ENV"]
 
 FAULT_ENV = "HPU_INJECT_WORKER_FAULT"
@@ -519,8 +519,11 @@ def plan_cluster(*, a: int, b: float, cost: str, n: int, element_bytes: int, in_
                 for nd in nodes]
     shares = _shares([1.0 / max(t, 1e-12) for t in per_task])  # 001's power factors
     spu = local.seconds_per_unit or 2e-9
-    combine = sum(a ** i * model.parse_cost(cost)(max(n / b ** i, 1.0))
-                  for i in range(level)) * spu / max(local.p, 1.0)
+    f = model.parse_cost(cost)
+    # the client combines levels D-1..0 on its p cores: level i has a**i tasks, so the top
+    # levels use fewer cores than p (the root's combine runs on one)
+    combine = sum(math.ceil(a ** i / max(local.p, 1.0)) * f(max(n / b ** i, 1.0))
+                  for i in range(level)) * spu
     worker_times, moved = [], 0.0
     for nd, share, t in zip(nodes, shares, per_task):
         # out: the changed elements' slice and a 1-bit mask; without span whole arrays go out
@@ -870,6 +873,32 @@ def _plan_for(dc, program, values, nodes, network, level, device, strategy, cl_d
                         spanned=spec.span is not None, nodes=nodes, network=network,
                         local=machine, level=level, device=device, strategy=strategy,
                         local_contention=contention)
+
+
+def _calibrate_here(device, quick) -> dict:
+    from hpu import calibrate as cal
+
+    profile = cal.calibrate(device, quick=quick)
+    path = cal.save_profile(profile)
+    return {"path": str(path), **profile.summary()}
+
+
+def calibrate_cluster(target, *, device=None, quick=False) -> dict:
+    """``hpu calibrate --cluster``: calibrate every worker (one after another, so that
+    workers sharing a machine do not disturb each other's timings), store each profile
+    where that worker's runs read it, and measure the network's λ and δ."""
+    client = connect(target)
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    if not workers:
+        raise ClusterUnavailableError(f"cluster={target!r} has no workers to calibrate; start "
+                                      "some (dask worker ADDRESS) and run it again")
+    out = {}
+    for w in workers:
+        out.update(client.run(_calibrate_here, device, quick, workers=[w]))
+    _networks.pop(client.scheduler.address, None)
+    net = measure_network(client)
+    return {"scheduler": client.scheduler.address, "workers": out,
+            "network": {"latency_s": net.latency_s, "seconds_per_byte": net.seconds_per_byte}}
 
 
 def describe(target) -> dict:

@@ -411,3 +411,10 @@ def test_hpu_info_shows_the_cluster(client, capsys):
     assert len(info["cluster"]["workers"]) == 2 and len(info["cluster"]["nodes"]) == 2
     assert main(["info", "--cluster", "local:x"]) == 0  # info never fails: it says why
     assert "local:N" in capsys.readouterr().out
+
+
+def test_hpu_calibrate_refuses_a_bad_cluster(capsys):
+    from hpu.cli import main
+
+    assert main(["calibrate", "--cluster", "local:0"]) == 2
+    assert "N >= 1" in capsys.readouterr().err
