@@ -196,6 +196,14 @@ def connect(target):
         return client
 
 
+def _workers(client) -> dict:
+    """Every worker the scheduler knows (newer ``distributed`` lists only some by default)."""
+    try:
+        return client.scheduler_info(n_workers=-1)["workers"]
+    except TypeError:  # distributed before n_workers=
+        return client.scheduler_info()["workers"]
+
+
 # --------------------------------------------------------------------- shipping
 
 def _blank_dc():
@@ -683,7 +691,7 @@ class _DaskBackend:
         from distributed import wait
 
         wait([j[4] for j in jobs])
-        alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
+        alive = set(_workers(self.client))
         results = []
         for worker, s, e, args, fut, sent in jobs:
             if fut.status == "finished":
@@ -804,7 +812,7 @@ def run_on_cluster(dc, program, values, *, cluster, device="hybrid", alpha=None,
         client.wait_for_workers(1, timeout=CONNECT_TIMEOUT_S)
     except (TimeoutError, OSError):
         pass
-    nodes = node_profiles(client) if client.scheduler_info(n_workers=-1)["workers"] else []
+    nodes = node_profiles(client) if _workers(client) else []
     if not nodes:
         return local(f"the cluster at {scheduler} has no workers; ran on this machine",
                      fallback=True)
@@ -888,7 +896,7 @@ def calibrate_cluster(target, *, device=None, quick=False) -> dict:
     workers sharing a machine do not disturb each other's timings), store each profile
     where that worker's runs read it, and measure the network's λ and δ."""
     client = connect(target)
-    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    workers = sorted(_workers(client))
     if not workers:
         raise ClusterUnavailableError(f"cluster={target!r} has no workers to calibrate; start "
                                       "some (dask worker ADDRESS) and run it again")
@@ -904,8 +912,8 @@ def calibrate_cluster(target, *, device=None, quick=False) -> dict:
 def describe(target) -> dict:
     """The cluster for ``hpu info``: scheduler, workers and their nodes."""
     client = connect(target)
-    info = client.scheduler_info(n_workers=-1)
+    workers = _workers(client)
     return {"scheduler": client.scheduler.address,
             "workers": {a: {"threads": w.get("nthreads"), "memory": w.get("memory_limit")}
-                        for a, w in sorted(info["workers"].items())},
-            "nodes": [vars(nd) for nd in node_profiles(client)] if info["workers"] else []}
+                        for a, w in sorted(workers.items())},
+            "nodes": [vars(nd) for nd in node_profiles(client)] if workers else []}
