@@ -348,9 +348,8 @@ def _run_range(key, blob, params, shared_scalars, arrays, written, tasks, option
     for name in written:
         size, dtype, lo, orig = arrays[name]
         got = full[name][lo:lo + len(orig)]
-        changed = got != orig
-        if got.dtype.kind == "f":
-            changed &= ~(np.isnan(got) & np.isnan(orig))
+        # bit for bit: -0.0 and 0.0 differ, NaN equals the same NaN
+        changed = got.view(f"u{got.itemsize}") != orig.view(f"u{orig.itemsize}")
         if changed.any():
             writes[name] = (lo, got.copy(), np.packbits(changed))
     return {"worker": where, "values": values, "writes": writes, "fallbacks": fallbacks,
@@ -364,7 +363,7 @@ def _node_profile() -> dict:
     try:
         from hpu._profile import active_profile
 
-        prof = active_profile()
+        prof = active_profile(autocalibrate=False)  # planning never waits for a calibration
         m = prof.machine()
         return {"p": m.p, "g": m.g, "gamma": m.gamma, "latency_s": m.latency_s,
                 "seconds_per_byte": m.seconds_per_byte,
@@ -440,8 +439,19 @@ def measure_network(client, *, nbytes: int = 4 << 20, repeat: int = 5) -> Networ
     return net
 
 
+_nodes: dict = {}
+
+
 def node_profiles(client) -> list[NodeProfile]:
-    """Every worker's node, from its own profile (``client.run`` on each)."""
+    """Every worker's node, from its own profile (``client.run`` on each; kept per
+    scheduler and set of workers)."""
+    key = (client.scheduler.address, frozenset(_workers(client)))
+    if key not in _nodes:
+        _nodes[key] = _node_profiles(client)
+    return _nodes[key]
+
+
+def _node_profiles(client) -> list[NodeProfile]:
     got = client.run(_node_profile)
     return [NodeProfile(address=a, p=float(d["p"]), g=float(d["g"]), gamma=float(d["gamma"]),
                         seconds_per_unit=float(d["seconds_per_unit"]),
@@ -489,8 +499,10 @@ def _node_time(problem_at, node: NodeProfile, n_sub: int, device: str, strategy:
     """Predicted seconds of one subtree of size ``n_sub`` on ``node`` (the HPU model)."""
     from hpu import model
 
-    pl = model.plan(problem_at(max(int(n_sub), 1)), node.machine(), strategy,
-                    element_bytes=element_bytes, contention=max(node.contention, 1.0))
+    from hpu._decorator import _cached_plan
+
+    pl = _cached_plan(problem_at(max(int(n_sub), 1)), node.machine(), strategy,
+                      element_bytes, max(node.contention, 1.0))
     if device == "cpu":
         return pl.cpu_only_time
     if device == "gpu":
@@ -539,8 +551,10 @@ def plan_cluster(*, a: int, b: float, cost: str, n: int, element_bytes: int, in_
         moved += data
         worker_times.append(network.cost(data) + share * tasks * t)
     predicted = max(worker_times) + combine
-    lp = model.plan(problem_at(max(n, 1)), local, strategy, element_bytes=element_bytes,
-                    contention=max(local_contention, 1.0))
+    from hpu._decorator import _cached_plan
+
+    lp = _cached_plan(problem_at(max(n, 1)), local, strategy, element_bytes,
+                      max(local_contention, 1.0))
     local_time = {"cpu": lp.cpu_only_time, "gpu": lp.device_only_time}.get(device,
                                                                           lp.predicted_time)
     distribute = forced or predicted < local_time
@@ -904,6 +918,8 @@ def calibrate_cluster(target, *, device=None, quick=False) -> dict:
     for w in workers:
         out.update(client.run(_calibrate_here, device, quick, workers=[w]))
     _networks.pop(client.scheduler.address, None)
+    for k in [k for k in _nodes if k[0] == client.scheduler.address]:
+        del _nodes[k]  # the new profiles replace what the plan had read
     net = measure_network(client)
     return {"scheduler": client.scheduler.address, "workers": out,
             "network": {"latency_s": net.latency_s, "seconds_per_byte": net.seconds_per_byte}}
