@@ -74,7 +74,7 @@ def measure(ns, repeat, device, level):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None)
+                                   dashboard_address=":0")
             client = Client(cluster)
         try:
             for n in ns:

@@ -178,7 +178,7 @@ def connect(target):
                 raise ValueError(f"cluster={target!r}: expected 'local:N' with N >= 1 worker "
                                  "processes; pass e.g. 'local:2'")
             cluster = LocalCluster(n_workers=int(text), threads_per_worker=1, processes=True,
-                                   dashboard_address=None)
+                                   dashboard_address=":0")
             client = Client(cluster)
         else:
             try:

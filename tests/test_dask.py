@@ -103,7 +103,7 @@ def client():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
+                               dashboard_address=":0")
         c = Client(cluster)
     yield c
     _dask.close_clients()  # those hpu opened for the scheduler's address
@@ -280,7 +280,7 @@ def test_no_workers_runs_locally_with_a_warning(monkeypatch):
     from distributed import Client, LocalCluster
 
     monkeypatch.setattr(_dask, "CONNECT_TIMEOUT_S", 0.5)
-    with LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cl, \
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as cl, \
             Client(cl) as c:
         x = np.random.default_rng(3).normal(size=100)
         with pytest.warns(HpuPerformanceWarning, match="no workers"):
@@ -418,3 +418,12 @@ def test_hpu_calibrate_refuses_a_bad_cluster(capsys):
 
     assert main(["calibrate", "--cluster", "local:0"]) == 2
     assert "N >= 1" in capsys.readouterr().err
+
+
+def test_signed_zeros_come_back_bit_for_bit(client):
+    x = np.array([0.0, -0.0, 1.5, -0.0, 0.0, -2.0, 0.0, -0.0] * 40)
+    want = np.sort(x, kind="stable")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HpuPerformanceWarning)
+        user_sort.run(x, np.empty_like(x), 0, x.size, cluster=_at(client, 2), device="cpu")
+    np.testing.assert_array_equal(x.view(np.uint64), want.view(np.uint64))
