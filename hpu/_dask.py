@@ -70,7 +70,8 @@ Faults
   :class:`ClusterUnavailableError` (a typo should not silently run locally); a
   cluster with no workers runs locally with a warning and a fallback line.
 * ``HPU_INJECT_WORKER_FAULT=1`` (read on the client) kills the worker process
-  that runs the first range, once (for tests of exactly this).
+  that runs the first range, once; ``=always`` kills every attempt at it, until
+  Dask gives the range up (for tests of exactly these).
 """
 from __future__ import annotations
 
@@ -317,9 +318,10 @@ def _run_range(key, blob, params, shared_scalars, arrays, written, tasks, option
     each array.  Returns the results per task, and per written array the slice
     and a packed mask of the elements that changed.
     """
-    if kill_marker is not None and not os.path.exists(kill_marker):
-        with open(kill_marker, "w") as fh:
-            fh.write(str(os.getpid()))
+    if kill_marker == "always" or (kill_marker is not None and not os.path.exists(kill_marker)):
+        if kill_marker != "always":
+            with open(kill_marker, "w") as fh:
+                fh.write(str(os.getpid()))
         os._exit(1)  # a worker lost mid-run (HPU_INJECT_WORKER_FAULT)
     t0 = time.perf_counter()
     dc = _worker_function(key, blob)
@@ -683,7 +685,10 @@ class _DaskBackend:
         scalars = {n: v for n, v in shared.items() if n not in layout.arrays}
         ranges = [(w, start + s, start + e) for w, s, e in self._ranges(stop - start)]
         marker = None
-        if os.environ.get(FAULT_ENV, "") not in ("", "0"):
+        fault = os.environ.get(FAULT_ENV, "")
+        if fault == "always":  # every attempt dies: the range fails for good
+            marker = "always"
+        elif fault not in ("", "0"):  # the first attempt dies, once
             marker = os.path.join(tempfile.mkdtemp(prefix="hpu-worker-fault-"), "killed")
         jobs = []
         for i, (worker, s, e) in enumerate(ranges):

@@ -427,3 +427,59 @@ def test_signed_zeros_come_back_bit_for_bit(client):
         warnings.simplefilter("ignore", HpuPerformanceWarning)
         user_sort.run(x, np.empty_like(x), 0, x.size, cluster=_at(client, 2), device="cpu")
     np.testing.assert_array_equal(x.view(np.uint64), want.view(np.uint64))
+
+
+@hpu.divide_and_conquer(b=2, cost="1", span=("lo", "hi"))
+def reciprocal_sum(a, lo, hi):
+    if hi - lo == 1:
+        return 1 / a[lo]
+    mid = (lo + hi) // 2
+    left = reciprocal_sum(a, lo, mid)
+    right = reciprocal_sum(a, mid, hi)
+    return left + right
+
+
+def test_the_functions_own_error_is_raised_and_the_inputs_are_untouched(client):
+    x = np.arange(1, 301, dtype=np.int64)
+    x[250] = 0
+    keep = x.copy()
+    # K=0 on the workers: each subtree runs as the compiled recursive function (a
+    # ZeroDivisionError inside a parallel leaf level is not reliably raised by the local
+    # CPU path itself; see the report of this change)
+    with pytest.raises(ZeroDivisionError):
+        reciprocal_sum.run(x, 0, x.size, cluster=_at(client, 2), device="cpu", K=0)
+    np.testing.assert_array_equal(x, keep)
+
+
+def test_a_range_lost_for_good_is_redone_here(monkeypatch):
+    import dask
+    from distributed import Client, LocalCluster
+
+    monkeypatch.setenv(_dask.FAULT_ENV, "always")
+    x = np.random.default_rng(9).integers(-99, 99, 700).astype(np.int32)
+    want = np.sort(x)
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # distributed's own, about the kill
+        with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                          dashboard_address=":0") as cl, Client(cl) as c:
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                run = user_sort.run(x, np.empty_like(x), 0, x.size, cluster=Cluster(c, level=1),
+                                    device="cpu")
+    np.testing.assert_array_equal(x, want)
+    redone = [f for f in run.fallbacks if "redone on this machine" in f]
+    assert len(redone) == 1 and "KilledWorker" in redone[0]
+    assert any(issubclass(w.category, HpuPerformanceWarning) for w in seen)
+    assert any(w.address == "client" for w in run.cluster.workers)
+
+
+def test_local_n_starts_worker_processes_here(client):
+    from algorithms.sum import total
+
+    x = np.random.default_rng(4).integers(-9, 9, 1000).astype(np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HpuPerformanceWarning)
+        got, run = total(x, return_run=True, cluster=Cluster("local:1", level=1), device="cpu")
+    assert got == int(x.sum()) and run.cluster.distributed
+    assert len(run.cluster.workers) == 1
