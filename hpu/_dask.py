@@ -546,12 +546,13 @@ def plan_cluster(*, a: int, b: float, cost: str, n: int, element_bytes: int, in_
     # levels use fewer cores than p (the root's combine runs on one)
     combine = sum(math.ceil(a ** i / max(local.p, 1.0)) * f(max(n / b ** i, 1.0))
                   for i in range(level)) * spu
-    worker_times, moved = [], 0.0
+    worker_times, net_times, moved = [], [], 0.0
     for nd, share, t in zip(nodes, shares, per_task):
         # out: the changed elements' slice and a 1-bit mask; without span whole arrays go out
         data = (in_bytes if not spanned else in_bytes * share) + out_bytes * 1.125 * share
         moved += data
-        worker_times.append(network.cost(data) + share * tasks * t)
+        net_times.append(network.cost(data))
+        worker_times.append(net_times[-1] + share * tasks * t)
     predicted = max(worker_times) + combine
     from hpu._decorator import _cached_plan
 
@@ -561,18 +562,19 @@ def plan_cluster(*, a: int, b: float, cost: str, n: int, element_bytes: int, in_
                                                                           lp.predicted_time)
     distribute = forced or predicted < local_time
     moved_text = _bytes_text(moved)
+    workers = f"{W} worker{'s' if W != 1 else ''}"
     if forced:
         reason = (f"distribution forced at level {level} (Cluster(level={level})); the model "
-                  f"predicts {predicted:.3g} s on {W} workers against {local_time:.3g} s locally")
+                  f"predicts {predicted:.3g} s on {workers} against {local_time:.3g} s locally")
     elif distribute:
-        reason = (f"{W} workers at level {level} ({tasks} subtrees of ~{n_sub:.3g} elements): "
+        reason = (f"{workers} at level {level} ({tasks} subtrees of ~{n_sub:.3g} elements): "
                   f"{predicted:.3g} s predicted (moving {moved_text} at λ={network.latency_s:.3g} s, "
                   f"δ={network.seconds_per_byte:.3g} s/B) against {local_time:.3g} s locally")
     else:
-        reason = (f"the cluster is not worth it: {W} workers at level {level} would take "
-                  f"{predicted:.3g} s (moving {moved_text} costs "
-                  f"{max(worker_times) - max(s * tasks * t for s, t in zip(shares, per_task)):.3g} s"
-                  f" at λ={network.latency_s:.3g} s, δ={network.seconds_per_byte:.3g} s/B) "
+        reason = (f"the cluster is not worth it: {workers} at level {level} would take "
+                  f"{predicted:.3g} s (moving {moved_text} costs up to {max(net_times):.3g} s "
+                  f"per worker at λ={network.latency_s:.3g} s, δ={network.seconds_per_byte:.3g} "
+                  "s/B) "
                   f"against {local_time:.3g} s locally; ran locally")
     return ClusterPlan(level=level, workers=tuple(nd.address for nd in nodes),
                        shares=tuple(shares), predicted_time=predicted, local_time=local_time,
