@@ -18,6 +18,11 @@ The model
 
     figures              the paper's Figure 3 (y(α) and the device's share of the work), matplotlib
 
+Beyond one machine (``pip install 'hpu[dask]'``)
+    Cluster              ``.run(..., cluster=Cluster(client_or_address, level=None))``: the top levels across Dask workers
+    ClusterRun           the Run of a cluster call: ``.cluster`` has the plan, per-worker tasks, seconds and bytes
+    ClusterUnavailableError  the scheduler named by ``cluster=`` cannot be reached
+
 Devices and calibration
     devices              the OpenCL devices hpu can use, usable ones first, the default marked
     calibrate            measure p, g, γ, λ, δ and the contention (``calibrate.calibrate()``), plots
@@ -74,6 +79,9 @@ _CATALOG: dict[str, tuple[str, str | None]] = {
     "DivideAndConquer": ("hpu._decorator", "DivideAndConquer"),
     "Run": ("hpu._run", "Run"),
     "LevelRecord": ("hpu._run", "LevelRecord"),
+    "Cluster": ("hpu._dask", "Cluster"),
+    "ClusterRun": ("hpu._dask", "ClusterRun"),
+    "ClusterUnavailableError": ("hpu._dask", "ClusterUnavailableError"),
     "model": ("hpu.model", None),
     "figures": ("hpu.figures", None),
     "calibrate": ("hpu.calibrate", None),

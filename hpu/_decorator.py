@@ -262,6 +262,10 @@ class DivideAndConquer:
         solve whole subtrees.  A run option that is also a parameter's name is
         refused: use ``f.options(...).run(...)``.  ``run.plan`` is the plan
         that ran.
+        ``cluster``: a ``dask.distributed.Client``, a scheduler address,
+        ``"local:N"`` or ``hpu.Cluster(...)``: the top levels across Dask
+        workers, each running its share with these options (see
+        :mod:`hpu._dask`; the model may decline and run locally).
         """
         opts, user = self._split(kwargs, "run")
         return self._run(opts, args, user)
@@ -278,6 +282,17 @@ class DivideAndConquer:
                        seconds=time.perf_counter() - t0)
         values = self._check_args(args, kwargs)
         program = self._program(values)
+        return self._run_checked(o, values, program)
+
+    def _run_checked(self, o, values, program=None) -> Run:
+        """A run of already checked arguments (``values``: every parameter, the hidden
+        view parameters included) with checked options ``o``."""
+        if program is None:
+            program = self._program(values)
+        if o["cluster"] is not None:
+            from hpu._dask import run_on_cluster
+
+            return run_on_cluster(self, program, values, options=o)
         if o["device"] != "cpu":
             from hpu._hybrid import run_on_devices
 

@@ -134,6 +134,9 @@ RUN_OPTIONS: dict[str, RunOption] = {o.name: o for o in (
     RunOption("backend", None, "the device backend class (None: OpenCL); any class with the "
               "device lifecycle of hpu._driver.DeviceBackend and a select(spec) class method",
               _check_backend),
+    RunOption("cluster", None, "a dask.distributed.Client, a scheduler address, 'local:N' or "
+              "hpu.Cluster(...): the top levels of the tree across Dask workers "
+              "(None: this machine only)"),
 )}
 
 

@@ -8,6 +8,7 @@ or, with ``--json``, as one JSON object for scripts.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -25,6 +26,10 @@ def add_arguments(parser) -> None:
                         help="smaller sweeps: under a minute instead of a few")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object instead of the summary")
+    parser.add_argument("--cluster", metavar="C", default=None,
+                        help="calibrate every worker of this Dask cluster instead (local:N or "
+                             "a scheduler address), each storing its own profile, and measure "
+                             "the network's latency and bandwidth")
     parser.add_argument("--plot", metavar="DIR", default=None,
                         help="also write the g sweep, the gamma ratios and the transfers as PNGs into DIR")
 
@@ -66,7 +71,30 @@ def format_summary(profile, path, wall_s: float | None = None) -> str:
     return "\n".join(lines)
 
 
+def _cluster_main(args) -> int:
+    from hpu._dask import calibrate_cluster
+
+    try:
+        got = calibrate_cluster(args.cluster, device=args.device, quick=args.quick)
+    except (TypeError, ValueError) as err:
+        print(f"hpu calibrate: error: --cluster {args.cluster!r}: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(got, indent=2))
+        return 0
+    print(f"cluster     {got['scheduler']}")
+    for addr, prof in got["workers"].items():
+        print(f"  {addr}: p={prof['p']} g={prof['g']} gamma={prof['gamma']:.4g} "
+              f"device {prof['device']} -> {prof['path']}")
+    net = got["network"]
+    print(f"network     lambda {_fmt_seconds(net['latency_s'])} per task round trip, "
+          f"delta {net['seconds_per_byte']:.3g} s/byte")
+    return 0
+
+
 def main(args) -> int:
+    if getattr(args, "cluster", None):
+        return _cluster_main(args)
     from hpu import calibrate as cal
 
     t0 = time.perf_counter()

@@ -23,6 +23,9 @@ def add_arguments(parser) -> None:
                         help="report the profile of this OpenCL device instead of the default "
                              "one ('gpu', 'cpu', 'P:D' or part of a name; --device is the old "
                              "spelling)")
+    parser.add_argument("--cluster", metavar="C", default=None,
+                        help="also show this Dask cluster (local:N or a scheduler address): "
+                             "its workers and each one's node for the model")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -99,15 +102,33 @@ def _env_set(name: str) -> bool:
     return bool(os.environ.get(name, "").strip())
 
 
+def _cluster(target) -> dict:
+    try:
+        from hpu._dask import describe
+
+        return describe(target)
+    except Exception as err:  # noqa: BLE001 - info never fails: say what is wrong
+        return {"error": f"{type(err).__name__}: {err}"}
+
+
 def main(args) -> int:
     info, profile = _collect(args.device)
     # a device that was asked for by name and is not there is an error (exit 3, as the
     # other commands' environment problems); with none asked for, "none" is the answer
     failed = 3 if args.device is not None and info["device"] is None else 0
+    if getattr(args, "cluster", None):
+        info["cluster"] = _cluster(args.cluster)
     if args.json:
         print(json.dumps(info, indent=2))
         return failed
     w = print
+    if "cluster" in info:
+        c = info["cluster"]
+        w(f"cluster     {c.get('scheduler', args.cluster)}" + (f": {c['error']}" if "error" in c
+                                                              else f", {len(c['workers'])} workers"))
+        for nd in c.get("nodes", ()):
+            w(f"  {nd['address']}: p={nd['p']:g} g={nd['g']:g} gamma={nd['gamma']:.3g} "
+              f"device {nd['device']}")
     w(f"hpu         {info['hpu']}")
     w(f"python      {info['python']}  numba {info['numba']}  pyopencl {info['pyopencl']}  "
       f"numpy {info['numpy']}")

@@ -92,6 +92,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--repeat", default="3", metavar="R",
                         help="timed runs per method after one warm-up; the median is shown "
                              "(default 3; --repeat 1 for large n)")
+    parser.add_argument("--cluster", default=None, metavar="C",
+                        help="run the hpu devices' top levels on a Dask cluster: local:N "
+                             "(N worker processes here) or a scheduler address such as "
+                             "tcp://host:8786; the model may decline and run locally")
+    parser.add_argument("--cluster-level", default=None, metavar="L",
+                        help="with --cluster: distribute at this level of the tree whatever "
+                             "the model says (default: the model decides)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -134,6 +141,8 @@ class Options:
     seed: int
     repeat: int
     json: bool
+    cluster: str | None = None
+    cluster_level: int | None = None
 
 
 def parse_options(args) -> Options:
@@ -173,8 +182,18 @@ def parse_options(args) -> Options:
     seed = _parse_int(args.seed, "--seed", "an integer >= 0", "0", 0)
     repeat = _parse_int(args.repeat, "--repeat", "an integer >= 1 (timed runs per method)",
                         "3", 1)
+    cluster = getattr(args, "cluster", None)
+    if cluster is not None and not (str(cluster).startswith(("local:", "tcp://", "tls://",
+                                                             "inproc://", "ucx://"))):
+        raise _bad("--cluster", cluster, "local:N or a scheduler address", "local:2")
+    level = getattr(args, "cluster_level", None)
+    if level is not None:
+        if cluster is None:
+            raise _BadValue("--cluster-level needs --cluster; pass e.g. --cluster local:2")
+        level = _parse_int(level, "--cluster-level", "an integer >= 0 (a level of the tree)",
+                           "3", 0)
     return Options(algorithm, n, devices, alpha, y, strategy, args.cl_device, dtype, seed,
-                   repeat, bool(args.json))
+                   repeat, bool(args.json), cluster, level)
 
 
 # ----------------------------------------------------------------------- algorithms
@@ -283,7 +302,17 @@ def _run_dict(run) -> dict:
         "transfers": [{"direction": t.direction, "bytes": t.bytes, "seconds": t.seconds}
                       for t in run.transfers],
         "fallbacks": list(run.fallbacks),
+        **_cluster_dict(run),
     }
+
+
+def _cluster_dict(run) -> dict:
+    c = getattr(run, "cluster", None)  # hpu._dask.ClusterRun
+    if c is None:
+        return {}
+    return {"cluster": {"scheduler": c.scheduler, "distributed": c.distributed,
+                        "reason": c.reason, "level": c.level, "bytes_moved": c.bytes_moved,
+                        "workers": [vars(w) for w in c.workers]}}
 
 
 @dataclass(frozen=True)
@@ -404,6 +433,10 @@ def _measure_all(o: Options, cl_name: str | None, skipped: dict) -> _Report:
             options = {"device": dev, "strategy": o.strategy, "cl_device": o.cl_device}
             if dev == "hybrid":
                 options.update(alpha=o.alpha, y=o.y)
+            if o.cluster is not None:
+                from hpu._dask import Cluster
+
+                options["cluster"] = Cluster(o.cluster, level=o.cluster_level)
             rows.append(measured(dev, _HPU_LABELS[dev],
                                  lambda args, options=options: alg.dc.run(*args, **options),
                                  lambda: alg.fresh(x), alg.output))
@@ -481,6 +514,12 @@ def render_text(report: _Report) -> str:
         out.append(f"{who}: alpha = {run.alpha:.4g} (CPU share of level y's tasks), y = {y}, "
                    f"K = {run.K}; level-K tasks: cpu {run.cpu_tasks}, gpu {run.gpu_tasks}")
         out.append(f"transfers: {transfers}")
+        if getattr(run, "cluster", None) is not None:
+            c = run.cluster
+            out.append(f"cluster {c.scheduler}: {c.reason}")
+            out.extend(f"  {w.address}: {w.tasks} tasks, {w.seconds:.4f} s, "
+                       f"{_bytes_text(w.bytes_sent + w.bytes_received)} moved"
+                       for w in c.workers)
     fallbacks = report.fallbacks()
     out.append("fallbacks: " + ("; ".join(fallbacks) if fallbacks else "none"))
     for w in report.warnings:
