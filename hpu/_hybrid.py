@@ -388,7 +388,7 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
 
     from hpu._cpu import CpuBackend
     from hpu._driver import execute
-    from hpu._opencl._device import select_device
+    from hpu._opencl._device import select_device, use_remaining_cores
 
     t_start = time.perf_counter()
     fallbacks: list[str] = []
@@ -403,6 +403,7 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
         warnings.warn(f"hpu: {reason}", HpuPerformanceWarning, stacklevel=3)
         return _cpu_only(program, values, cpu, K, p, fallbacks=[reason], t_start=t_start,
                          device=device)
+    p = use_remaining_cores(cl_device)  # a CPU (sub-)device's cores are not Numba's (issue 14)
 
     plan = None
     if device == "gpu":

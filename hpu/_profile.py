@@ -132,7 +132,9 @@ def _device_facts(device) -> _DeviceFacts:
     t = device.type
     kind = ("GPU" if t & cl.device_type.GPU else "ACCELERATOR" if t & cl.device_type.ACCELERATOR
             else "CPU" if t & cl.device_type.CPU else cl.device_type.to_string(t))
-    return _DeviceFacts(device.name.strip(), device.platform.name.strip(),
+    # a sub-device (``cpu@1``) is keyed by its own label: a profile of one partition
+    # says nothing about another, or about the whole device
+    return _DeviceFacts(dev_mod.device_label(device), device.platform.name.strip(),
                         device.driver_version.strip(), kind, int(device.max_compute_units))
 
 

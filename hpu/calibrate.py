@@ -184,6 +184,12 @@ __kernel void hpu_calib_vsum(__global const float *a, __global const float *b,
 """
 
 
+def _device_label(dev) -> str:
+    from hpu._opencl._device import device_label
+
+    return device_label(dev)
+
+
 def _resolve_device(device):
     """A ``pyopencl.Device`` for None, a device string, a DeviceInfo or a Device."""
     from hpu._opencl import _device as dev_mod
@@ -215,7 +221,7 @@ class _OpenCLBench:
         t = dev.type
         self.kind = ("GPU" if t & cl.device_type.GPU else "ACCELERATOR" if t & cl.device_type.ACCELERATOR
                      else "CPU" if t & cl.device_type.CPU else cl.device_type.to_string(t))
-        self.name = dev.name.strip()
+        self.name = _device_label(dev)
         self.platform = dev.platform.name.strip()
         self.driver_version = dev.driver_version.strip()
         self.compute_units = int(dev.max_compute_units)
@@ -553,10 +559,13 @@ def calibrate(device=None, quick: bool = False, progress=None, *,
     if not (progress is None or isinstance(progress, bool) or callable(progress)):
         raise TypeError(f"progress={progress!r}; expected None, True, False or a callable(stage, done, total)")
 
+    from hpu._opencl._device import use_remaining_cores
+
     bench = _OpenCLBench(device)
     try:
-        return _measure(bench, settings, quick=bool(quick), progress=progress,
-                        p=int(numba.get_num_threads()))
+        # p is what a run on this device will use: beside a CPU sub-device, the other cores
+        p = use_remaining_cores(bench.device)
+        return _measure(bench, settings, quick=bool(quick), progress=progress, p=int(p))
     finally:
         bench.close()
 
