@@ -564,7 +564,8 @@ def calibrate(device=None, quick: bool = False, progress=None, *,
     bench = _OpenCLBench(device)
     try:
         # p is what a run on this device will use: beside a CPU sub-device, the other cores
-        p = use_remaining_cores(bench.device)
+        dev = getattr(bench, "device", None)
+        p = use_remaining_cores(dev) if dev is not None else numba.get_num_threads()
         return _measure(bench, settings, quick=bool(quick), progress=progress, p=int(p))
     finally:
         bench.close()

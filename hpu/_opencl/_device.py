@@ -268,7 +268,7 @@ def _ctx_queue_for(dev_key):
     for dev in [d for _, _, d in _all_devices()] + list(_sub_devices.values()):
         if _key(dev) == dev_key:
             ctx = cl.Context([dev])
-            return ctx, cl.CommandQueue(ctx)
+            return ctx, cl.CommandQueue(ctx, dev)  # a sub-device: the context may list its parent
     raise DeviceUnavailableError(f"OpenCL device {dev_key[1]!r} disappeared")  # pragma: no cover
 
 
