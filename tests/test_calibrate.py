@@ -165,10 +165,14 @@ def test_first_runs_are_thrown_away_and_repeats_kept(synthetic):
     bench = synthetic[0]
     counts = [1 << e for e in range(9)]                      # 1 .. max_work_items=256
     assert sorted({x for x, _ in prof.sweeps.g}) == counts
-    for name, xs in (("g", counts), ("merge_device", TINY.merge_sizes), ("merge_cpu", TINY.merge_sizes),
+    for name, xs in (("g", counts), ("merge_device", TINY.merge_sizes),
                      ("h2d", TINY.transfer_bytes), ("d2h", TINY.transfer_bytes)):
         pairs = getattr(prof.sweeps, name)
-        assert len(pairs) == len(xs) * TINY.repeats, name
+        assert len(pairs) == len(xs) * TINY.repeats, name   # exact synthetic times: no more needed
+    # the CPU merges are real timings: a noisy size may take more repeats, up to the cap
+    for n in TINY.merge_sizes:
+        taken = sum(1 for x, _ in prof.sweeps.merge_cpu if x == n)
+        assert TINY.repeats <= taken <= TINY.repeat_cap
     # every slow (first) run happened, and none of them is in the profile
     slow = [shape for shape, was_slow in bench.runs if was_slow]
     assert len(slow) == len(counts) + len(TINY.merge_sizes) + 2 * len(TINY.transfer_bytes)
