@@ -416,7 +416,7 @@ def model_predictions(profile, n: int) -> dict:
     from hpu import model
 
     plan = model.plan(_problem(n), profile.machine(), element_bytes=ELEMENT_BYTES,
-                      contention=profile.contention)
+                      contention=profile.contention, rel_error=profile.time_rel_error)
     if plan.uses_device and plan.transfer_level is not None:
         choice_alpha, choice_y = float(plan.split_alpha), int(plan.transfer_level)
     else:

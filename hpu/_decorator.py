@@ -307,24 +307,25 @@ class DivideAndConquer:
         else:
             n = max((a.size for a in arrays), default=1)
         element_bytes = sum(a.itemsize for a in arrays) or 8
-        contention = 1.0
+        contention, rel_error = 1.0, 0.0
         if machine is None:
             from hpu._profile import active_profile
 
             prof = active_profile(device)
             machine, contention = prof.machine(), prof.contention
+            rel_error = prof.time_rel_error  # issue 14: a tie within it is settled, not noise
         problem = model.Problem(a=spec.a, b=spec.b, cost=spec.cost, n=max(n, 1))
-        return _cached_plan(problem, machine, strategy, element_bytes, contention)
+        return _cached_plan(problem, machine, strategy, element_bytes, contention, rel_error)
 
 
 @functools.lru_cache(maxsize=256)
-def _cached_plan(problem, machine, strategy, element_bytes, contention):
+def _cached_plan(problem, machine, strategy, element_bytes, contention, rel_error=0.0):
     """The model's plan is pure and costs milliseconds (it simulates every integer
     split); a run that asks for it on every call must not pay that each time."""
     from hpu import model
 
     return model.plan(problem, machine, strategy, element_bytes=element_bytes,
-                      contention=contention)
+                      contention=contention, rel_error=rel_error)
 
 
 def _check_span(name: str, span, values) -> None:

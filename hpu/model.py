@@ -1217,14 +1217,18 @@ def _level_shares(problem: Problem, first: int | None, device_fraction: float):
 
 
 def plan(problem: Problem, machine: Machine, strategy: str = "advanced", *, element_bytes: int = 4,
-         contention: float = 1.0) -> Plan:
+         contention: float = 1.0, rel_error: float = 0.0) -> Plan:
     """The division for ``problem`` on ``machine`` by ``strategy`` (``"advanced"`` or ``"basic"``).
 
     Advanced: ``α*``, ``y`` from :func:`advanced_division`, the integer split
     from :func:`best_split` (the device is left out when the model keeps
     everything on the CPU, or when no split beats the CPU alone).  Basic:
     :func:`basic_division`'s level, simulated with ``α = 0`` at its
-    ``transfer_level``.
+    ``transfer_level``.  ``rel_error``: the relative standard error of a
+    predicted time (``Profile.time_rel_error``); a split whose predicted gain
+    over the CPU alone lies within it (:func:`hpu._stats.within_noise`) is a
+    tie, settled the same way every time -- the CPU alone -- and ``reason``
+    says so, so that calibrations of one machine do not flip the plan.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy = {strategy!r} is unknown: expected one of "
@@ -1253,6 +1257,14 @@ def plan(problem: Problem, machine: Machine, strategy: str = "advanced", *, elem
         chosen = cpu_only
         if div.uses_device:
             chosen = _simulate(problem, machine, 0, div.transfer_level, None, eb, c)
+    if chosen.device_tasks > 0 and rel_error > 0:
+        from hpu._stats import within_noise
+
+        if within_noise(chosen.total_time, cpu_only.total_time, rel_error):
+            reason += (f"; the split's predicted gain ({cpu_only.total_time / chosen.total_time:.3g}x)"
+                       f" is within the calibration's uncertainty (±{100 * rel_error:.2g} % per "
+                       "prediction), a tie, which the plan always settles for the CPU alone")
+            chosen = cpu_only
     uses = chosen.device_tasks > 0
     first = chosen.y if uses else None
     levels = _level_shares(problem, first, chosen.device_tasks / problem.a ** chosen.y)

@@ -519,3 +519,44 @@ def test_a_device_that_cannot_compile_gives_a_kernel_build_error(monkeypatch):
         cal.calibrate(settings=TINY, progress=False)
     assert "could not compile hpu's calibration kernels" in str(err.value)
     assert "hpu devices" in str(err.value) and err.value.source
+
+
+# ---------------------------------------------------- a tie is settled, not noise
+
+def test_a_split_within_the_calibrations_uncertainty_is_a_tie_settled_for_the_cpu():
+    """p = g = 1 and γ = 1.1 with contention 2: the model's split gains 1.1x, less than
+    twice a 5 % error can tell apart; with no recorded error the split stands."""
+    from hpu import model
+
+    problem = model.Problem(a=2, b=2, cost="n", n=1 << 20)
+    machine = model.Machine(p=1, g=1, gamma=1.1, seconds_per_unit=5e-9)
+    split = model.plan(problem, machine, element_bytes=8, contention=2.0)
+    assert split.uses_device and 1.0 < split.speedup < 1.14
+    tie = model.plan(problem, machine, element_bytes=8, contention=2.0, rel_error=0.05)
+    assert not tie.uses_device and tie.transfer_level is None
+    assert "within the calibration's uncertainty" in tie.reason and "a tie" in tie.reason
+    sure = model.plan(problem, machine, element_bytes=8, contention=2.0, rel_error=0.01)
+    assert sure.uses_device and sure.transfer_level == split.transfer_level
+
+
+def test_the_runtime_plans_with_the_profiles_uncertainty(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from hpu import _decorator
+
+    seen = {}
+    real = _decorator._cached_plan.__wrapped__
+
+    def spy(*args):
+        seen["args"] = args
+        return real(*args)
+
+    prof = replace(_profile_for_plots(), uncertainty=(("gamma", 0.03), ("cpu_seconds_per_element", 0.04)))
+    monkeypatch.setattr(_profile, "active_profile", lambda device=None, **kw: prof)
+    monkeypatch.setattr(_decorator, "_cached_plan", spy)
+    from algorithms.mergesort import mergesort
+
+    a = np.zeros(1 << 12, np.int32)
+    program, values = mergesort._program_for(a, np.empty_like(a), 0, a.size)
+    mergesort.plan_for(values)
+    assert seen["args"][-1] == pytest.approx(0.05)

@@ -264,7 +264,8 @@ def main(args) -> int:
         return 2
     prof = getattr(args, "profile_info", None)
     contention = prof.contention if prof is not None else 1.0
-    result = model.plan(problem, machine, strategy, contention=contention)
+    rel_error = getattr(prof, "time_rel_error", 0.0) if prof is not None else 0.0
+    result = model.plan(problem, machine, strategy, contention=contention, rel_error=rel_error)
     if args.json:
         d = result.to_dict()
         d["algorithm"] = args.algorithm
