@@ -1216,6 +1216,12 @@ def _level_shares(problem: Problem, first: int | None, device_fraction: float):
     return tuple(out)
 
 
+#: A device slower than the CPU (γ·g <= p) is still given a share when the simulator
+#: predicts at least this gain from both sides working at once (issue 14: PoCL on one
+#: core beside Numba on the other); below it, 004's rule stands and the CPU works alone.
+WEAK_DEVICE_MIN_GAIN = 1.05
+
+
 def plan(problem: Problem, machine: Machine, strategy: str = "advanced", *, element_bytes: int = 4,
          contention: float = 1.0, rel_error: float = 0.0) -> Plan:
     """The division for ``problem`` on ``machine`` by ``strategy`` (``"advanced"`` or ``"basic"``).
@@ -1249,6 +1255,15 @@ def plan(problem: Problem, machine: Machine, strategy: str = "advanced", *, elem
             if chosen.device_tasks == 0:
                 reason += ("; but no integer split beats the CPU alone in the simulator, "
                            "so the run keeps everything on the CPU")
+        elif machine.gamma * machine.g <= machine.p and t.leaves > machine.p:
+            # γ·g <= p says the device is not faster than the CPU; working at the same time
+            # their speeds still add up (a sub-device beside Numba on the other cores: issue 14)
+            found = best_split(problem, machine, element_bytes=eb, contention=c).best
+            if found.device_tasks > 0 and found.total_time * WEAK_DEVICE_MIN_GAIN < cpu_only.total_time:
+                chosen = found
+                reason += (f"; but both sides working at once beat the CPU alone in the simulator "
+                           f"({cpu_only.total_time / found.total_time:.3g}x at alpha = "
+                           f"{found.alpha:.3g}, y = {found.y}), so the run splits there")
     else:
         div = basic_division(problem, machine)
         alpha, y, frac, reason = 0.0, div.level, div.gpu_work_fraction, div.reason

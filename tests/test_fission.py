@@ -204,3 +204,24 @@ def test_calibration_of_a_sub_device_is_keyed_and_counts_the_remaining_cores(
     path = cal.save_profile(prof)
     assert cal.load_profile(f"{info.index}@1") == prof and path.name == prof.key.filename
     assert cal.load_profile(info.index) is None       # the whole device has no profile
+
+
+# ------------------------------------------------------------------- the model on it
+
+@pytest.mark.parametrize("gamma", [0.6, 0.8, 1.0])
+def test_a_sub_device_slower_than_the_cpu_still_gets_a_share_when_both_add_up(gamma):
+    """p = 1 Numba thread, g = 1 work-item: γ·g <= p, but the two work at once."""
+    from hpu import model
+
+    problem = model.Problem(a=2, b=2, cost="n", n=1 << 22)
+    machine = model.Machine(p=1, g=1, gamma=gamma, seconds_per_unit=5e-9)
+    plan = model.plan(problem, machine, element_bytes=8, contention=1.0)
+    assert plan.uses_device and 0 < plan.split_alpha < 1 and plan.transfer_level >= 1
+    assert plan.speedup > model.WEAK_DEVICE_MIN_GAIN
+    assert "both sides working at once" in plan.reason
+    sim = model.simulate(problem, machine, alpha=plan.split_alpha, y=plan.transfer_level,
+                         element_bytes=8)
+    assert sim.total_time == pytest.approx(plan.predicted_time)
+    # the same device where the two fight over the cores: the CPU alone
+    fought = model.plan(problem, machine, element_bytes=8, contention=2.5)
+    assert not fought.uses_device and "gamma*g" in fought.reason
