@@ -18,16 +18,24 @@ pyplot: no display, no global state, the same under any backend.
 ``fig8_speedup_vs_n.png``       speed-up vs n: best measured (α, y), the model's
                                 prediction, the anchors, and device time / CPU time
 ``fig10_best_vs_model.png``     best measured α and y vs the model's, per n
+``fig11_projection.png``        a PROJECTION, not a measurement: the model's speed-up,
+                                α* and y for 004's machines (published p, g, γ) behind
+                                PCIe 3.0 x16 (``results["projection"]``)
 ==============================  =========================================================
+
+Every measured figure names its configuration (``results["configuration"]``):
+the default one, or the heterogeneous one of ``bench/run.py --fission N``.
 """
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
-__all__ = ["FIGURES", "draw_all", "g_sweep", "gamma", "alpha_y", "speedup_vs_n", "best_vs_model"]
+__all__ = ["FIGURES", "draw_all", "g_sweep", "gamma", "alpha_y", "speedup_vs_n", "best_vs_model",
+           "projection"]
 
-FIGURES = ("fig5_g_sweep", "fig6_gamma", "fig7_alpha_y", "fig8_speedup_vs_n", "fig10_best_vs_model")
+FIGURES = ("fig5_g_sweep", "fig6_gamma", "fig7_alpha_y", "fig8_speedup_vs_n", "fig10_best_vs_model",
+           "fig11_projection")
 _DPI = 120
 
 
@@ -53,8 +61,10 @@ def _machine_line(results) -> str:
     m = results["machine"]
     prof = results["profile"]
     shared = " (shares the CPU's cores)" if prof.get("device_shares_cpu") else ""
-    return (f"{m.get('cpu')}, {m.get('cores')} cores; OpenCL: {m.get('opencl_device')}{shared}; "
+    line = (f"{m.get('cpu')}, {m.get('cores')} cores; OpenCL: {m.get('opencl_device')}{shared}; "
             f"{results['created'][:10]}")
+    config = results.get("configuration")
+    return f"{line}\n{config['label']}" if config else line
 
 
 def _placeholder(profile, what: str, path) -> str:
@@ -326,6 +336,54 @@ def best_vs_model(results, path) -> str:
     return _save(fig, path)
 
 
+# -------------------------------------------------------------- projection
+
+def projection(results, path) -> str:
+    """The model's predictions for 004's machines behind PCIe 3.0 x16, labelled a projection."""
+    proj = results.get("projection")
+    if not proj:
+        fig = _figure(6.4, 3.0)
+        ax = fig.add_subplot()
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, "no projection in results.json (written by an older bench/run.py);\n"
+                "to add one, measure again", ha="center", va="center", fontsize=10,
+                transform=ax.transAxes)
+        return _save(fig, path)
+    fig = _figure(11.0, 5.4)
+    left, right = fig.subplots(1, 2)
+    for k, (name, m) in enumerate(proj["machines"].items()):
+        rows = m["rows"]
+        ns = [r["n"] for r in rows]
+        color = f"C{k}"
+        left.plot(ns, [r["with_transfer"]["predicted_speedup"] for r in rows], "o-", color=color,
+                  label=f"{name}: p = {m['p']}, g = {m['g']}, 1/γ = {m['inv_gamma']}, with transfers")
+        left.plot(ns, [r["without_transfer"]["predicted_speedup"] for r in rows], "--", color=color,
+                  label=f"{name}: without transfers (004's model)")
+        right.plot(ns, [r["with_transfer"]["alpha"] for r in rows], "s-", color=color,
+                   label=f"{name}: α*")
+        twin_vals = [r["with_transfer"]["y"] if r["with_transfer"]["uses_device"] else math.nan
+                     for r in rows]
+        right.plot(ns, [v / 20 for v in twin_vals], "^:", color=color, label=f"{name}: y / 20")
+    left.set_ylabel("predicted speed-up over one core")
+    left.set_ylim(bottom=0)
+    right.set_ylabel("α* (CPU share), and y / 20")
+    right.set_ylim(-0.02, 1.02)
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("n (int32 keys)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1)
+    t = proj["transfer"]
+    left.set_title("mergesort: predicted speed-up", fontsize=10)
+    right.set_title("the model's α* and y", fontsize=10)
+    fig.suptitle(
+        "PROJECTION -- the model's prediction from published parameters, nothing measured\n"
+        f"004's machines (§6.4, Table 2: p, g, γ) with a discrete GPU behind {t['what']};\n"
+        f"CPU speed per unit of work: {proj['cpu_seconds_per_unit'] * 1e9:.3g} ns "
+        f"({proj['cpu_source']})", fontsize=9, color="C3")
+    return _save(fig, path)
+
+
 # -------------------------------------------------------------------- all
 
 def draw_all(results, profile, out) -> dict:
@@ -338,4 +396,5 @@ def draw_all(results, profile, out) -> dict:
         "fig7_alpha_y": alpha_y(results, out / "fig7_alpha_y.png"),
         "fig8_speedup_vs_n": speedup_vs_n(results, out / "fig8_speedup_vs_n.png"),
         "fig10_best_vs_model": best_vs_model(results, out / "fig10_best_vs_model.png"),
+        "fig11_projection": projection(results, out / "fig11_projection.png"),
     }

@@ -17,6 +17,22 @@ on fresh copies of the same keys (int32, uniform in [0, 2n) as in the paper):
   the model's choice ranks (its median over the best point's, and how many
   grid points beat it).
 
+* **confirm** (``--confirm R``, issue 14): the model's choice, the best grid
+  point, CPU-only and device-only re-measured *paired*: R rounds, each running
+  all four back to back in a rotating order, and every ratio taken per round
+  and then its median, so that load from elsewhere meets all four alike and
+  the verdict is not the noise of one grid cell.  The targets of issue 14 are
+  checked there: the model's pick >= 1.4x faster than CPU-only, >= 1.2x faster
+  than the better single side, within 1.10x of the best grid point.
+
+The heterogeneous configuration (device fission): ``--fission N`` runs the
+device side on a sub-device of N compute units (``cpu@N``; or set
+``HPU_DEVICE=cpu@N``), and Numba on the remaining cores unless
+``NUMBA_NUM_THREADS`` says otherwise -- for *every* method, so that CPU-only
+and hybrid use the same threads.  On a 2-core machine::
+
+    NUMBA_NUM_THREADS=1 python bench/bench_hybrid.py --fission 1 --n 4194304 --confirm 5
+
 Every result is compared with ``np.sort(kind="stable")`` before it counts.
 The machine's load average is recorded at the start and the end: other
 processes on the same cores move every number here.
@@ -26,6 +42,7 @@ processes on the same cores move every number here.
     python bench/bench_hybrid.py --grid-repeat 1 --alphas 0,0.25,0.5,0.75,1 --ys 2,4,6,8,10
     python bench/bench_hybrid.py --quick --json           # the raw data as JSON
     python bench/bench_hybrid.py --out hybrid.json        # tables on stdout, JSON to a file
+    python bench/bench_hybrid.py --fission 1 --confirm 5  # device on 1 core, Numba on the rest
 """
 from __future__ import annotations
 
@@ -95,11 +112,58 @@ def model_choice(n, cl_device=None):
             "predicted_speedup_over_cpu": plan.speedup, "reason": plan.reason}
 
 
-def measure(n, repeat, grid_repeat, alphas, ys, seed, cl_device=None, progress=None):
+#: issue 14's targets for the heterogeneous configuration, as (summary key, bound, wording)
+TARGETS = (
+    ("model_speedup_over_cpu", 1.4, "model's pick >= 1.4x faster than CPU-only"),
+    ("model_speedup_over_better_side", 1.2, "model's pick >= 1.2x faster than the better single side"),
+    ("best_speedup_over_model", 1 / 1.10, "model's pick within 1.10x of the best grid point"),
+)
+
+
+def confirm(sorts, fresh, want, rounds):
+    """Paired re-measurement: ``rounds`` rounds of every sort in ``sorts`` (name -> fn),
+    back to back in a rotating order; per-round times, and per-round ratios' medians.
+
+    Returns ``{"times_s": {name: [...]}, "median_s": {name: m}, "ratio": {(a, b): median of
+    a/b per round}}``; the ratio of two methods from the same rounds is what the
+    targets are checked on (a burst of load meets both).
+    """
+    names = list(sorts)
+    times = {k: [] for k in names}
+    for r in range(rounds):
+        order = names[r % len(names):] + names[:r % len(names)]
+        for k in order:
+            _, ts, _ = _timed(sorts[k], fresh, want, 1, warm_up=False)
+            times[k].append(ts[0])
+    ratio = {}
+    for a in names:
+        for b in names:
+            if a != b:
+                ratio[f"{a}/{b}"] = statistics.median(x / y for x, y in zip(times[a], times[b]))
+    return {"rounds": rounds, "times_s": times,
+            "median_s": {k: statistics.median(v) for k, v in times.items()}, "ratio": ratio}
+
+
+def check_targets(ratio) -> list[dict]:
+    """issue 14's targets from paired ratios (``confirm``'s ``ratio``)."""
+    better_side = min(ratio["cpu/model"], ratio["gpu/model"])  # the faster single side, over model
+    values = {"model_speedup_over_cpu": ratio["cpu/model"],
+              "model_speedup_over_better_side": better_side,
+              "best_speedup_over_model": ratio["best/model"]}
+    return [{"target": words, "value": values[key], "bound": bound,
+             "met": values[key] >= bound} for key, bound, words in TARGETS]
+
+
+def measure(n, repeat, grid_repeat, alphas, ys, seed, cl_device=None, progress=None,
+            confirm_rounds=0):
     import numba
 
     from algorithms.mergesort import mergesort
-    from hpu._opencl._device import describe_device, select_device
+    from hpu._opencl._device import describe_device, select_device, use_remaining_cores
+
+    # the thread rule for every method, before any is timed: beside a CPU sub-device
+    # Numba has the remaining cores, CPU-only included (NUMBA_NUM_THREADS still wins)
+    use_remaining_cores(select_device(cl_device))
 
     keys = np.random.default_rng(seed).integers(0, 2 * n, n, dtype=np.int32)
     want = np.sort(keys, kind="stable")
@@ -179,6 +243,16 @@ def measure(n, repeat, grid_repeat, alphas, ys, seed, cl_device=None, progress=N
             "grid_points": len(grid),
             "best_over_cpu": best["median_s"] / methods["cpu"]["median_s"],
         })
+    confirmed = None
+    if confirm_rounds and best is not None:
+        say(f"confirm: {confirm_rounds} paired rounds of cpu, gpu, model and best ...")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            confirmed = confirm({"cpu": hpu(device="cpu"), "gpu": hpu(device="gpu"),
+                                 "model": hpu(device="hybrid"),
+                                 "best": hpu(device="hybrid", alpha=best["alpha_asked"],
+                                             y=best["y_asked"])}, fresh, want, confirm_rounds)
+        confirmed["targets"] = check_targets(confirmed["ratio"])
     dev = select_device(cl_device)
     return {
         "n": n, "dtype": "int32", "data": "uniform in [0, 2n)", "seed": seed,
@@ -189,7 +263,7 @@ def measure(n, repeat, grid_repeat, alphas, ys, seed, cl_device=None, progress=N
         "load_average_start": list(load_start), "load_average_end": list(os.getloadavg()),
         "model": model_choice(n, cl_device),
         "methods": methods, "alphas": list(alphas), "ys": list(ys), "grid": grid,
-        "summary": summary, "verified": True,
+        "summary": summary, "confirm": confirmed, "verified": True,
     }
 
 
@@ -261,6 +335,14 @@ def render(report) -> str:
             f"({s['hybrid_model_over_cpu']:.2f}x the CPU-only time, "
             f"{s['hybrid_model_over_gpu']:.2f}x the GPU-only time)",
         ]
+    c = r.get("confirm")
+    if c:
+        lines += ["", f"paired re-measurement ({c['rounds']} rounds of cpu, gpu, model, best; "
+                      "ratios are medians of per-round ratios):"]
+        lines += [f"  {k:<6} median {v:.3f} s" for k, v in c["median_s"].items()]
+        for t in c["targets"]:
+            lines.append(f"  {'MET ' if t['met'] else 'MISS'} {t['target']}: {t['value']:.3f} "
+                         f"(needs >= {t['bound']:.3f})")
     lines.append("verified: every timed result equals np.sort(kind='stable')")
     return "\n".join(lines)
 
@@ -288,7 +370,14 @@ def main(argv=None):
     parser.add_argument("--no-grid", action="store_true", help="only the methods table")
     parser.add_argument("--quick", action="store_true", help="n = 2**20 and a coarse grid")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cl-device", default=None, help="OpenCL device (see `hpu devices`)")
+    parser.add_argument("--cl-device", default=None, help="OpenCL device (see `hpu devices`); "
+                        "default HPU_DEVICE or the first usable one")
+    parser.add_argument("--fission", type=int, default=None, metavar="N",
+                        help="run the device side on a sub-device of N compute units of "
+                             "--cl-device (default 'cpu'), Numba on the remaining cores")
+    parser.add_argument("--confirm", type=int, default=0, metavar="R",
+                        help="re-measure model, best grid point, CPU-only and device-only in R "
+                             "paired rounds and check issue 14's targets (default 0: off)")
     parser.add_argument("--json", action="store_true", help="print the raw data as JSON")
     parser.add_argument("--out", default=None, help="also write the raw data as JSON to this file")
     args = parser.parse_args(argv)
@@ -305,13 +394,20 @@ def main(argv=None):
     if any(not 0.0 <= a <= 1.0 for a in alphas) or any(y < 0 for y in ys):
         parser.error(f"--alphas must lie in [0, 1] and --ys be >= 0, got {alphas} and {ys}")
 
+    if args.fission is not None:
+        if args.fission < 1:
+            parser.error(f"--fission must be >= 1 compute units, got {args.fission}")
+        args.cl_device = f"{args.cl_device or 'cpu'}@{args.fission}"
+    if args.confirm < 0:
+        parser.error(f"--confirm must be >= 0 rounds, got {args.confirm}")
+
     def progress(msg):
         if not args.json:
             print(f"  {msg}", file=sys.stderr, flush=True)
 
     try:
         report = measure(n, args.repeat, grid_repeat, alphas, ys, args.seed, args.cl_device,
-                         progress)
+                         progress, confirm_rounds=args.confirm)
     except WrongResult as err:
         print(f"bench_hybrid: {err}; nothing is reported", file=sys.stderr)
         return 1

@@ -32,6 +32,22 @@ What it does, in one process (004 §6.4-6.5, issue 7):
    ``DIR/profile.json``; the figures as PNGs (``bench/_figures.py``); and a
    table per n on stdout.  Progress goes to stderr.
 
+**The heterogeneous configuration** (``--fission N``, issue 14): the OpenCL
+side runs on a sub-device of N compute units (``HPU_DEVICE=cpu@N``, device
+fission) and Numba on the remaining cores (unless ``NUMBA_NUM_THREADS`` says
+otherwise), for every method alike; the profile is the sub-device's own.  On
+the usual machine, where the only device is PoCL on the CPU's own cores, this
+is the one configuration where the two sides really run side by side, and so
+where Figures 7, 8 and 10 can show a split beating both.  Its output goes to
+``bench/out/fission-N`` unless ``--out`` says otherwise, and every figure says
+which configuration it shows.
+
+**A projection for a discrete GPU** (:func:`projection`): what the model
+predicts for mergesort on 004's two machines (their own p, g and γ, §6.4) with
+a PCIe 3.0 x16 transfer cost, clearly labelled as a projection -- nothing is
+measured -- in ``results["projection"]`` and ``fig11_projection.png``.  Each
+number's source is in :data:`PUBLISHED` and :data:`PCIE3_X16`.
+
 Why the model's-choice run is sometimes explicit: hpu's runtime plans with
 the *active* profile (``hpu._profile.active_profile``).  When that is the
 profile used here, the run is ``mergesort.run(..., device="hybrid")`` with
@@ -44,6 +60,7 @@ which.
     python bench/run.py                          # n = 2^20..2^26, fine grid up to 2^24 (est. 40 min)
     python bench/run.py --sizes 1048576 --alphas 0 0.5 1 --ys 1 2 --repeat 1 --out /tmp/b
     python bench/run.py --plot-only --out bench/out   # redraw the PNGs from results.json
+    NUMBA_NUM_THREADS=1 python bench/run.py --quick --fission 1   # device on 1 core, Numba on 1
 """
 from __future__ import annotations
 
@@ -70,7 +87,8 @@ from bench._schema import validate_results  # noqa: E402
 
 __all__ = ["Grid", "Settings", "WrongResult", "QUICK", "FULL", "machine_facts", "choose_profile",
            "model_predictions", "predict_point", "share_seconds", "time_method", "measure", "anchors",
-           "render", "build_results", "main"]
+           "render", "build_results", "main", "PUBLISHED", "PCIE3_X16", "projection",
+           "configuration", "use_fission"]
 
 WRITER = "bench/run.py"
 ALGORITHM = "mergesort"
@@ -177,7 +195,7 @@ def machine_facts(device) -> dict:
         "cpu": cpu,
         "cores": os.cpu_count() or 1,
         "numba_threads": numba.get_num_threads(),
-        "opencl_device": device.name.strip() if device is not None else None,
+        "opencl_device": _device_label(device) if device is not None else None,
         "opencl_platform": device.platform.name.strip() if device is not None else None,
         "opencl_driver": device.driver_version.strip() if device is not None else None,
         "opencl_device_type": pyopencl.device_type.to_string(device.type) if device is not None else None,
@@ -190,6 +208,120 @@ def machine_facts(device) -> dict:
         "load_average_end": _load_average(),
     }
     return facts
+
+
+def _device_label(device) -> str:
+    from hpu._opencl._device import device_label
+
+    return device_label(device)
+
+
+# ------------------------------------------------------------- configuration
+
+def use_fission(units: int, environ=None) -> str:
+    """Ask for a sub-device of ``units`` compute units: ``HPU_DEVICE`` becomes ``<device>@units``.
+
+    ``<device>`` is what ``HPU_DEVICE`` held (default ``cpu``).  Returns the new
+    value.  Raises ValueError when ``units`` < 1 or ``HPU_DEVICE`` already asks
+    for a sub-device.
+    """
+    env = os.environ if environ is None else environ
+    if not isinstance(units, int) or units < 1:
+        raise ValueError(f"--fission {units!r}: expected a number of compute units >= 1")
+    base = (env.get("HPU_DEVICE") or "").strip() or "cpu"
+    if "@" in base:
+        raise ValueError(f"--fission {units} with HPU_DEVICE={base!r}, which already asks for a "
+                         "sub-device; use one or the other")
+    env["HPU_DEVICE"] = f"{base}@{units}"
+    return env["HPU_DEVICE"]
+
+
+def configuration(device) -> dict:
+    """Which configuration a run measures: ``default`` or ``heterogeneous`` (a sub-device).
+
+    ``label`` is the line every figure carries.
+    """
+    import numba
+
+    from hpu._opencl._device import sub_device_units
+
+    units = sub_device_units(device) if device is not None else None
+    threads = numba.get_num_threads()
+    if units is None:
+        return {"kind": "default", "device_spec": os.environ.get("HPU_DEVICE") or None,
+                "numba_threads": threads, "device_units": None,
+                "label": f"default configuration: {threads} Numba threads beside the whole device"}
+    return {"kind": "heterogeneous", "device_spec": os.environ.get("HPU_DEVICE") or None,
+            "numba_threads": threads, "device_units": units,
+            "label": (f"heterogeneous configuration (device fission): the device on {units} "
+                      f"compute unit(s), Numba on {threads} thread(s)")}
+
+
+# ------------------------------------------------------ projection (published)
+
+#: 004's machines as the paper measured them (§6.4, Table 2): p = CPU cores,
+#: g = work-items at the knee of Figure 5, 1/γ from Figure 6.
+PUBLISHED = {
+    "HPU1": {"p": 4, "g": 4096, "inv_gamma": 160,
+             "what": "Core 2 Extreme Q6850 + Radeon HD 5970 (004 §6.4, Table 2; a PCIe 2.0 "
+                     "card there)"},
+    "HPU2": {"p": 4, "g": 1200, "inv_gamma": 65,
+             "what": "AMD A6-3650 + Radeon HD 6530D (004 §6.4, Table 2; integrated there, "
+                     "projected here as if behind PCIe)"},
+}
+
+#: PCIe 3.0 x16: 8 GT/s per lane with 128b/130b encoding (PCI-SIG, PCI Express Base
+#: Specification 3.0) = 15.75 GB/s per direction in theory; 12 GB/s is what pinned-memory
+#: copies typically reach (assumed here, about 3/4 of the theoretical rate); 10 µs per
+#: transfer is an assumed driver latency, the order of one kernel launch.
+PCIE3_X16 = {"seconds_per_byte": 1 / 12e9, "latency_s": 10e-6,
+             "what": "PCIe 3.0 x16: 12 GB/s (of 15.75 GB/s theoretical, PCI-SIG 3.0), 10 µs latency "
+                     "(assumed)"}
+
+#: The projection's sizes: 004's range of n (2^16..2^26).
+PROJECTION_SIZES = tuple(1 << k for k in range(16, 27))
+
+
+def projection(cpu_seconds_per_unit: float, *, sizes=PROJECTION_SIZES, machines=None,
+               transfer=None) -> dict:
+    """What the model predicts for mergesort on a discrete GPU: a projection, nothing measured.
+
+    For each of ``machines`` (default :data:`PUBLISHED`: 004's own p, g, γ)
+    and each n: the model's plan with the ``transfer`` cost (default
+    :data:`PCIE3_X16`) and without it (004's model leaves transfers out),
+    the predicted speed-up over one core, α*, y and the runtime's integer
+    split.  ``cpu_seconds_per_unit`` prices the model's work in seconds,
+    which only matters next to the transfer cost: the caller passes this
+    machine's measured one-core speed (``Profile.cpu_seconds_per_element``),
+    so the CPU cores are assumed as fast as this machine's.
+    """
+    from hpu import model
+
+    machines = PUBLISHED if machines is None else machines
+    transfer = PCIE3_X16 if transfer is None else transfer
+    if not (cpu_seconds_per_unit > 0 and math.isfinite(cpu_seconds_per_unit)):
+        raise ValueError(f"cpu_seconds_per_unit={cpu_seconds_per_unit!r}; expected seconds > 0, "
+                         "e.g. a profile's cpu_seconds_per_element")
+    out = {"label": "PROJECTION from published parameters, not a measurement",
+           "transfer": dict(transfer), "cpu_seconds_per_unit": cpu_seconds_per_unit,
+           "cpu_source": "this machine's measured one-core mergesort (the profile)",
+           "machines": {}}
+    for name, m in machines.items():
+        rows = []
+        for n in sizes:
+            row = {"n": n}
+            for key, lat, spb in (("with_transfer", transfer["latency_s"], transfer["seconds_per_byte"]),
+                                  ("without_transfer", 0.0, 0.0)):
+                mach = model.Machine(p=m["p"], g=m["g"], gamma=1.0 / m["inv_gamma"], latency_s=lat,
+                                     seconds_per_byte=spb, seconds_per_unit=cpu_seconds_per_unit)
+                plan = model.plan(_problem(n), mach, element_bytes=ELEMENT_BYTES)
+                row[key] = {"predicted_speedup": plan.sequential_time / plan.predicted_time,
+                            "predicted_speedup_over_cpu": plan.speedup,
+                            "alpha": plan.alpha, "y": plan.y, "uses_device": plan.uses_device,
+                            "split_alpha": plan.split_alpha, "transfer_level": plan.transfer_level}
+            rows.append(row)
+        out["machines"][name] = {**m, "rows": rows}
+    return out
 
 
 # --------------------------------------------------------------- the profile
@@ -284,7 +416,7 @@ def model_predictions(profile, n: int) -> dict:
     from hpu._plan import model_plan  # the planner a run uses
 
     plan = model_plan(_problem(n), profile.machine(), "advanced", ELEMENT_BYTES,
-                      profile.contention)
+                      profile.contention, profile.time_rel_error)
     if plan.uses_device and plan.transfer_level is not None:
         choice_alpha, choice_y = float(plan.split_alpha), int(plan.transfer_level)
     else:
@@ -549,6 +681,8 @@ def build_results(*, settings: Settings, quick: bool, profile, profile_note: str
     return {
         "schema": 1,
         "created": created,
+        "configuration": configuration(device),
+        "projection": projection(profile.cpu_seconds_per_element),
         "writer": WRITER,
         "quick": quick,
         "machine": machine,
@@ -631,8 +765,8 @@ def _parser() -> argparse.ArgumentParser:
                "progress on stderr.")
     p.add_argument("--quick", action="store_true",
                    help="n = 2^16..2^22, alpha in eighths, y = 1..6: under 2 minutes on two cores")
-    p.add_argument("--out", default=str(ROOT / "bench" / "out"), metavar="DIR",
-                   help="output folder (default bench/out)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="output folder (default bench/out; with --fission N, bench/out/fission-N)")
     p.add_argument("--sizes", nargs="+", type=_size, metavar="N",
                    help="numbers of keys, e.g. 1048576 or 2^20 (default 2^20..2^26; quick 2^16..2^22)")
     p.add_argument("--alphas", nargs="+", type=_alpha, metavar="A",
@@ -651,6 +785,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=2014, help="seed of the keys (default 2014)")
     p.add_argument("--plot-only", action="store_true",
                    help="redraw the figures from DIR/results.json and DIR/profile.json; measure nothing")
+    p.add_argument("--fission", type=int, default=None, metavar="N",
+                   help="the heterogeneous configuration: the OpenCL side on a sub-device of N "
+                        "compute units (HPU_DEVICE=<device>@N), Numba on the remaining cores; "
+                        "output to bench/out/fission-N unless --out is given")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
 
@@ -674,20 +812,29 @@ def main(argv=None) -> int:
     if args.repeat is not None and args.repeat < 1:
         parser.error(f"--repeat {args.repeat}: expected an integer >= 1")
     say = _Say(args.quiet)
+    if args.out is None:
+        args.out = str(ROOT / "bench" / "out" / (f"fission-{args.fission}" if args.fission else ""))
     out = Path(args.out)
+    if args.fission is not None and not args.plot_only:
+        try:
+            spec = use_fission(args.fission)
+        except ValueError as err:
+            parser.error(str(err))
+        say(f"heterogeneous configuration: HPU_DEVICE={spec}")
     if args.plot_only:
         return _plot_only(out, say)
     settings = _settings(args)
 
     from bench import _figures
     from hpu._errors import HpuError
-    from hpu._opencl._device import select_device
+    from hpu._opencl._device import select_device, use_remaining_cores
     from hpu._profile import save_profile
 
     created = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
     load_start = _load_average()
     try:
         device = select_device()
+        use_remaining_cores(device)     # every method alike: beside a CPU sub-device, the rest
         profile, note = choose_profile(args.calibration, quick=args.quick, path=args.profile, say=say)
     except HpuError as err:
         print(f"bench/run.py: {err}", file=sys.stderr)
@@ -695,7 +842,7 @@ def main(argv=None) -> int:
     say(f"profile: {note}")
     say(f"p = {profile.p}, g = {profile.g}, gamma = {profile.gamma:.4g}, "
         f"lambda = {profile.latency_s:.3g} s, delta = {profile.seconds_per_byte:.3g} s/B; "
-        f"OpenCL device: {device.name.strip()}")
+        f"OpenCL device: {_device_label(device)}")
     points = sum(len(settings.grid(n).points()) for n in settings.sizes)
     say(f"measuring n = {', '.join(_log2(n) for n in settings.sizes)}: {points} grid points and 6 anchors "
         f"per n, {settings.repeat} timed run(s) each after a warm-up")
@@ -723,6 +870,7 @@ def main(argv=None) -> int:
     if load_start is not None:
         print(f"load average (1 min): {load_start[0]:.2f} at the start, {machine['load_average_end'][0]:.2f} "
               "at the end")
+    print(results["configuration"]["label"])
     print(f"wrote {out / 'results.json'} and {len(results['figures'])} figures "
           f"({', '.join(sorted(results['figures']))}) in {out}")
     print(f"elapsed: {results['elapsed_s']:.1f} s")

@@ -97,6 +97,8 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
                          machine=None if machine is None else _cpu_of(machine))
         return execute_plan(program, values, plan, device=device, fallbacks=[reason],
                             t_start=t_start)
+    if hasattr(backend, "host_threads"):  # a CPU (sub-)device's cores are not Numba's (issue 14)
+        backend.host_threads(handle)
 
     contention = None
     if machine is None and hasattr(backend, "machine"):  # a backend that knows its device's figures itself

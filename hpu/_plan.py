@@ -82,12 +82,12 @@ def cpu_machine() -> model.Machine:
 
 
 @functools.lru_cache(maxsize=256)
-def model_plan(problem, machine, strategy, element_bytes, contention):
+def model_plan(problem, machine, strategy, element_bytes, contention, rel_error=0.0):
     """The model's choice for a problem (what a run with ``alpha=y=K=None`` executes and
     what ``hpu plan ALGORITHM`` prints).  Pure and cached: it costs milliseconds (it
     simulates many integer splits), which a run must not pay on every call."""
     return model.plan(problem, machine, strategy, element_bytes=element_bytes,
-                      contention=contention)
+                      contention=contention, rel_error=rel_error)
 
 
 @functools.lru_cache(maxsize=256)
@@ -106,7 +106,8 @@ def _profile_machine(cl_device, *, autocalibrate: bool):
         import hpu.calibrate  # noqa: F401 - registers the calibration active_profile may run
 
     prof = _profile.active_profile(cl_device, autocalibrate=autocalibrate)
-    return prof.machine(), prof.contention
+    # a split predicted within the calibration's uncertainty is a tie, settled for the CPU
+    return prof.machine(), prof.contention, prof.time_rel_error
 
 
 def make_plan(spec, values: Mapping[str, Any], *, device: str = "hybrid", alpha=None, y=None,
@@ -122,9 +123,10 @@ def make_plan(spec, values: Mapping[str, Any], *, device: str = "hybrid", alpha=
         m = machine or cpu_machine()
         return _given_plan(problem, m, 1.0, None, K, eb, 1.0 if contention is None else contention,
                            "device='cpu': every task on the CPU's threads", "given")
+    rel_error = 0.0
     if machine is None:
         given = device == "gpu" or (alpha is not None and y is not None)
-        machine, prof_contention = _profile_machine(cl_device, autocalibrate=not given)
+        machine, prof_contention, rel_error = _profile_machine(cl_device, autocalibrate=not given)
         if contention is None:
             contention = prof_contention
     c = 1.0 if contention is None else float(contention)
@@ -139,7 +141,7 @@ def make_plan(spec, values: Mapping[str, Any], *, device: str = "hybrid", alpha=
                            0 if y is None else int(y), K, eb, c,
                            "the problem size is unknown (no span and no array argument), so "
                            "the model cannot split it", "given")
-    chosen = model_plan(problem, machine, strategy, eb, c)
+    chosen = model_plan(problem, machine, strategy, eb, c, rel_error)
     if alpha is None and y is None and K is None:
         return chosen
     # a partial choice: the model fills in what was not given

@@ -132,7 +132,9 @@ def _device_facts(device) -> _DeviceFacts:
     t = device.type
     kind = ("GPU" if t & cl.device_type.GPU else "ACCELERATOR" if t & cl.device_type.ACCELERATOR
             else "CPU" if t & cl.device_type.CPU else cl.device_type.to_string(t))
-    return _DeviceFacts(device.name.strip(), device.platform.name.strip(),
+    # a sub-device (``cpu@1``) is keyed by its own label: a profile of one partition
+    # says nothing about another, or about the whole device
+    return _DeviceFacts(dev_mod.device_label(device), device.platform.name.strip(),
                         device.driver_version.strip(), kind, int(device.max_compute_units))
 
 
@@ -210,6 +212,10 @@ class Profile:
     #: measured slowdown of both sides while the CPU and the device run at once
     #: (None: not measured; see :attr:`contention`)
     measured_contention: float | None = None
+    #: relative standard errors of the measured numbers (``(name, error)`` pairs, e.g.
+    #: ``("gamma", 0.012)``), from the spread of their repeats (issue 14); ``()`` for
+    #: built-in values and profiles measured before hpu recorded them
+    uncertainty: tuple[tuple[str, float], ...] = ()
 
     # -- derived --------------------------------------------------------------
     @property
@@ -220,6 +226,22 @@ class Profile:
     def inv_gamma(self) -> float:
         return 1.0 / self.gamma
 
+    def rel_error(self, name: str) -> float:
+        """The relative standard error recorded for ``name`` (e.g. ``"gamma"``); 0.0 if none."""
+        return dict(self.uncertainty).get(name, 0.0)
+
+    @property
+    def time_rel_error(self) -> float:
+        """Relative standard error of a time the model predicts from this profile.
+
+        Every predicted compute time scales with the CPU's seconds per unit and
+        the device's part with 1/γ and the contention; their errors add in
+        quadrature.  Two plans predicted closer than about twice this cannot
+        be told apart by the measurement (:func:`hpu._stats.within_noise`).
+        """
+        return math.sqrt(sum(self.rel_error(k) ** 2
+                             for k in ("gamma", "cpu_seconds_per_element", "contention")))
+
     def transfer_seconds(self, nbytes: float) -> float:
         """λ + δ·bytes: the modelled time of one host<->device copy."""
         return self.latency_s + self.seconds_per_byte * float(nbytes)
@@ -227,6 +249,7 @@ class Profile:
     def summary(self) -> dict[str, Any]:
         """The scalar fields (no raw sweeps), plus ``inv_gamma``, for reports and ``--json``."""
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "sweeps"}
+        out["uncertainty"] = dict(self.uncertainty)
         out["inv_gamma"] = self.inv_gamma
         return out
 
@@ -235,6 +258,7 @@ class Profile:
         data = asdict(self)
         data["sweeps"] = {k: ([list(p) for p in v] if k in _PAIR_FIELDS else v)
                           for k, v in data["sweeps"].items()}
+        data["uncertainty"] = dict(self.uncertainty)
         return json.dumps(data, indent=1, sort_keys=True, allow_nan=False) + "\n"
 
     @classmethod
@@ -423,7 +447,21 @@ def _from_dict(data) -> Profile:
         sweeps=sweeps,
         schema=schema,
         measured_contention=_optional_contention(data),
+        uncertainty=_optional_uncertainty(data),
     )
+
+
+def _optional_uncertainty(data) -> tuple[tuple[str, float], ...]:
+    value = data.get("uncertainty", {})
+    if not isinstance(value, dict):
+        raise _Invalid(f"field 'uncertainty' is {value!r}; expected an object of relative errors")
+    out = []
+    for name, err in value.items():
+        if (isinstance(err, bool) or not isinstance(err, (int, float)) or not math.isfinite(err)
+                or err < 0):
+            raise _Invalid(f"field 'uncertainty.{name}' is {err!r}; expected a relative error >= 0")
+        out.append((str(name), float(err)))
+    return tuple(sorted(out))
 
 
 def _optional_contention(data) -> float | None:

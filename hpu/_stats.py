@@ -19,6 +19,17 @@ points cannot move, and weights that follow the time (noise is relative).
 - :func:`fit_transfer`: copy time = λ + δ·bytes, δ from the large copies.
 - :func:`group_samples`: raw ``(x, seconds)`` pairs -> sorted xs and the
   repeats of each, the form the profile stores them in.
+
+Repeatability (issue 14): three quick calibrations of one machine once gave
+γ from 0.95 to 1.16 and three different plans.  Two tools make a measurement
+repeat: *more samples where the spread demands* (:func:`adaptive_samples`
+keeps timing until the median's relative standard error, from the MAD, is
+below a target or a cap is reached) and *pairing* (:func:`paired_ratio` times
+the two sides of a ratio alternately and takes the median of the per-pair
+ratios, so that another process slowing the machine for a second slows both
+sides of a pair and cancels out).  Each returns an :class:`Estimate` carrying
+its relative standard error, which the profile stores as its confidence and
+:func:`within_noise` turns into "these two predictions are indistinguishable".
 """
 from __future__ import annotations
 
@@ -40,6 +51,15 @@ __all__ = [
     "ratio_estimate",
     "fit_transfer",
     "weighted_median",
+    "Estimate",
+    "median_rel_error",
+    "adaptive_samples",
+    "paired_ratio",
+    "combine_estimates",
+    "within_noise",
+    "low_quantile",
+    "LOW_QUANTILE",
+    "trend_at",
 ]
 
 
@@ -275,3 +295,204 @@ def fit_transfer(xs, ys, *, large_fraction: float = 0.25) -> Line:
     scale = np.maximum(y, floor)
     intercept = weighted_median(y - slope * x, (scale.min() / scale) ** 2)
     return Line(intercept=float(intercept), slope=slope)
+
+
+# ------------------------------------------------------------------ repeatability
+
+#: 1.4826·MAD estimates a normal standard deviation; 1.2533/√n turns it into the
+#: standard error of a median of n samples.
+_MAD_TO_SD = 1.4826
+_MEDIAN_SE = 1.2533
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A robust estimate: ``value`` (a median) and its relative standard error.
+
+    ``rel_error`` is 1.4826·MAD/median·1.2533/√samples: what the median would
+    move by, relative to itself, between two runs of the same measurement
+    (one standard error; two runs agree within about 2.8× that 95 % of the time).
+    """
+
+    value: float
+    rel_error: float
+    samples: int
+
+
+#: The quantile that stands for "the time of a run nothing disturbed" (see :func:`low_quantile`).
+LOW_QUANTILE = 0.25
+
+
+def low_quantile(values, q: float = LOW_QUANTILE) -> float:
+    """The lower quartile of repeated times: the robust estimate of an undisturbed run.
+
+    Interference only ever adds time, so on a loaded machine the median of
+    short runs drifts up with the load while their lower quartile stays near
+    the undisturbed time; unlike the minimum, one lucky run does not decide it.
+    """
+    r = np.asarray(list(values), dtype=float)
+    if r.size == 0:
+        raise ValueError("no values; expected at least one time")
+    return float(np.quantile(r, q))
+
+
+def median_rel_error(values) -> float:
+    """Relative standard error of the median of ``values``.
+
+    0.0 for a median <= 0, for one value, or for two equal ones; ``inf`` for
+    two that differ (a spread, but too few values to size it).
+    """
+    r = np.asarray(list(values), dtype=float)
+    if r.size < 3:
+        # too few to estimate a spread: unknown (inf) if they differ, none if they agree
+        return math.inf if r.size == 2 and r[0] != r[1] else 0.0
+    med = float(np.median(r))
+    if med <= 0:
+        return 0.0
+    mad = float(np.median(np.abs(r - med)))
+    return _MAD_TO_SD * mad / med * _MEDIAN_SE / math.sqrt(r.size)
+
+
+def _check_budget(min_samples: int, max_samples: int, target: float) -> None:
+    if not (isinstance(min_samples, int) and min_samples >= 1):
+        raise ValueError(f"min_samples={min_samples!r}; expected an integer >= 1")
+    if not (isinstance(max_samples, int) and max_samples >= min_samples):
+        raise ValueError(f"max_samples={max_samples!r}; expected an integer >= min_samples "
+                         f"({min_samples})")
+    if not (0 < target < 1):
+        raise ValueError(f"target={target!r}; expected a relative error in (0, 1), e.g. 0.02")
+
+
+def adaptive_samples(run, *, min_samples: int, max_samples: int, target: float) -> list[float]:
+    """Call ``run()`` (returning seconds) ``min_samples`` times, then more while noisy.
+
+    More samples are taken, in batches of half those already taken, while the
+    median's relative standard error (:func:`median_rel_error`) exceeds
+    ``target`` and fewer than ``max_samples`` were taken.  A quiet measurement
+    costs ``min_samples`` runs; a noisy one buys the repeats its spread needs,
+    up to the cap.  No warm-up here: the caller throws its first run away.
+    """
+    _check_budget(min_samples, max_samples, target)
+    out = [float(run()) for _ in range(min_samples)]
+    while len(out) < max_samples and median_rel_error(out) > target:
+        more = min(max_samples - len(out), max(1, len(out) // 2))
+        out.extend(float(run()) for _ in range(more))
+    return out
+
+
+def paired_ratio(numerator, denominator, *, min_pairs: int, max_pairs: int,
+                 target: float) -> tuple[Estimate, list[float], list[float]]:
+    """The ratio ``numerator() / denominator()`` of two timed runs, measured in pairs.
+
+    Each pair runs both sides back to back, in alternating order (num, den;
+    den, num; ...) so that neither side always runs second, e.g. with warmer
+    caches; its ratio is one sample.  Pairs are added as in
+    :func:`adaptive_samples` while the median ratio's relative standard error
+    exceeds ``target``.  Returns ``(Estimate of the ratio, numerator times,
+    denominator times)``.  The estimate's value is the ratio of the two sides'
+    lower quartiles (:func:`low_quantile`: interference only adds time), its
+    error that of the median pair ratio, which sees the interference too and
+    so errs towards caution.
+    """
+    _check_budget(min_pairs, max_pairs, target)
+    nums: list[float] = []
+    dens: list[float] = []
+    ratios: list[float] = []
+
+    def one_pair():
+        if len(ratios) % 2 == 0:
+            n_, d_ = float(numerator()), float(denominator())
+        else:
+            d_, n_ = float(denominator()), float(numerator())
+        if d_ <= 0:
+            raise ValueError(f"the denominator's run took {d_!r} seconds; expected a time > 0")
+        nums.append(n_)
+        dens.append(d_)
+        ratios.append(n_ / d_)
+
+    for _ in range(min_pairs):
+        one_pair()
+    while len(ratios) < max_pairs and median_rel_error(ratios) > target:
+        for _ in range(min(max_pairs - len(ratios), max(1, len(ratios) // 2))):
+            one_pair()
+    value = low_quantile(nums) / low_quantile(dens)
+    return Estimate(float(value), median_rel_error(ratios), len(ratios)), nums, dens
+
+
+#: The smallest relative error :func:`combine_estimates` believes (a floor for its weights).
+MIN_REL_ERROR = 0.005
+
+
+def combine_estimates(estimates) -> Estimate:
+    """One estimate from several of the same quantity (e.g. γ at several sizes).
+
+    The value is the weighted median of the values, each weighted by the
+    inverse square of its relative error (floored at :data:`MIN_REL_ERROR`):
+    a size that a burst of load left noisy has little say, where a plain
+    median lets it tip the result whenever it lands in the middle (γ at
+    2^16 keys ranged 0.64-0.96 on a loaded machine while its neighbours
+    held within 3 %).  The error is the inverse-variance pooled one,
+    1/√(Σ 1/e²): the repeatability of the combined value.
+    """
+    est = list(estimates)
+    if not est:
+        raise ValueError("no estimates to combine; expected at least one")
+    values = [e.value for e in est]
+    errs = [max(MIN_REL_ERROR, e.rel_error if math.isfinite(e.rel_error) else 1.0) for e in est]
+    weights = [1.0 / (e * e) for e in errs]
+    pooled = 1.0 / math.sqrt(sum(weights))
+    if all(e.rel_error == 0 for e in est):
+        pooled = 0.0
+    return Estimate(weighted_median(values, weights), pooled, sum(e.samples for e in est))
+
+
+def trend_at(xs, estimates, x0: float) -> Estimate:
+    """The value at ``x0`` of the straight line through ``(log2 x, value)``, weighted.
+
+    For a quantity that drifts with size, such as γ (here 0.89 at 2^12 keys,
+    0.79 at 2^14 and 2^18: the device suffers more from cache misses than the
+    CPU), any one size, or a median that picks whichever size was least
+    noisy this time, jumps between runs; the line through all of them,
+    evaluated at a fixed ``x0``, does not.  Weights are ``1/(error·value)²``
+    (errors floored at :data:`MIN_REL_ERROR`), so a size left noisy by a
+    burst of load barely pulls the line.  The returned relative error is the
+    standard error of the line at ``x0`` (inverse-variance weights).  One
+    size: its estimate; two: the line through both.
+    """
+    est = list(estimates)
+    x = np.log2(_as_float_array(xs, "xs"))
+    if x.size != len(est) or x.size == 0:
+        raise ValueError(f"xs has {x.size} values for {len(est)} estimates; expected one x per "
+                         "estimate and at least one")
+    if x.size == 1 or np.ptp(x) == 0:
+        return combine_estimates(est)
+    v = np.asarray([e.value for e in est], dtype=float)
+    err = np.asarray([max(MIN_REL_ERROR, e.rel_error if math.isfinite(e.rel_error) else 1.0)
+                      for e in est])
+    w = 1.0 / (err * np.maximum(np.abs(v), 1e-300)) ** 2
+    xm = float(np.sum(w * x) / np.sum(w))
+    sxx = float(np.sum(w * (x - xm) ** 2))
+    slope = float(np.sum(w * (x - xm) * (v - np.sum(w * v) / np.sum(w))) / sxx) if sxx > 0 else 0.0
+    at = math.log2(x0)
+    value = float(np.sum(w * v) / np.sum(w) + slope * (at - xm))
+    var = 1.0 / float(np.sum(w)) + ((at - xm) ** 2 / sxx if sxx > 0 else 0.0)
+    rel = math.sqrt(var) / abs(value) if value != 0 else math.inf
+    if all(e.rel_error == 0 for e in est):
+        rel = 0.0
+    return Estimate(value, rel, sum(e.samples for e in est))
+
+
+def within_noise(a: float, b: float, rel_error: float, *, sigmas: float = 2.0) -> bool:
+    """True when ``a`` and ``b`` differ by less than ``sigmas`` combined standard errors.
+
+    ``rel_error`` is the relative standard error of each (e.g. of γ, which
+    every predicted time scales with); two predictions that close cannot be
+    told apart by the measurement, and a planner should choose between them by
+    a fixed rule rather than by the noise.
+    """
+    if rel_error < 0 or not math.isfinite(rel_error):
+        raise ValueError(f"rel_error={rel_error!r}; expected a finite number >= 0")
+    scale = max(abs(a), abs(b))
+    if scale == 0:
+        return True
+    return abs(a - b) <= sigmas * math.sqrt(2.0) * rel_error * scale

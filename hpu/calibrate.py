@@ -40,6 +40,13 @@ g
 Every number is a median of repeats taken after a warm-up run; every kernel's
 first (compiling) run is thrown away, and so is the first run of each sweep
 point, because PoCL and GPU drivers specialise a kernel for each launch shape.
+Where the repeats' spread leaves a median uncertain, more repeats are taken
+(:func:`hpu._stats.adaptive_samples`).  γ and the contention, which decide the
+plan, are measured in pairs (both sides back to back, alternately) and taken
+as ratios of lower quartiles, because interference only ever adds time: three
+quick calibrations once gave γ from 0.95 to 1.16 and three different plans.
+The profile records each number's relative standard error
+(``Profile.uncertainty``) and ``hpu calibrate`` prints it.
 Device kernels are timed with OpenCL profiling events (the kernel alone, not
 the launch); transfers with the host's clock (λ is what the host waits).
 Each timed merge works on fresh inputs (a pool of pairs, cycled), because a
@@ -123,6 +130,9 @@ class CalibrationSettings:
     measure contention (CPU devices); ``repeats``: timed runs per
     point after the warm-up; ``min_cpu_sample_s``: a CPU merge sample loops
     until it lasts this long, so that the clock's resolution does not matter.
+    ``max_repeats`` (None: 4 × ``repeats``) and ``target_rel_error``: where the
+    repeats' spread leaves a median's relative standard error above the target,
+    more repeats are taken, up to ``max_repeats`` (:func:`hpu._stats.adaptive_samples`).
     """
 
     sum_elements: int
@@ -132,6 +142,8 @@ class CalibrationSettings:
     max_work_items: int | None = None
     min_cpu_sample_s: float = 2e-3
     contention_keys: int = 1 << 16
+    max_repeats: int | None = None
+    target_rel_error: float = 0.02
 
     def __post_init__(self):
         def need(ok, what):
@@ -148,6 +160,17 @@ class CalibrationSettings:
         need(isinstance(self.repeats, int) and self.repeats >= 1,
              f"repeats={self.repeats!r}; expected an integer >= 1")
         need(self.min_cpu_sample_s >= 0, f"min_cpu_sample_s={self.min_cpu_sample_s!r}; expected >= 0")
+        need(self.max_repeats is None or (isinstance(self.max_repeats, int)
+                                          and self.max_repeats >= self.repeats),
+             f"max_repeats={self.max_repeats!r}; expected None or an integer >= repeats "
+             f"({self.repeats})")
+        need(0 < self.target_rel_error < 1,
+             f"target_rel_error={self.target_rel_error!r}; expected a fraction in (0, 1), e.g. 0.02")
+
+    @property
+    def repeat_cap(self) -> int:
+        """The most timed runs one point may take (``max_repeats``, else 4 × ``repeats``)."""
+        return self.max_repeats if self.max_repeats is not None else 4 * self.repeats
 
     @classmethod
     def full(cls) -> "CalibrationSettings":
@@ -185,6 +208,12 @@ __kernel void hpu_calib_vsum(__global const float *a, __global const float *b,
 """
 
 
+def _device_label(dev) -> str:
+    from hpu._opencl._device import device_label
+
+    return device_label(dev)
+
+
 def _resolve_device(device):
     """A ``pyopencl.Device`` for None, a device string, a DeviceInfo or a Device."""
     from hpu._opencl import _device as dev_mod
@@ -216,7 +245,7 @@ class _OpenCLBench:
         t = dev.type
         self.kind = ("GPU" if t & cl.device_type.GPU else "ACCELERATOR" if t & cl.device_type.ACCELERATOR
                      else "CPU" if t & cl.device_type.CPU else cl.device_type.to_string(t))
-        self.name = dev.name.strip()
+        self.name = _device_label(dev)
         self.platform = dev.platform.name.strip()
         self.driver_version = dev.driver_version.strip()
         self.compute_units = int(dev.max_compute_units)
@@ -319,17 +348,18 @@ class _OpenCLBench:
         return self._timed(lambda: self._cl.enqueue_nd_range_kernel(self.queue, self._merge,
                                                                     (1,), (1,)))
 
-    def solver_ratio(self, sizes, repeats: int, rng) -> tuple[float, float]:
-        """γ of hpu's own solver on this device (see :func:`_solver_ratio`)."""
+    def solver_ratio(self, sizes, settings: "CalibrationSettings", rng):
+        """``(γ, CPU seconds per unit)`` of hpu's own solver on this device, as
+        :class:`hpu._stats.Estimate` (see :func:`_solver_ratio`)."""
         from hpu._calib_merge import _make_sorter
 
-        return _solver_ratio(_make_sorter(), self.device, sizes, repeats, rng)
+        return _solver_ratio(_make_sorter(), self.device, sizes, settings, rng)
 
-    def contention(self, n: int, repeats: int, rng) -> float:
-        """Measured slowdown of both sides running at once (see :func:`_measure_contention`)."""
+    def contention(self, n: int, settings: "CalibrationSettings", rng):
+        """Measured slowdown of both sides running at once, an Estimate (see :func:`_measure_contention`)."""
         from hpu._calib_merge import _make_sorter
 
-        return _measure_contention(_make_sorter(), self.device, n, repeats, rng)
+        return _measure_contention(_make_sorter(), self.device, n, settings, rng)
 
     def merge_result(self) -> np.ndarray:
         out = np.empty_like(self._pool.out)
@@ -461,10 +491,13 @@ def estimates(sweeps: Sweeps, *, tolerance: float = KNEE_TOLERANCE) -> Estimates
 
     λ and δ come from one fit (:func:`hpu._stats.fit_transfer`) over both
     directions' copies (the model charges one λ + δ·w per transfer either
-    way); the per-direction fits are returned too.
+    way); the per-direction fits are returned too.  The knee is found on each
+    point's lower quartile (:func:`hpu._stats.low_quantile`): the more
+    work-items a sum uses, the more it loses to other processes, which moved
+    medians' knee between 1 and 2 on a loaded two-core machine.
     """
     xs, reps = _stats.group_samples(sweeps.g)
-    knee = _stats.find_knee(xs, reps, tolerance=tolerance)
+    knee = _stats.find_knee(xs, [_stats.low_quantile(r) for r in reps], tolerance=tolerance)
     cx, creps = _stats.group_samples(sweeps.merge_cpu)
     dx, dreps = _stats.group_samples(sweeps.merge_device)
     if cx != dx:
@@ -523,9 +556,13 @@ class _Progress:
 
 # --------------------------------------------------------------------- calibrate
 
-def _after_warmup(run, repeats: int) -> list[float]:
+def _after_warmup(run, repeats: int, settings: "CalibrationSettings | None" = None) -> list[float]:
+    """One thrown-away run, then ``repeats`` timed ones, more where noisy (``settings``)."""
     run()                       # warm-up: the first run of a shape compiles/specialises
-    return [run() for _ in range(repeats)]
+    if settings is None:
+        return [run() for _ in range(repeats)]
+    return _stats.adaptive_samples(run, min_samples=repeats, max_samples=settings.repeat_cap,
+                                   target=settings.target_rel_error)
 
 
 def calibrate(device=None, quick: bool = False, progress=None, *,
@@ -554,10 +591,14 @@ def calibrate(device=None, quick: bool = False, progress=None, *,
     if not (progress is None or isinstance(progress, bool) or callable(progress)):
         raise TypeError(f"progress={progress!r}; expected None, True, False or a callable(stage, done, total)")
 
+    from hpu._opencl._device import use_remaining_cores
+
     bench = _OpenCLBench(device)
     try:
-        return _measure(bench, settings, quick=bool(quick), progress=progress,
-                        p=int(numba.get_num_threads()))
+        # p is what a run on this device will use: beside a CPU sub-device, the other cores
+        dev = getattr(bench, "device", None)
+        p = use_remaining_cores(dev) if dev is not None else numba.get_num_threads()
+        return _measure(bench, settings, quick=bool(quick), progress=progress, p=int(p))
     finally:
         bench.close()
 
@@ -593,7 +634,7 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
         bench.sum_setup(settings.sum_elements)
         bench.sum_run(counts[0])                    # the kernel's compiling run
         for n_items in counts:
-            for t in _after_warmup(lambda: bench.sum_run(n_items), R):
+            for t in _after_warmup(lambda: bench.sum_run(n_items), R, settings):
                 g_pairs.append((n_items, t))
             bar.step("g: work-item sweep")
         bench.sum_check()
@@ -608,7 +649,8 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
             for k in range(pool.pairs):             # the first call also compiled it
                 if not np.array_equal(pool.merged(pool.out, k), pool.expected(k)):  # pragma: no cover
                     raise HpuError("the CPU merge used for calibration gave a wrong result")
-            for t in _after_warmup(lambda: _cpu_merge_run(pool, settings.min_cpu_sample_s), R):
+            for t in _after_warmup(lambda: _cpu_merge_run(pool, settings.min_cpu_sample_s), R,
+                                   settings):
                 cpu_pairs.append((n, t))
             bar.step("γ: one-task merge, CPU")
 
@@ -622,7 +664,7 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
             if first:
                 run_device()                        # the kernel's compiling run
                 first = False
-            for t in _after_warmup(run_device, R):
+            for t in _after_warmup(run_device, R, settings):
                 dev_pairs.append((n, t))
             got = bench.merge_result()
             for k in range(min(next(used), pool.pairs)):
@@ -643,7 +685,7 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
         solver_gamma = solver_unit = contention = None
         if hasattr(bench, "solver_ratio"):
             bar.begin("γ: one-task sort by hpu's solver")
-            solver_gamma, solver_unit = bench.solver_ratio(merge_sizes, R, rng)
+            solver_gamma, solver_unit = bench.solver_ratio(merge_sizes, settings, rng)
             bar.step("γ: one-task sort by hpu's solver")
         # contention: a device on the CPU's own cores and Numba's threads slow each
         # other while both run; the paper's model assumes separate hardware, so
@@ -651,7 +693,7 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
         # at level 1) against the slower half alone.
         if bench.kind == "CPU" and hasattr(bench, "contention"):
             bar.begin("contention: both at once")
-            contention = bench.contention(settings.contention_keys, R, rng)
+            contention = bench.contention(settings.contention_keys, settings, rng)
             bar.step("contention: both at once")
 
         # λ, δ: copies of growing size, both directions
@@ -660,7 +702,7 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
             label = f"λ, δ: copies {'host→device' if direction == 'h2d' else 'device→host'}"
             for nbytes in xfer:
                 bar.begin(label)
-                for t in _after_warmup(lambda: run(nbytes), R):
+                for t in _after_warmup(lambda: run(nbytes), R, settings):
                     pairs.append((nbytes, t))
                 bar.step(label)
 
@@ -673,30 +715,81 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
         # cores is memory-level parallelism of the streaming sum, not cores that a
         # merge could use.  The model's g counts cores, so cap it there.
         g = max(1, min(g, bench.compute_units))
+    uncertainty = _uncertainty(sweeps, est, solver_gamma, solver_unit, contention)
     return Profile(
         p=p,
         g=g,
-        gamma=est.gamma.value if solver_gamma is None else solver_gamma,
+        gamma=est.gamma.value if solver_gamma is None else solver_gamma.value,
         # A negative intercept or slope is noise around zero; the model needs >= 0.
         latency_s=max(0.0, est.transfer.intercept),
         seconds_per_byte=max(0.0, est.transfer.slope),
         cpu_seconds_per_element=(est.cpu_seconds_per_element if solver_unit is None
-                                 else solver_unit),
+                                 else solver_unit.value),
         device=bench.name, platform=bench.platform, driver_version=bench.driver_version,
         device_kind=bench.kind, compute_units=bench.compute_units,
         device_shares_cpu=bench.kind == "CPU",
         host=_host(), hpu_version=_hpu_version(), created=_now(), quick=bool(quick),
-        source="measured", sweeps=sweeps, measured_contention=contention,
+        source="measured", sweeps=sweeps,
+        measured_contention=None if contention is None else contention.value,
+        uncertainty=uncertainty,
     )
 
 
-def _solver_ratio(sorter, device, sizes, repeats: int, rng) -> tuple[float, float]:
+def _uncertainty(sweeps: Sweeps, est: Estimates, solver_gamma, solver_unit, contention):
+    """Relative standard errors of the profile's numbers, from the spread of their repeats.
+
+    γ and the CPU's seconds per unit: from their own paired estimates (or, for
+    the merge ratio, the spread of the per-size ratios); λ: the noise of the
+    smallest copies, which decide it; δ: that of the largest; g: the knee's
+    tolerance when it had to be widened beyond the default (the sweep was
+    noisier than the rule can resolve), else 0.
+    """
+    def pooled(pairs, pick):
+        if not pairs:
+            return 0.0
+        xs, reps = _stats.group_samples(pairs)
+        chosen = pick(list(zip(xs, reps)))
+        errs = [_stats.median_rel_error(r) for _, r in chosen]
+        finite = [e for e in errs if math.isfinite(e)]
+        return float(np.median(finite)) if finite else 0.0
+
+    if solver_gamma is not None:
+        gamma_err = solver_gamma.rel_error
+    else:
+        ratios = est.gamma.ratios
+        per_side = (pooled(sweeps.merge_cpu, lambda v: v) ** 2
+                    + pooled(sweeps.merge_device, lambda v: v) ** 2) ** 0.5
+        spread = _stats.median_rel_error(ratios) if len(ratios) >= 3 else 0.0
+        gamma_err = max(per_side / math.sqrt(max(1, len(ratios))), spread)
+    unit_err = (solver_unit.rel_error if solver_unit is not None
+                else pooled(sweeps.merge_cpu, lambda v: v))
+    both = list(sweeps.h2d) + list(sweeps.d2h)
+    out = {
+        "gamma": gamma_err,
+        "cpu_seconds_per_element": unit_err,
+        "latency_s": pooled(both, lambda v: v[:2]),
+        "seconds_per_byte": pooled(both, lambda v: v[-3:]),
+        "g": 0.0 if est.g_knee.tolerance <= KNEE_TOLERANCE + 1e-12 else est.g_knee.tolerance,
+    }
+    if contention is not None:
+        out["contention"] = contention.rel_error
+    return tuple(sorted((k, float(min(v, 10.0)) if math.isfinite(v) else 10.0)
+                        for k, v in out.items()))
+
+
+def _solver_ratio(sorter, device, sizes, settings: CalibrationSettings, rng):
     """``(γ, CPU seconds per unit of work)`` of a one-task sort by hpu's own solver.
 
-    γ: median over ``sizes`` of one-core Numba time / one-work-item device time
-    (see :mod:`hpu._calib_merge`).  Seconds per unit: the one-core time over
-    the model's total work of mergesort, n·(log2 n + 1), so that the model's
-    sequential time is the measured one.
+    Per size, the one-core Numba sort and the one-work-item device sort run in
+    pairs, alternately, on fresh keys (:func:`hpu._stats.paired_ratio`): a
+    burst of load from another process meets both sides alike, and each
+    side's lower quartile is its undisturbed time.  Pairs are added while the
+    ratio's relative standard error is above ``settings.target_rel_error``
+    (up to twice ``settings.repeat_cap``).  γ drifts with the size, so it is
+    read off the weighted line through all sizes at their geometric middle
+    (:func:`hpu._stats.trend_at`).  Seconds per unit: the one-core time over the
+    model's total work of mergesort, n·(log2 n + 1), so that the model's
+    sequential time is the measured one.  Both are :class:`hpu._stats.Estimate`.
     """
     ratios, per_unit = [], []
     for n in sizes:
@@ -720,19 +813,34 @@ def _solver_ratio(sorter, device, sizes, repeats: int, rng) -> tuple[float, floa
                     "device with --device / HPU_DEVICE")
             return t
 
-        cpu = float(np.median(_after_warmup(lambda: one("cpu"), repeats)))
-        dev = float(np.median(_after_warmup(lambda: one("gpu"), repeats)))
-        ratios.append(cpu / dev)
-        per_unit.append(cpu / (n * (math.log2(n) + 1)))
-    return float(np.median(ratios)), float(np.median(per_unit))
+        one("cpu")                      # warm-ups: compilation, first-launch specialisation
+        one("gpu")
+        # γ decides the plan: it gets twice the repeats any other point may take
+        ratio, cpu_times, _ = _stats.paired_ratio(
+            lambda: one("cpu"), lambda: one("gpu"), min_pairs=settings.repeats,
+            max_pairs=2 * settings.repeat_cap, target=settings.target_rel_error)
+        ratios.append(ratio)
+        work = n * (math.log2(n) + 1)
+        per_unit.append(_stats.Estimate(_stats.low_quantile(cpu_times) / work,
+                                        _stats.median_rel_error(cpu_times), len(cpu_times)))
+    # γ drifts with the size; the line through every size, read at their geometric
+    # middle, repeats where any one size or a median of them does not
+    middle = 2.0 ** float(np.mean(np.log2(np.asarray(sizes, dtype=float))))
+    gamma = _stats.trend_at(sizes, ratios, middle)
+    if not gamma.value > 0:         # a line gone below zero: too few or too wild points
+        gamma = _stats.combine_estimates(ratios)
+    return gamma, _stats.combine_estimates(per_unit)
 
 
-def _measure_contention(sorter, device, n: int, repeats: int, rng) -> float:
-    """Slowdown when the CPU and a device on the same cores work at once (>= 1).
+def _measure_contention(sorter, device, n: int, settings: CalibrationSettings, rng):
+    """Slowdown when the CPU and a device on the same cores work at once (>= 1), an Estimate.
 
     ``t_both``: a hybrid run of ``n`` keys split at level 1, one half on each
     side, less its final merge (which runs alone); against the slower of the
-    two halves run alone on their own side.  Medians after a warm-up.
+    two halves run alone on their own side.  The three runs are taken in
+    rounds (both, CPU half, device half), so that load from elsewhere hits
+    them alike, with more rounds while the ratio is noisy; the contention is
+    the ratio of their lower quartiles (:func:`hpu._stats.paired_ratio`).
     """
     half = n // 2
 
@@ -748,13 +856,17 @@ def _measure_contention(sorter, device, n: int, repeats: int, rng) -> float:
         top = sum(r.cpu_seconds for r in run.levels if r.level == 0 and r.phase == "combine")
         return t - (top if device_kind == "hybrid" else 0.0)
 
-    def median(device_kind, count, **options):
-        return float(np.median(_after_warmup(lambda: timed(device_kind, count, **options),
-                                             repeats)))
+    def both():
+        return timed("hybrid", n, alpha=0.5, y=1)
 
-    alone = max(median("cpu", half), median("gpu", half))
-    both = median("hybrid", n, alpha=0.5, y=1)
-    return float(min(16.0, max(1.0, both / alone)))
+    def alone():
+        return max(timed("cpu", half), timed("gpu", half))
+
+    both(), alone()                     # warm-ups
+    est, _, _ = _stats.paired_ratio(both, alone, min_pairs=settings.repeats,
+                                    max_pairs=settings.repeat_cap,
+                                    target=settings.target_rel_error)
+    return _stats.Estimate(float(min(16.0, max(1.0, est.value))), est.rel_error, est.samples)
 
 
 # ------------------------------------------------------------------------ figures

@@ -1245,15 +1245,25 @@ def _level_shares(problem: Problem, first: int | None, device_fraction: float):
     return tuple(out)
 
 
+#: A device slower than the CPU (γ·g <= p) is still given a share when the simulator
+#: predicts at least this gain from both sides working at once (issue 14: PoCL on one
+#: core beside Numba on the other); below it, 004's rule stands and the CPU works alone.
+WEAK_DEVICE_MIN_GAIN = 1.05
+
+
 def plan(problem: Problem, machine: Machine, strategy: str = "advanced", *, element_bytes: int = 4,
-         contention: float = 1.0) -> Plan:
+         contention: float = 1.0, rel_error: float = 0.0) -> Plan:
     """The division for ``problem`` on ``machine`` by ``strategy`` (``"advanced"`` or ``"basic"``).
 
     Advanced: ``α*``, ``y`` from :func:`advanced_division`, the integer split
     from :func:`best_split` (the device is left out when the model keeps
     everything on the CPU, or when no split beats the CPU alone).  Basic:
     :func:`basic_division`'s level, simulated with ``α = 0`` at its
-    ``transfer_level``.
+    ``transfer_level``.  ``rel_error``: the relative standard error of a
+    predicted time (``Profile.time_rel_error``); a split whose predicted gain
+    over the CPU alone lies within it (:func:`hpu._stats.within_noise`) is a
+    tie, settled the same way every time -- the CPU alone -- and ``reason``
+    says so, so that calibrations of one machine do not flip the plan.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy = {strategy!r} is unknown: expected one of "
@@ -1274,6 +1284,15 @@ def plan(problem: Problem, machine: Machine, strategy: str = "advanced", *, elem
             if chosen.device_tasks == 0:
                 reason += ("; but no integer split beats the CPU alone in the simulator, "
                            "so the run keeps everything on the CPU")
+        elif machine.gamma * machine.g <= machine.p and t.leaves > machine.p:
+            # γ·g <= p says the device is not faster than the CPU; working at the same time
+            # their speeds still add up (a sub-device beside Numba on the other cores: issue 14)
+            found = best_split(problem, machine, element_bytes=eb, contention=c).best
+            if found.device_tasks > 0 and found.total_time * WEAK_DEVICE_MIN_GAIN < cpu_only.total_time:
+                chosen = found
+                reason += (f"; but both sides working at once beat the CPU alone in the simulator "
+                           f"({cpu_only.total_time / found.total_time:.3g}x at alpha = "
+                           f"{found.alpha:.3g}, y = {found.y}), so the run splits there")
     else:
         div = basic_division(problem, machine)
         alpha, y, frac, reason = 0.0, div.level, div.gpu_work_fraction, div.reason
@@ -1282,6 +1301,14 @@ def plan(problem: Problem, machine: Machine, strategy: str = "advanced", *, elem
         chosen = cpu_only
         if div.uses_device:
             chosen = _simulate(problem, machine, 0, div.transfer_level, None, eb, c)
+    if chosen.device_tasks > 0 and rel_error > 0:
+        from hpu._stats import within_noise
+
+        if within_noise(chosen.total_time, cpu_only.total_time, rel_error):
+            reason += (f"; the split's predicted gain ({cpu_only.total_time / chosen.total_time:.3g}x)"
+                       f" is within the calibration's uncertainty (±{100 * rel_error:.2g} % per "
+                       "prediction), a tie, which the plan always settles for the CPU alone")
+            chosen = cpu_only
     return _plan_of(problem, machine, strategy, chosen, alpha=alpha, y=y, frac=frac,
                     reason=reason, t_cpu=t_cpu, t_gpu=t_gpu, cpu_only=cpu_only,
                     dev_only=dev_only, seq=seq)

@@ -31,7 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SIZES = (1024, 4096)
 ALPHAS = (0.0, 0.5, 1.0)
 YS = (1, 2)
-FIGURES = ("fig5_g_sweep", "fig6_gamma", "fig7_alpha_y", "fig8_speedup_vs_n", "fig10_best_vs_model")
+FIGURES = ("fig5_g_sweep", "fig6_gamma", "fig7_alpha_y", "fig8_speedup_vs_n", "fig10_best_vs_model",
+           "fig11_projection")
 
 pytestmark = pytest.mark.opencl
 
@@ -151,6 +152,12 @@ def test_anchors_are_ratios_of_the_recorded_medians(tiny_run):
         assert stdout.count(label) == len(SIZES), label
 
 
+def _profile_file_rel_error(stored) -> float:
+    """A predicted time's relative error from a profile file's ``uncertainty`` (Profile.time_rel_error)."""
+    err = stored.get("uncertainty", {})
+    return math.sqrt(sum(err.get(k, 0.0) ** 2 for k in ("gamma", "cpu_seconds_per_element", "contention")))
+
+
 def test_the_model_is_the_profiles_plan(tiny_run):
     from hpu import model
 
@@ -165,8 +172,10 @@ def test_the_model_is_the_profiles_plan(tiny_run):
     contention = stored.get("measured_contention") or (2.0 if stored["device_shares_cpu"] else 1.0)
     for entry in results["model"]:
         n = entry["n"]
+        # a and tmp: 2 x int32; a tie within the profile's uncertainty is settled (issue 14)
         plan = model.plan(model.Problem(a=2, b=2, cost="n", n=n), machine,
-                          element_bytes=8, contention=contention)   # a and tmp: 2 x int32
+                          element_bytes=8, contention=contention,
+                          rel_error=_profile_file_rel_error(stored))
         assert entry["alpha"] == plan.alpha and entry["y"] == plan.y
         assert entry["transfer_level"] == plan.transfer_level
         assert math.isclose(entry["predicted_speedup"], plan.sequential_time / plan.predicted_time)
@@ -264,3 +273,104 @@ def test_bad_arguments_are_refused_with_the_value_and_what_is_expected(args, mes
 
 def test_size_arguments_accept_powers_of_two():
     assert bench_run._size("2^20") == bench_run._size("2**20") == bench_run._size("1048576") == 1 << 20
+
+
+# ------------------------------------------------ issue 14: configurations and projection
+
+def test_fission_asks_for_a_sub_device_of_the_chosen_device():
+    env = {}
+    assert bench_run.use_fission(1, env) == "cpu@1" and env["HPU_DEVICE"] == "cpu@1"
+    env = {"HPU_DEVICE": "0:0"}
+    assert bench_run.use_fission(2, env) == "0:0@2"
+    with pytest.raises(ValueError, match="already asks for a sub-device"):
+        bench_run.use_fission(1, {"HPU_DEVICE": "cpu@1"})
+    with pytest.raises(ValueError, match="compute units >= 1"):
+        bench_run.use_fission(0, {})
+
+
+def test_fission_zero_is_refused_on_the_command_line(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        bench_run.main(["--fission", "0", "--quiet", "--sizes", "1024"])
+    assert exit_.value.code == 2 and "--fission 0" in capsys.readouterr().err
+
+
+def test_projection_uses_the_published_parameters_and_prices_transfers():
+    from hpu import model
+
+    proj = bench_run.projection(5e-9, sizes=(1 << 16, 1 << 24))
+    assert "PROJECTION" in proj["label"] and "PCIe 3.0 x16" in proj["transfer"]["what"]
+    assert proj["transfer"]["seconds_per_byte"] == pytest.approx(1 / 12e9)
+    hpu1 = proj["machines"]["HPU1"]
+    assert (hpu1["p"], hpu1["g"], hpu1["inv_gamma"]) == (4, 4096, 160)
+    assert (proj["machines"]["HPU2"]["g"], proj["machines"]["HPU2"]["inv_gamma"]) == (1200, 65)
+    for m in proj["machines"].values():
+        for row in m["rows"]:
+            w, wo = row["with_transfer"], row["without_transfer"]
+            assert 1.0 < w["predicted_speedup"] <= wo["predicted_speedup"] + 1e-12
+    # 004 §5.2.2's worked example: alpha* ~ 0.16, y ~ 9.4 at n = 2^24 on HPU1
+    row = hpu1["rows"][1]
+    assert row["n"] == 1 << 24
+    assert row["without_transfer"]["alpha"] == pytest.approx(0.16, abs=0.01)
+    want = model.plan(model.Problem(a=2, b=2, cost="n", n=1 << 24),
+                      model.Machine(p=4, g=4096, gamma=1 / 160, seconds_per_unit=5e-9),
+                      element_bytes=bench_run.ELEMENT_BYTES)
+    assert row["without_transfer"]["y"] == want.y
+    with pytest.raises(ValueError, match="cpu_seconds_per_unit"):
+        bench_run.projection(0.0)
+
+
+def test_the_projection_figure_says_it_is_a_projection(tmp_path):
+    from bench import _figures
+
+    path = _figures.projection({"projection": bench_run.projection(5e-9, sizes=(1 << 16, 1 << 18))},
+                               tmp_path / "p.png")
+    assert Path(path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    old = _figures.projection({}, tmp_path / "old.png")        # results from before the projection
+    assert Path(old).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_default_run_names_its_configuration(tiny_run):
+    _, results, _, stdout = tiny_run
+    config = results["configuration"]
+    assert config["kind"] == "default" and config["device_units"] is None
+    assert config["label"] in stdout
+    assert results["projection"]["machines"]["HPU1"]["rows"]
+
+
+def test_a_heterogeneous_run_uses_a_sub_device_and_says_so(tmp_path, monkeypatch):
+    """--fission 1: the profile, the runs and the figures are the sub-device's."""
+    import contextlib
+    import io
+
+    import numba
+
+    from hpu._opencl._device import devices
+    from hpu.calibrate import CalibrationSettings, calibrate, save_profile
+
+    if not any(d.usable and d.max_sub_units >= 1 for d in devices()):
+        pytest.skip("no OpenCL device supports device fission here")
+    monkeypatch.setenv("HPU_DEVICE", "cpu")    # --fission makes it cpu@1; restored afterwards
+    before = numba.get_num_threads()
+    try:
+        tiny = CalibrationSettings(sum_elements=1 << 12, merge_sizes=(256, 1024),
+                                   transfer_bytes=(1024, 4096, 16384), repeats=3,
+                                   max_work_items=64, min_cpu_sample_s=1e-4,
+                                   contention_keys=1 << 12)
+        profile = calibrate("cpu@1", settings=tiny, progress=False)
+        assert profile.device.endswith(" @1")
+        profile_file = save_profile(profile, tmp_path / "sub-profile.json")
+        stdout = io.StringIO()
+        with contextlib.redirect_stdout(stdout):
+            rc = bench_run.main(["--sizes", "1024", "--alphas", "0", "0.5", "--ys", "1",
+                                 "--repeat", "1", "--out", str(tmp_path / "out"), "--quiet",
+                                 "--fission", "1", "--profile", str(profile_file)])
+        assert rc == 0
+        results = json.loads((tmp_path / "out" / "results.json").read_text())
+        config = results["configuration"]
+        assert config["kind"] == "heterogeneous" and config["device_units"] == 1
+        assert config["device_spec"] == "cpu@1" and "device fission" in config["label"]
+        assert results["machine"]["opencl_device"].endswith(" @1")
+        assert results["profile"]["device"] == profile.device
+        assert sorted(results["figures"]) == sorted(FIGURES)
+    finally:
+        numba.set_num_threads(before)

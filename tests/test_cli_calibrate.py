@@ -250,7 +250,8 @@ def test_devices_table_lists_every_device(capsys):
     code, out, _ = run_cli(capsys, "devices")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["index", "kind", "name", "platform", "driver", "CUs", "memory", "fp64", "unified"]
+    assert lines[0].split() == ["index", "kind", "name", "platform", "driver", "CUs", "memory", "fp64", "unified",
+                                "partitions"]
     for d in devs:
         row = next(ln for ln in lines[1:] if f" {d.index} " in f" {ln} ")
         assert d.name in row and d.platform in row and d.driver_version in row and d.kind in row
@@ -282,5 +283,26 @@ def test_format_table_with_fake_devices():
     devs = [DeviceInfo("0:0", "Big GPU", "Vendor", "GPU", "550.1", 80, 24 << 30, True, False, True),
             DeviceInfo("1:0", "pthread-cpu", "PoCL", "CPU", "3.0", 2, 3 << 30, True, True, False)]
     lines = format_table(devs).splitlines()
-    assert lines[1].split() == ["*", "0:0", "GPU", "Big", "GPU", "Vendor", "550.1", "80", "24.0", "GiB", "yes", "no"]
-    assert lines[2].split() == ["1:0", "CPU", "pthread-cpu", "PoCL", "3.0", "2", "3.0", "GiB", "yes", "yes"]
+    assert lines[1].split() == ["*", "0:0", "GPU", "Big", "GPU", "Vendor", "550.1", "80", "24.0", "GiB", "yes", "no",
+                                "-"]
+    assert lines[2].split() == ["1:0", "CPU", "pthread-cpu", "PoCL", "3.0", "2", "3.0", "GiB", "yes", "yes", "-"]
+
+
+def test_summary_shows_each_numbers_error_and_the_confidence(tmp_path):
+    from dataclasses import replace
+
+    from hpu._commands.calibrate import format_summary
+    from hpu.calibrate import Profile
+
+    base = Profile(p=1, g=1, gamma=0.8, latency_s=1e-5, seconds_per_byte=1e-10,
+                   cpu_seconds_per_element=5e-9, device="D @1", platform="P", driver_version="1",
+                   device_kind="CPU", compute_units=1, device_shares_cpu=True, host="h",
+                   hpu_version="0", created="2026-01-01T00:00:00+00:00", quick=True,
+                   measured_contention=1.1)
+    plain = format_summary(base, tmp_path / "p.json")
+    assert "±" not in plain and "confidence" not in plain and "contention  1.1" in plain
+    sure = replace(base, uncertainty=(("contention", 0.04), ("cpu_seconds_per_element", 0.03),
+                                      ("gamma", 0.012)))
+    out = format_summary(sure, tmp_path / "p.json")
+    assert "gamma       0.8  ± 1.2 %" in out and "± 3 %" in out and "± 4 %" in out
+    assert "confidence  predicted times ± 5.1 %" in out and "a tie" in out

@@ -287,3 +287,119 @@ def test_group_samples_sorts_and_collects_repeats():
     assert xs == [1, 2, 4] and reps == [[3.0], [5.0], [1.0, 2.0]]
     with pytest.raises(ValueError, match="pair"):
         _stats.group_samples([(1, 2, 3)])
+
+
+# ------------------------------------------------------------------ repeatability (issue 14)
+
+def _spiky_run(rng, true, noise, spike_prob):
+    """A timed run: the true time, relative noise, and now and then a 2-10x slowdown."""
+    def run():
+        t = true * (1 + noise * abs(rng.standard_normal()))
+        if rng.random() < spike_prob:
+            t *= rng.uniform(2, 10)
+        return t
+    return run
+
+
+def test_median_rel_error_is_zero_for_agreeing_samples_and_grows_with_spread():
+    assert _stats.median_rel_error([1.0, 1.0, 1.0]) == 0.0
+    assert _stats.median_rel_error([1.0]) == 0.0
+    assert _stats.median_rel_error([1.0, 2.0]) == float("inf")
+    tight = _stats.median_rel_error([1.0, 1.01, 0.99, 1.0, 1.02])
+    wide = _stats.median_rel_error([1.0, 1.3, 0.8, 1.0, 1.2])
+    assert 0 < tight < wide
+
+
+def test_adaptive_sampling_stops_early_when_quiet_and_buys_repeats_when_noisy():
+    quiet = _stats.adaptive_samples(lambda: 1.0, min_samples=5, max_samples=40, target=0.02)
+    assert len(quiet) == 5
+    rng = np.random.default_rng(0)
+    noisy = _stats.adaptive_samples(_spiky_run(rng, 1.0, 0.3, 0.3), min_samples=5,
+                                    max_samples=40, target=0.02)
+    assert 5 < len(noisy) <= 40
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"min_samples": 0, "max_samples": 4, "target": 0.1}, "min_samples"),
+    ({"min_samples": 5, "max_samples": 4, "target": 0.1}, "max_samples"),
+    ({"min_samples": 1, "max_samples": 4, "target": 0.0}, "target"),
+])
+def test_adaptive_sampling_refuses_a_bad_budget(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        _stats.adaptive_samples(lambda: 1.0, **kwargs)
+
+
+@settings(max_examples=30, deadline=None)
+@given(ratio=st.floats(0.05, 20), seed=st.integers(0, 2**32 - 1))
+def test_paired_ratio_recovers_the_ratio_through_spikes_that_hit_both_sides(ratio, seed):
+    """Load comes in bursts that slow whatever runs then; pairing cancels them."""
+    rng = np.random.default_rng(seed)
+    state = {"burst": 1.0, "k": 0}
+
+    def load():
+        state["k"] += 1
+        if state["k"] % 2:                       # a new pair: maybe a new burst
+            state["burst"] = rng.uniform(1.5, 4) if rng.random() < 0.3 else 1.0
+        return state["burst"] * (1 + 0.01 * rng.standard_normal())
+
+    est, nums, dens = _stats.paired_ratio(lambda: ratio * 1e-3 * load(), lambda: 1e-3 * load(),
+                                          min_pairs=7, max_pairs=40, target=0.02)
+    assert est.value == pytest.approx(ratio, rel=0.08)
+    assert len(nums) == len(dens) == est.samples >= 7
+
+
+def test_paired_ratio_alternates_which_side_runs_first():
+    order = []
+    _stats.paired_ratio(lambda: order.append("n") or 1.0, lambda: order.append("d") or 1.0,
+                        min_pairs=4, max_pairs=4, target=0.5)
+    assert order == ["n", "d", "d", "n", "n", "d", "d", "n"]
+
+
+def test_low_quantile_ignores_one_sided_slowdowns():
+    rng = np.random.default_rng(3)
+    times = [1.0 * (1 + 0.01 * abs(rng.standard_normal())) for _ in range(20)]
+    times[::3] = [t * 5 for t in times[::3]]     # a third of the runs slowed 5x
+    assert _stats.low_quantile(times) == pytest.approx(1.0, rel=0.03)
+    assert np.median(times) > _stats.low_quantile(times)
+    with pytest.raises(ValueError):
+        _stats.low_quantile([])
+
+
+def test_combine_gives_a_noisy_point_little_say():
+    E = _stats.Estimate
+    got = _stats.combine_estimates([E(0.90, 0.01, 9), E(0.82, 0.01, 9), E(0.30, 0.5, 9)])
+    assert got.value in (0.82, 0.90)
+    assert got.rel_error == pytest.approx(1 / np.sqrt(1e4 + 1e4 + 4), rel=1e-6)
+    with pytest.raises(ValueError):
+        _stats.combine_estimates([])
+
+
+@settings(max_examples=40, deadline=None)
+@given(at12=st.floats(0.2, 3), slope=st.floats(-0.05, 0.05), noisy=st.integers(0, 3),
+       seed=st.integers(0, 2**32 - 1))
+def test_trend_at_reads_a_drifting_quantity_at_a_fixed_size(at12, slope, noisy, seed):
+    """γ drifting with log2(size), one size spoiled: the line still holds at the middle."""
+    rng = np.random.default_rng(seed)
+    sizes = [1 << 12, 1 << 14, 1 << 16, 1 << 18]
+    truth = [at12 * (1 + slope * (k - 12)) for k in (12, 14, 16, 18)]
+    ests = [_stats.Estimate(t * (1 + 0.005 * rng.standard_normal()), 0.01, 9) for t in truth]
+    ests[noisy] = _stats.Estimate(truth[noisy] * 0.6, 0.3, 9)  # a burst of load: wild, and says so
+    got = _stats.trend_at(sizes, ests, 1 << 15)
+    want = at12 * (1 + slope * 3)
+    assert got.value == pytest.approx(want, rel=0.05)
+    assert 0 < got.rel_error < 0.05
+
+
+def test_trend_at_of_one_size_is_that_size():
+    e = _stats.Estimate(0.8, 0.02, 5)
+    assert _stats.trend_at([4096], [e], 1 << 14).value == 0.8
+    with pytest.raises(ValueError, match="one x per estimate"):
+        _stats.trend_at([1, 2], [e], 1)
+
+
+def test_within_noise():
+    assert _stats.within_noise(1.0, 1.02, 0.01)
+    assert not _stats.within_noise(1.0, 1.2, 0.01)
+    assert _stats.within_noise(0.0, 0.0, 0.0)
+    with pytest.raises(ValueError):
+        _stats.within_noise(1.0, 1.0, -1)

@@ -43,8 +43,19 @@ def _fmt_seconds(s: float) -> str:
     return f"{s:.3g} s"
 
 
+def _pm(profile, name: str) -> str:
+    """``"  ± 1.2 %"``: the recorded relative standard error of a number, if any."""
+    err = profile.rel_error(name) if hasattr(profile, "rel_error") else 0.0
+    return f"  ± {100 * err:.2g} %" if err > 0 else ""
+
+
 def format_summary(profile, path, wall_s: float | None = None) -> str:
-    """The readable report of a profile (also used by ``hpu info``)."""
+    """The readable report of a profile (also used by ``hpu info``).
+
+    Each measured number carries ± its relative standard error where the
+    profile records one (the spread of its repeats); ``confidence`` says how
+    far apart two predicted times must be for the measurement to tell them apart.
+    """
     bw = "unbounded" if profile.seconds_per_byte <= 0 else f"{1 / profile.seconds_per_byte / 1e9:.3g} GB/s"
     if profile.device_shares_cpu:
         shares = (f"yes: a {profile.device_kind} device, it runs on the same cores as Numba's "
@@ -57,15 +68,22 @@ def format_summary(profile, path, wall_s: float | None = None) -> str:
         f"shares CPU  {shares}",
         f"p           {profile.p}  CPU cores Numba uses",
         f"g           {profile.g}  work-items that saturate the device",
-        f"gamma       {profile.gamma:.4g}  (1/gamma = {profile.inv_gamma:.4g}; one device work-item "
-        f"vs one CPU core)",
-        f"lambda      {_fmt_seconds(profile.latency_s)}  transfer latency",
-        f"delta       {profile.seconds_per_byte:.3g} s/byte  ({bw})",
-        f"CPU merge   {_fmt_seconds(profile.cpu_seconds_per_element)} per element (one core)",
+        f"gamma       {profile.gamma:.4g}{_pm(profile, 'gamma')}  (1/gamma = {profile.inv_gamma:.4g}; "
+        f"one device work-item vs one CPU core)",
+        f"lambda      {_fmt_seconds(profile.latency_s)}{_pm(profile, 'latency_s')}  transfer latency",
+        f"delta       {profile.seconds_per_byte:.3g} s/byte{_pm(profile, 'seconds_per_byte')}  ({bw})",
+        f"CPU merge   {_fmt_seconds(profile.cpu_seconds_per_element)} per element (one core)"
+        f"{_pm(profile, 'cpu_seconds_per_element')}",
         f"source      {profile.source}{' (quick)' if profile.quick else ''}, {profile.created}, "
         f"host {profile.host}, hpu {profile.hpu_version}",
         f"profile     {path}",
     ]
+    if getattr(profile, "measured_contention", None) is not None:
+        lines.insert(-2, f"contention  {profile.measured_contention:.3g}{_pm(profile, 'contention')}"
+                         "  slowdown while both sides run at once")
+    if getattr(profile, "uncertainty", ()):
+        lines.insert(-2, f"confidence  predicted times ± {100 * profile.time_rel_error:.2g} % "
+                         "(one standard error); plans closer than twice that are a tie")
     if wall_s is not None:
         lines.append(f"took        {wall_s:.1f} s")
     return "\n".join(lines)

@@ -299,10 +299,12 @@ def main(args) -> int:
         return 2
     prof = getattr(args, "profile_info", None)
     contention = prof.contention if prof is not None else 1.0
+    rel_error = getattr(prof, "time_rel_error", 0.0) if prof is not None else 0.0
     # the planner a run uses, with the bytes per element a run of this algorithm moves
     from hpu._plan import model_plan
 
-    result = model_plan(problem, machine, strategy, _element_bytes(args.algorithm), contention)
+    result = model_plan(problem, machine, strategy, _element_bytes(args.algorithm), contention,
+                        rel_error)
     if args.json:
         d = result.to_dict()
         d["algorithm"] = args.algorithm

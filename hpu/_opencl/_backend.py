@@ -143,6 +143,14 @@ class OpenCLBackend:
 
         return _device.select_device(spec)
 
+    @classmethod
+    def host_threads(cls, device) -> int:
+        """Give Numba the cores a CPU device (or sub-device) leaves free, unless
+        ``NUMBA_NUM_THREADS`` says otherwise; return Numba's thread count."""
+        from hpu._opencl import _device
+
+        return _device.use_remaining_cores(device)
+
     def __init__(self, program, shared: Mapping[str, Any], device, *, depth: int = 64):
         cl = _cl()
         self.program = program

@@ -10,7 +10,20 @@ driver all need "the device the user meant", chosen the same way everywhere:
 
 A device string is ``"gpu"``, ``"cpu"`` (an OpenCL CPU device such as PoCL),
 ``"P:D"`` (platform and device index as ``hpu devices`` lists them), or a
-case-insensitive substring of the device or platform name.
+case-insensitive substring of the device or platform name, optionally
+followed by ``@N``: a sub-device of N compute units (``cpu@1``, ``0:0@2``).
+
+Why sub-devices (OpenCL device fission, ``clCreateSubDevices`` with
+``CL_DEVICE_PARTITION_EQUALLY``): when the only OpenCL device is PoCL on the
+host's own cores, the device and Numba's threads compete for every core and
+the HPU model rightly keeps all work on the CPU.  Fission gives the device
+some cores and Numba the rest -- two processors that really run side by side,
+which is the configuration 004's model is about.  A sub-device is created once
+per (device, N) and process and cached like a device; its name for profiles and
+reports carries the ``@N`` (:func:`device_label`), so a profile measured on
+one partition is never used for another.  When the chosen device is a CPU
+device on the host's cores, :func:`use_remaining_cores` gives Numba the cores
+the device does not use (``NUMBA_NUM_THREADS``, when set, still wins).
 
 Contexts and queues are created once per device and cached; creating a PoCL
 context costs tens of milliseconds and kernels are cached per context.
@@ -36,7 +49,9 @@ from functools import lru_cache
 
 from hpu._errors import DeviceUnavailableError
 
-__all__ = ["DeviceInfo", "devices", "select_device", "context_and_queue", "describe_device", "probe"]
+__all__ = ["DeviceInfo", "devices", "select_device", "context_and_queue", "describe_device", "probe",
+           "parse_spec", "sub_device", "sub_device_units", "device_label", "remaining_cores",
+           "use_remaining_cores", "host_cores"]
 
 _ENV = "HPU_DEVICE"
 _SYSTEM_VENDORS = "/etc/OpenCL/vendors"
@@ -59,6 +74,9 @@ class DeviceInfo:
     default: bool = False
     usable: bool = True
     problem: str = ""     # why the device is unusable (empty when usable)
+    #: the largest N of an ``@N`` sub-device this device offers (equal partitions of
+    #: 1..N compute units); 0 when the device cannot be partitioned
+    max_sub_units: int = 0
 
 
 def _cl():
@@ -156,6 +174,7 @@ def _info(entry, default: bool) -> DeviceInfo:
         default=default,
         usable=not problem,
         problem=problem,
+        max_sub_units=_max_sub_units(dev),
     )
 
 
@@ -194,15 +213,23 @@ def select_device(spec: str | None = None):
         spec = spec.index
     elif spec is not None and not isinstance(spec, str):
         return spec  # a pyopencl.Device already
+    origin = "device="
+    if spec is None:
+        spec = os.environ.get(_ENV) or None
+        origin = f"{_ENV}="
+    if spec is not None:
+        base, units = parse_spec(spec, origin=origin)
+        if units is not None:
+            return sub_device(_select_whole(base or None, origin), units, origin=f"{origin}{spec!r}")
+    return _select_whole(spec, origin)
+
+
+def _select_whole(spec, origin):
     entries = _all_devices()
     if not entries:
         raise DeviceUnavailableError(
             "no OpenCL device found. Install PoCL with `pip install pocl-binary-distribution` "
             "or a GPU vendor's OpenCL driver, then check with `hpu devices`")
-    origin = "device="
-    if spec is None:
-        spec = os.environ.get(_ENV) or None
-        origin = f"{_ENV}="
     if spec is None:
         usable = _usable_entries(sorted(entries, key=_rank))
         if not usable:
@@ -238,10 +265,10 @@ _lock = threading.Lock()
 @lru_cache(maxsize=None)
 def _ctx_queue_for(dev_key):
     cl = _cl()
-    for _, _, dev in _all_devices():
+    for dev in [d for _, _, d in _all_devices()] + list(_sub_devices.values()):
         if _key(dev) == dev_key:
             ctx = cl.Context([dev])
-            return ctx, cl.CommandQueue(ctx)
+            return ctx, cl.CommandQueue(ctx, dev)  # a sub-device: the context may list its parent
     raise DeviceUnavailableError(f"OpenCL device {dev_key[1]!r} disappeared")  # pragma: no cover
 
 
@@ -255,5 +282,137 @@ def context_and_queue(device=None):
 
 
 def describe_device(device) -> str:
-    """``"name (platform, driver X)"`` for reports."""
-    return f"{device.name.strip()} ({device.platform.name.strip()}, driver {device.driver_version.strip()})"
+    """``"name (platform, driver X)"`` for reports; a sub-device's name ends in ``@N``."""
+    return f"{device_label(device)} ({device.platform.name.strip()}, driver {device.driver_version.strip()})"
+
+
+# ------------------------------------------------------------------ sub-devices
+
+def parse_spec(spec: str, *, origin: str = "device=") -> tuple[str, int | None]:
+    """Split a device string into ``(device part, N)``: ``"cpu@1"`` -> ``("cpu", 1)``.
+
+    ``N`` is None when the string asks for no sub-device.  Raises
+    :class:`DeviceUnavailableError` for an ``@`` not followed by a whole
+    number >= 1.
+    """
+    base, at, tail = spec.strip().rpartition("@")
+    if not at:
+        return spec.strip(), None
+    t = tail.strip()
+    if not t.isdigit() or int(t) < 1:
+        raise DeviceUnavailableError(
+            f"{origin}{spec!r}: {tail!r} after '@' is not a number of compute units; expected "
+            f"a whole number >= 1, e.g. '{base.strip() or 'cpu'}@1' for a sub-device of one "
+            "compute unit (see `hpu devices` for the partitions each device offers)")
+    return base.strip(), int(t)
+
+
+def _max_sub_units(dev) -> int:
+    """The largest N of an equal partition ``dev`` supports (0: no fission)."""
+    cl = _cl()
+    try:
+        props = list(dev.partition_properties or ())
+        most = int(dev.partition_max_sub_devices or 0)
+    except Exception:  # noqa: BLE001 - an OpenCL 1.1 device has neither query
+        return 0
+    if int(cl.device_partition_property.EQUALLY) not in [int(p) for p in props] or most < 1:
+        return 0
+    return int(dev.max_compute_units)
+
+
+_sub_lock = threading.Lock()
+#: (parent key, N) -> the first sub-device of that partition, kept for the process: a
+#: sub-device released and made again would be a new device with new contexts and kernels
+_sub_devices: dict = {}
+
+
+def sub_device(device, units: int, *, origin: str | None = None):
+    """A sub-device of ``units`` compute units of ``device`` (created once, then cached).
+
+    Raises :class:`DeviceUnavailableError` when the device cannot be
+    partitioned or has fewer compute units than asked for.
+    """
+    cl = _cl()
+    name = device.name.strip()
+    what = origin or f"{name}@{units}"
+    total = int(device.max_compute_units)
+    if units > total:
+        raise DeviceUnavailableError(
+            f"{what}: {units} compute units asked for, but {name!r} has {total}; expected "
+            f"@1..@{total} (see `hpu devices`)")
+    if getattr(device, "parent_device", None) is not None and units == total:
+        return device  # already a sub-device of exactly that size
+    if _max_sub_units(device) < units:
+        raise DeviceUnavailableError(
+            f"{what}: {name!r} ({device.platform.name.strip()}) does not support device fission "
+            "(CL_DEVICE_PARTITION_EQUALLY); use the whole device (drop '@N') or a device that "
+            "`hpu devices` lists with partitions")
+    key = (_key(device), units)
+    with _sub_lock:
+        if key not in _sub_devices:
+            try:
+                subs = device.create_sub_devices([cl.device_partition_property.EQUALLY, units])
+            except cl.Error as err:
+                raise DeviceUnavailableError(
+                    f"{what}: the OpenCL driver refused a sub-device of {units} compute units of "
+                    f"{name!r} ({err}); use the whole device (drop '@N')") from None
+            if not subs:  # pragma: no cover - a conformant driver returns at least one
+                raise DeviceUnavailableError(f"{what}: the OpenCL driver returned no sub-device")
+            _sub_devices[key] = subs[0]
+        return _sub_devices[key]
+
+
+def sub_device_units(device) -> int | None:
+    """N for a sub-device of N compute units; None for a whole device."""
+    if getattr(device, "parent_device", None) is None:
+        return None
+    return int(device.max_compute_units)
+
+
+def device_label(device) -> str:
+    """The device's name, with ``@N`` for a sub-device: what profiles are keyed by."""
+    units = sub_device_units(device)
+    name = device.name.strip()
+    return name if units is None else f"{name} @{units}"
+
+
+def host_cores() -> int:
+    """The cores this process may run on (its affinity mask, else ``os.cpu_count()``)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def remaining_cores(device, *, cores: int | None = None, environ=None) -> int | None:
+    """How many threads Numba should use beside ``device``; None: leave Numba's choice.
+
+    The rule: a CPU device runs on the host's own cores, so when it uses only
+    some of them (a sub-device, ``cpu@N``) Numba gets the rest, ``cores - N``,
+    and the two sides do not fight over a core.  ``NUMBA_NUM_THREADS`` in the
+    environment always wins (None), as does a device that is not a CPU or that
+    uses every core (nothing remains to give: None).
+    """
+    env = os.environ if environ is None else environ
+    if str(env.get("NUMBA_NUM_THREADS", "")).strip():
+        return None
+    cl = _cl()
+    if not device.type & cl.device_type.CPU:
+        return None
+    cores = host_cores() if cores is None else cores
+    left = cores - int(device.max_compute_units)
+    return left if left >= 1 else None
+
+
+def use_remaining_cores(device) -> int:
+    """Apply :func:`remaining_cores` to Numba (for the calling thread); return its thread count.
+
+    ``numba.set_num_threads`` is per thread and never exceeds the threads
+    Numba launched; the run path calls this once, after choosing the device.
+    """
+    import numba
+
+    n = remaining_cores(device)
+    if n is not None:
+        numba.set_num_threads(max(1, min(n, numba.config.NUMBA_NUM_THREADS)))
+    return int(numba.get_num_threads())
