@@ -169,11 +169,132 @@ class Types:
 
 # --------------------------------------------------------------------------- emitting
 
+class _Checked(ast.NodeTransformer):
+    """``x // y``, ``x % y``, ``int(x)``, ``round(x)`` -> calls that raise as Python, with the line.
+
+    See :mod:`hpu._guard`.  Line numbers are the user's (``lineno_offset`` for
+    code whose tree was parsed on its own, e.g. a helper).
+    """
+
+    _OPS = {ast.FloorDiv: "hpu__floordiv", ast.Mod: "hpu__mod"}
+    _CONV = {"int": "hpu__int", "round": "hpu__round"}
+
+    def __init__(self, filename: str, line: int | None = None, context: str = ""):
+        self.filename = filename
+        self.line = line
+        self.context = context
+
+    def _where(self, node) -> ast.Constant:
+        line = self.line if self.line is not None else getattr(node, "lineno", 0)
+        return ast.Constant(f"{self.filename}:{line}: {self.context}{ast.unparse(node)}")
+
+    def visit_BinOp(self, node):
+        where = self._where(node)
+        self.generic_visit(node)
+        fn = self._OPS.get(type(node.op))
+        if fn is None:
+            return node
+        return ast.copy_location(ast.Call(ast.Name(fn, ast.Load()),
+                                          [node.left, node.right, where], []), node)
+
+    def visit_AugAssign(self, node):
+        fn = self._OPS.get(type(node.op))
+        if fn is None:
+            return self.generic_visit(node)
+        where = self._where(node)
+        self.generic_visit(node)
+        load = copy.deepcopy(node.target)
+        for n in ast.walk(load):
+            if hasattr(n, "ctx"):
+                n.ctx = ast.Load()
+        for n in ast.walk(node.target):  # only the outermost target stores
+            if hasattr(n, "ctx") and n is not node.target:
+                n.ctx = ast.Load()
+        call = ast.Call(ast.Name(fn, ast.Load()), [load, node.value, where], [])
+        return ast.copy_location(ast.Assign([node.target], call), node)
+
+    def visit_Call(self, node):
+        where = self._where(node)
+        self.generic_visit(node)
+        if (isinstance(node.func, ast.Name) and node.func.id in self._CONV
+                and len(node.args) == 1 and not node.keywords):
+            return ast.copy_location(ast.Call(ast.Name(self._CONV[node.func.id], ast.Load()),
+                                              [node.args[0], where], []), node)
+        return node
+
+
+_CHECKED_PRELUDE = """
+from hpu._guard import checked_int as hpu__int, checked_round as hpu__round
+from hpu._errors import HpuRecursionError as hpu__RecursionError
+
+
+@njit(cache=True)
+def hpu__floordiv(a, b, where__):
+    if b == 0:
+        raise ZeroDivisionError(where__ + ": integer division or modulo by zero")
+    return a // b
+
+
+@njit(cache=True)
+def hpu__mod(a, b, where__):
+    if b == 0:
+        raise ZeroDivisionError(where__ + ": integer division or modulo by zero")
+    return a % b
+"""
+
+
+def _checked_source(tree, filename: str, line: int | None = None, context: str = "") -> str:
+    return ast.unparse(_Checked(filename, line, context).visit(copy.deepcopy(tree)))
+
+
+def _depth_limited_source(spec: DCSpec) -> str:
+    """The recursive function as a wrapper of ``<name>__d``, which counts its depth.
+
+    Numba compiles the recursion natively: a runaway or very deep recursion
+    overflows the thread's stack and kills the process.  ``<name>__d`` takes
+    the depth as a last parameter and raises ``RecursionError`` (naming the
+    function, its line, its recursive calls' lines and the depth) at
+    :data:`hpu._guard.MAX_DEPTH`; ``<name>`` keeps the user's signature.
+    """
+    from hpu._guard import max_depth
+
+    limit = max_depth()
+    tree = _Checked(spec.filename).visit(copy.deepcopy(spec.tree))
+    inner = f"{spec.name}__d"
+    call_lines = sorted({c.lineno for c in spec.calls})
+
+    class _Calls(ast.NodeTransformer):
+        def visit_Call(self, node):
+            self.generic_visit(node)
+            if isinstance(node.func, ast.Name) and node.func.id == spec.name:
+                node.func = ast.Name(inner, ast.Load())
+                node.args = node.args + [ast.parse("depth__ + 1", mode="eval").body]
+            return node
+
+    tree = _Calls().visit(tree)
+    params = [a.arg for a in tree.args.args]
+    tree.name = inner
+    tree.args.args.append(ast.arg("depth__"))
+    where = ", ".join(map(str, call_lines))
+    msg = (f"{spec.filename}:{spec.lineno}: {spec.name}() recursed {limit} calls deep "
+           f"(its recursive calls at line{'s' if len(call_lines) > 1 else ''} {where}): either "
+           "the base case is never reached for these arguments (check the guard, e.g. an "
+           "empty range), or the recursion is legitimately this deep; hpu stops at "
+           f"{limit} calls so that the thread's stack cannot overflow (set HPU_MAX_DEPTH "
+           "to change the limit, at your own risk)")
+    check = ast.parse(f"if depth__ >= {limit}:\n    raise hpu__RecursionError({msg!r})").body
+    tree.body = check + tree.body
+    outer = f"def {spec.name}({', '.join(params)}):\n    return {inner}({', '.join(params + ['np.int64(0)'])})"
+    return ast.unparse(tree) + "\n\n\n@njit(cache=True)\n" + outer
+
+
 class _Writer:
-    def __init__(self, spec: DCSpec):
+    def __init__(self, spec: DCSpec, checked: bool = False):
         self.spec = spec
         self.lines: list[str] = []
         self._last = None  # the user line last named in a comment
+        #: rewrite the user's ``//``, ``%``, ``int()``, ``round()`` into checked calls (CPU)
+        self.checked = checked
 
     def __call__(self, text: str = "", indent: int = 0):
         pad = "    " * indent
@@ -188,6 +309,8 @@ class _Writer:
                 text = self.spec.line(ln)
                 self(f"# line {ln}: {text}" if text else f"# line {ln}", indent)
             self._last = ln
+            if self.checked:
+                s = _Checked(self.spec.filename).visit(copy.deepcopy(s))
             self(ast.unparse(s), indent)
 
     def text(self) -> str:
@@ -306,9 +429,16 @@ def _header(spec: DCSpec, closure: Closure, what: str) -> list[str]:
     return w
 
 
-def _body(spec: DCSpec, closure: Closure, lay: Layout) -> _Writer:
-    """Everything but the header: user code, task functions, level drivers, the probe."""
-    w = _Writer(spec)
+def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False) -> _Writer:
+    """Everything but the header: user code, task functions, level drivers, the probe.
+
+    ``checked``: the CPU module's form, where the user's ``//``, ``%``,
+    ``int()`` and ``round()`` raise as Python with the user's line
+    (:mod:`hpu._guard`); the device's source keeps the plain operators.
+    """
+    w = _Writer(spec, checked)
+    if checked:
+        w(_CHECKED_PRELUDE)
     A, r = lay.a, lay.result_arity
     if closure.constants:
         w("")
@@ -320,14 +450,15 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout) -> _Writer:
         w("")
         w(f"# ---- helper {h.name}, from {os.path.basename(h.filename)}:{h.lineno}")
         w("@njit(cache=True)")
-        w(h.source)
+        w(_checked_source(ast.parse(h.source), h.filename, h.lineno, f"in {h.name}(): ")
+          if checked else h.source)
     w("")
     w("")
     w(f"# ---- {spec.name}, the recursive function as written "
       f"({os.path.basename(spec.filename)}:{spec.lineno}):")
     w("# the one-core baseline (.sequential) and the CPU's leaf solver")
     w("@njit(cache=True)")
-    w(ast.unparse(spec.tree))
+    w(_depth_limited_source(spec) if checked else ast.unparse(spec.tree))
 
     def load_params(indent, index="tid__"):
         for v in lay.varying:
@@ -421,11 +552,31 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout) -> _Writer:
     w("")
     w("")
     w("# ---- level drivers: the tasks [start__, stop__) of one level, on Numba's threads")
+    if checked:
+        w("# An exception inside prange is lost or becomes an opaque SystemError, and a try")
+        w("# in the loop body makes Numba run it serially: so each task runs inside a")
+        w("# *_safe function that records a failing task in err__[0] (tid + 1); the host then")
+        w("# runs that one task again alone, where the exception surfaces (hpu/_guard.py).")
     for name, args, body, targs in drivers:
-        w("@njit(parallel=True, cache=True)")
-        w(f"def {name}({', '.join(('start__', 'stop__') + tuple(args))}):")
-        w("for tid__ in prange(start__, stop__):", 1)
-        w(body.format(", ".join(targs)), 2)
+        if checked:
+            task = name.replace("_level", "_task_safe")
+            w("@njit(cache=True)")
+            w(f"def {task}({', '.join(('tid__', 'err__') + tuple(args))}):")
+            w("try:", 1)
+            w(body.format(", ".join(targs)), 2)
+            w("except Exception:", 1)
+            w("err__[0] = tid__ + 1", 2)
+            w("")
+            w("")
+            w("@njit(parallel=True, cache=True)")
+            w(f"def {name}({', '.join(('start__', 'stop__', 'err__') + tuple(args))}):")
+            w("for tid__ in prange(start__, stop__):", 1)
+            w(f"{task}(tid__, err__, {', '.join(args)})", 2)
+        else:
+            w("@njit(parallel=True, cache=True)")
+            w(f"def {name}({', '.join(('start__', 'stop__') + tuple(args))}):")
+            w("for tid__ in prange(start__, stop__):", 1)
+            w(body.format(", ".join(targs)), 2)
         w("")
         w("")
 
@@ -444,7 +595,7 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout) -> _Writer:
 def core_source(spec: DCSpec, closure: Closure, lay: Layout) -> str:
     """The module source the CPU backend imports (type-independent)."""
     head = _header(spec, closure, f"{lay.a} calls; arrays: {', '.join(lay.arrays) or 'none'}")
-    return "\n".join(head) + "\n" + _body(spec, closure, lay).text()
+    return "\n".join(head) + "\n" + _body(spec, closure, lay, checked=True).text()
 
 
 def probe_items(lay: Layout, spec: DCSpec) -> list[tuple[str, int, str]]:

@@ -31,6 +31,7 @@ from hpu._codegen import (DEFAULT_DEPTH, Layout, Types, core_source, iter_source
 from hpu._driver import Level, level_env
 from hpu._errors import HpuError, TranslationError
 from hpu._frontend import Closure, DCSpec
+from hpu._guard import native_errors, task_failed
 
 __all__ = ["Program", "specialize", "CpuBackend", "numba_signature", "StackOverflowError"]
 
@@ -204,22 +205,29 @@ class CpuBackend:
 
     # A range of one task runs on the calling thread: a parallel region costs a fork and a
     # join of every worker, which is all overhead for one task (and slow when cores are busy).
+    @native_errors  # issue 11: the user's exception, not Numba's SystemError
     def count(self, level: Level, start: int, stop: int, shared) -> None:
         env = {**level_env(level), **shared}
         args = self._args(self.layout.count_args(), env)
         if stop - start == 1:
             level.offsets[start + 1] = self.m.count_task(start, *args)
         else:
-            self.m.count_level(start, stop, level.offsets, *args)
+            err = np.zeros(1, np.int64)
+            self.m.count_level(start, stop, err, level.offsets, *args)
+            task_failed(err, self.m.count_task, args, self.program.spec, "count", level.index)
 
+    @native_errors  # issue 11: the user's exception, not Numba's SystemError
     def fill(self, level: Level, child: Level, start: int, stop: int, shared) -> None:
         env = {**level_env(level, child), **shared}
         args = self._args(self.layout.fill_args(), env)
         if stop - start == 1:
             self.m.fill_task(start, *args)
         else:
-            self.m.fill_level(start, stop, *args)
+            err = np.zeros(1, np.int64)
+            self.m.fill_level(start, stop, err, *args)
+            task_failed(err, self.m.fill_task, args, self.program.spec, "divide", level.index)
 
+    @native_errors  # issue 11: the user's exception, not Numba's SystemError
     def leaf(self, level: Level, start: int, stop: int, shared) -> None:
         env = {**level_env(level), **shared}
         if self._iter is None:
@@ -227,7 +235,9 @@ class CpuBackend:
             if stop - start == 1:
                 self.m.leaf_task(start, *args)
             else:
-                self.m.leaf_level(start, stop, *args)
+                err = np.zeros(1, np.int64)
+                self.m.leaf_level(start, stop, err, *args)
+                task_failed(err, self.m.leaf_task, args, self.program.spec, "leaf", level.index)
             return
         err = np.zeros(1, np.int64)
         env["err__"] = err
@@ -237,10 +247,13 @@ class CpuBackend:
                 f"a subtree of {self.program.spec.name} at level {level.index} is deeper than "
                 f"the iterative solver's {self.depth} frames; pass a larger depth")
 
+    @native_errors  # issue 11: the user's exception, not Numba's SystemError
     def combine(self, level: Level, child: Level, start: int, stop: int, shared) -> None:
         env = {**level_env(level, child), **shared}
         args = self._args(self.layout.combine_args(), env)
         if stop - start == 1:
             self.m.combine_task(start, *args)
         else:
-            self.m.combine_level(start, stop, *args)
+            err = np.zeros(1, np.int64)
+            self.m.combine_level(start, stop, err, *args)
+            task_failed(err, self.m.combine_task, args, self.program.spec, "combine", level.index)

@@ -12,6 +12,7 @@ __all__ = [
     "DeviceUnavailableError",
     "KernelBuildError",
     "ProfileError",
+    "HpuRecursionError",
 ]
 
 
@@ -62,3 +63,12 @@ class KernelBuildError(HpuError):
 
 class ProfileError(HpuError):
     """A calibration profile is missing, corrupt or stale."""
+
+
+class HpuRecursionError(HpuError, RecursionError):
+    """The user's recursion went deeper than hpu lets compiled code go.
+
+    Both an :class:`HpuError` and a :class:`RecursionError` (what Python raises
+    for the same runaway recursion).  Compiled recursion has no interpreter
+    to stop it: without this limit a stack overflow kills the process.
+    """

@@ -1,0 +1,164 @@
+"""Errors like Python's on the compiled CPU paths: checked arithmetic and exceptions out of threads.
+
+Why a module of its own
+=======================
+
+A mistake in the user's code must raise what Python (or Numba) raises, naming
+the user's file and line -- never crash, never give a silent value (issue 11,
+design notes §4).  Two things stand in the way on the CPU:
+
+* **Numba's messages have no line.**  ``a // 0`` in nopython code raises
+  ``ZeroDivisionError("division by zero")``; which of the user's divisions it
+  was is lost.  So the generated CPU module (:mod:`hpu._codegen`) rewrites
+  each ``x // y`` and ``x % y`` of the user's code into
+  ``hpu__floordiv(x, y, "file:line: x // y")`` (and ``int(x)``/``round(x)``
+  into :func:`checked_int`), small functions that raise Python's exception
+  with that text and otherwise compute exactly the operator (LLVM inlines
+  them; the test of the divisor is the one Numba emits anyway).  The
+  constant text costs nothing at run time: Numba passes it by pointer.
+* **Numba's threads lose the exception.**  An exception inside a ``prange``
+  loop reaches Python as ``SystemError("... returned a result with an
+  exception set")`` -- or, when the failing task ran on a worker thread, not
+  at all: the call returns a silent wrong answer.  A ``try`` in the loop body
+  makes Numba run the loop serially.  So the CPU module's level drivers call
+  each task through a ``*_task_safe`` function whose ``try`` records a
+  failing task in a one-element error array (``tid + 1``; any failing task
+  may win); after the level, :func:`task_failed` runs that task again alone,
+  outside the parallel region, where Numba raises normally.
+  :func:`native_errors` (a decorator on the CPU backend's phase methods)
+  still unwraps a ``SystemError`` whose cause is the user's exception (the
+  iterative solver's driver).
+
+What is not covered here: the OpenCL device computes ``// 0`` as 0 and a
+NaN -> int conversion as an unspecified value (Numba's ``error_model="numpy"``
+meaning, see :mod:`hpu._opencl._translate`); the device has no error channel
+from helper functions yet.
+"""
+from __future__ import annotations
+
+import functools
+
+__all__ = ["native_errors", "task_failed", "checked_int", "checked_round", "INT64_BOUND"]
+
+#: 2**63 as a float: a float ``x`` converts to int64 exactly when ``-2**63 <= x < 2**63``.
+INT64_BOUND = 9.223372036854775808e18
+
+
+#: Default depth at which the compiled recursive function raises ``RecursionError``.
+#: A frame of a compiled recursive function takes about 100-400 bytes; Numba's
+#: worker threads have the default 8 MiB stack, where a small function overflowed
+#: between 45 000 and 60 000 frames; 10 000 leaves room for frames of ~800 bytes.
+DEFAULT_MAX_DEPTH = 10_000
+ENV_MAX_DEPTH = "HPU_MAX_DEPTH"
+
+
+def max_depth() -> int:
+    """``HPU_MAX_DEPTH`` if set (an int >= 1), else :data:`DEFAULT_MAX_DEPTH`."""
+    import os
+
+    raw = os.environ.get(ENV_MAX_DEPTH, "").strip()
+    if not raw:
+        return DEFAULT_MAX_DEPTH
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{ENV_MAX_DEPTH}={raw!r}: expected an integer >= 1 (the depth at "
+                         f"which compiled recursion raises RecursionError); unset it for "
+                         f"{DEFAULT_MAX_DEPTH}")
+    return value
+
+
+def native_errors(method):
+    """Re-raise the user's exception that Numba's parallel region wrapped in ``SystemError``."""
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except SystemError as err:
+            cause = err.__cause__ or err.__context__
+            if isinstance(cause, Exception) and not isinstance(cause, SystemError):
+                raise cause.with_traceback(None) from None
+            raise
+    return wrapper
+
+
+def task_failed(err, task, args, spec, phase: str, level: int) -> None:
+    """After a level: if a task recorded a failure in ``err[0]`` (tid + 1), raise its exception.
+
+    The task runs again alone, outside the parallel region, where Numba raises
+    normally (with the user's line, from the checked operations).  A task
+    that does not fail the second time (it depended on data the first run
+    changed) still ends the call, with the phase and task named.
+    """
+    if not err[0]:
+        return
+    tid = int(err[0]) - 1
+    task(tid, *args)
+    from hpu._errors import HpuError
+
+    raise HpuError(f"{spec.filename}:{spec.lineno}: {spec.name}: task {tid} of level {level} "
+                   f"raised an exception in its {phase} phase on Numba's threads, and did not "
+                   "raise it again when run alone (it depends on data the first run changed); "
+                   f"call {spec.name}.sequential(...) or {spec.name}.py_func(...) with the same "
+                   "arguments to see it")
+
+
+def checked_int(x, where):
+    """``int(x)`` as Python: ``ValueError`` for NaN, ``OverflowError`` for ±inf and beyond int64."""
+    if isinstance(x, float):
+        _check_float(x, where)
+    return int(x)
+
+
+def checked_round(x, where):
+    """``round(x)`` (one argument) as Python, with the same checks as :func:`checked_int`."""
+    if isinstance(x, float):
+        _check_float(x, where)
+    return round(x)
+
+
+def _check_float(x, where):
+    if x != x:
+        raise ValueError(where + ": cannot convert float NaN to integer")
+    if not -INT64_BOUND <= x < INT64_BOUND:
+        raise OverflowError(where + ": cannot convert float " + str(x) + " to a 64-bit integer")
+
+
+def _register() -> None:
+    from numba.core import types
+    from numba.extending import overload
+
+    @overload(checked_int, jit_options={"cache": True})
+    def _checked_int(x, where):
+        if isinstance(x, types.Float):
+            def impl(x, where):
+                if x != x:
+                    raise ValueError(where + ": cannot convert float NaN to integer")
+                if not -INT64_BOUND <= x < INT64_BOUND:
+                    raise OverflowError(where + ": cannot convert an infinite or out-of-range "
+                                        "float to a 64-bit integer")
+                return int(x)
+            return impl
+        return lambda x, where: int(x)
+
+    @overload(checked_round, jit_options={"cache": True})
+    def _checked_round(x, where):
+        if isinstance(x, types.Float):
+            def impl(x, where):
+                if x != x:
+                    raise ValueError(where + ": cannot convert float NaN to integer")
+                if not -INT64_BOUND <= x < INT64_BOUND:
+                    raise OverflowError(where + ": cannot convert an infinite or out-of-range "
+                                        "float to a 64-bit integer")
+                return round(x)
+            return impl
+        return lambda x, where: round(x)
+
+
+try:
+    _register()
+except ImportError:  # pragma: no cover - Numba is a dependency; plain Python still works
+    pass
