@@ -179,10 +179,28 @@ class _Checked(ast.NodeTransformer):
     _OPS = {ast.FloorDiv: "hpu__floordiv", ast.Mod: "hpu__mod"}
     _CONV = {"int": "hpu__int", "round": "hpu__round"}
 
-    def __init__(self, filename: str, line: int | None = None, context: str = ""):
+    def __init__(self, filename: str, line: int | None = None, context: str = "",
+                 bounds: bool = False, arrays: tuple[str, ...] = ()):
         self.filename = filename
         self.line = line
         self.context = context
+        #: bounds-checked mode: ``a[i]`` -> ``a[hpu__ix(i, len(a), "file:line: a[i]")]``
+        self.bounds = bounds
+        self.arrays = set(arrays)
+
+    def visit_Subscript(self, node):
+        where = self._where(node)
+        self.generic_visit(node)
+        if not self.bounds or not isinstance(node.value, ast.Name):
+            return node
+        idx = node.slice
+        if isinstance(idx, (ast.Slice, ast.Tuple)):
+            return node
+        if isinstance(idx, ast.Constant) and node.value.id not in self.arrays:
+            return node  # maybe a heterogeneous tuple, which needs a constant index
+        length = ast.Call(ast.Name("len", ast.Load()), [ast.Name(node.value.id, ast.Load())], [])
+        node.slice = ast.Call(ast.Name("hpu__ix", ast.Load()), [idx, length, where], [])
+        return node
 
     def _where(self, node) -> ast.Constant:
         line = self.line if self.line is not None else getattr(node, "lineno", 0)
@@ -236,6 +254,13 @@ def hpu__floordiv(a, b, where__):
 
 
 @njit(cache=True)
+def hpu__ix(i, n, where__):
+    if i < -n or i >= n:
+        raise IndexError(where__ + ": index " + str(i) + " is out of bounds for length " + str(n))
+    return i
+
+
+@njit(cache=True)
 def hpu__mod(a, b, where__):
     if b == 0:
         raise ZeroDivisionError(where__ + ": integer division or modulo by zero")
@@ -243,11 +268,13 @@ def hpu__mod(a, b, where__):
 """
 
 
-def _checked_source(tree, filename: str, line: int | None = None, context: str = "") -> str:
-    return ast.unparse(_Checked(filename, line, context).visit(copy.deepcopy(tree)))
+def _checked_source(tree, filename: str, line: int | None = None, context: str = "",
+                    bounds: bool = False) -> str:
+    return ast.unparse(_Checked(filename, line, context, bounds).visit(copy.deepcopy(tree)))
 
 
-def _depth_limited_source(spec: DCSpec) -> str:
+def _depth_limited_source(spec: DCSpec, bounds: bool = False,
+                          arrays: tuple[str, ...] = ()) -> str:
     """The recursive function as a wrapper of ``<name>__d``, which counts its depth.
 
     Numba compiles the recursion natively: a runaway or very deep recursion
@@ -259,7 +286,7 @@ def _depth_limited_source(spec: DCSpec) -> str:
     from hpu._guard import max_depth
 
     limit = max_depth()
-    tree = _Checked(spec.filename).visit(copy.deepcopy(spec.tree))
+    tree = _Checked(spec.filename, bounds=bounds, arrays=arrays).visit(copy.deepcopy(spec.tree))
     inner = f"{spec.name}__d"
     call_lines = sorted({c.lineno for c in spec.calls})
 
@@ -289,8 +316,11 @@ def _depth_limited_source(spec: DCSpec) -> str:
 
 
 class _Writer:
-    def __init__(self, spec: DCSpec, checked: bool = False):
+    def __init__(self, spec: DCSpec, checked: bool = False, bounds: bool = False,
+                 arrays: tuple[str, ...] = ()):
         self.spec = spec
+        self.bounds = bounds
+        self.arrays = arrays
         self.lines: list[str] = []
         self._last = None  # the user line last named in a comment
         #: rewrite the user's ``//``, ``%``, ``int()``, ``round()`` into checked calls (CPU)
@@ -310,7 +340,8 @@ class _Writer:
                 self(f"# line {ln}: {text}" if text else f"# line {ln}", indent)
             self._last = ln
             if self.checked:
-                s = _Checked(self.spec.filename).visit(copy.deepcopy(s))
+                s = _Checked(self.spec.filename, bounds=self.bounds,
+                             arrays=self.arrays).visit(copy.deepcopy(s))
             self(ast.unparse(s), indent)
 
     def text(self) -> str:
@@ -429,14 +460,15 @@ def _header(spec: DCSpec, closure: Closure, what: str) -> list[str]:
     return w
 
 
-def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False) -> _Writer:
+def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
+          bounds: bool = False) -> _Writer:
     """Everything but the header: user code, task functions, level drivers, the probe.
 
     ``checked``: the CPU module's form, where the user's ``//``, ``%``,
     ``int()`` and ``round()`` raise as Python with the user's line
     (:mod:`hpu._guard`); the device's source keeps the plain operators.
     """
-    w = _Writer(spec, checked)
+    w = _Writer(spec, checked, bounds and checked, tuple(lay.arrays))
     if checked:
         w(_CHECKED_PRELUDE)
     A, r = lay.a, lay.result_arity
@@ -450,7 +482,8 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False) ->
         w("")
         w(f"# ---- helper {h.name}, from {os.path.basename(h.filename)}:{h.lineno}")
         w("@njit(cache=True)")
-        w(_checked_source(ast.parse(h.source), h.filename, h.lineno, f"in {h.name}(): ")
+        w(_checked_source(ast.parse(h.source), h.filename, h.lineno, f"in {h.name}(): ",
+                          bounds)
           if checked else h.source)
     w("")
     w("")
@@ -458,7 +491,8 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False) ->
       f"({os.path.basename(spec.filename)}:{spec.lineno}):")
     w("# the one-core baseline (.sequential) and the CPU's leaf solver")
     w("@njit(cache=True)")
-    w(_depth_limited_source(spec) if checked else ast.unparse(spec.tree))
+    w(_depth_limited_source(spec, bounds, tuple(lay.arrays)) if checked
+      else ast.unparse(spec.tree))
 
     def load_params(indent, index="tid__"):
         for v in lay.varying:
@@ -592,10 +626,21 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False) ->
     return w
 
 
-def core_source(spec: DCSpec, closure: Closure, lay: Layout) -> str:
-    """The module source the CPU backend imports (type-independent)."""
+def core_source(spec: DCSpec, closure: Closure, lay: Layout,
+                boundscheck: bool | None = None) -> str:
+    """The module source the CPU backend imports (type-independent).
+
+    ``boundscheck``: every ``a[i]`` of the user's code raises ``IndexError``
+    naming the array, the index, the length and the line when out of range;
+    ``None`` reads ``HPU_BOUNDSCHECK`` (:func:`hpu._guard.boundscheck_default`).
+    """
+    from hpu._guard import boundscheck_default
+
+    if boundscheck is None:
+        boundscheck = boundscheck_default()
     head = _header(spec, closure, f"{lay.a} calls; arrays: {', '.join(lay.arrays) or 'none'}")
-    return "\n".join(head) + "\n" + _body(spec, closure, lay, checked=True).text()
+    body = _body(spec, closure, lay, checked=True, bounds=bool(boundscheck))
+    return "\n".join(head) + "\n" + body.text()
 
 
 def probe_items(lay: Layout, spec: DCSpec) -> list[tuple[str, int, str]]:

@@ -107,13 +107,14 @@ def _compile(dispatcher, sig, spec: DCSpec, what: str):
     return dispatcher.overloads[sig].signature.return_type
 
 
-def specialize(spec: DCSpec, closure: Closure, args: Mapping[str, Any]) -> Program:
+def specialize(spec: DCSpec, closure: Closure, args: Mapping[str, Any],
+               boundscheck: bool | None = None) -> Program:
     """Generate, load and type the module for a call with these (checked) arguments."""
     from numba.core import types as nt
 
     arrays = [p for p in spec.params if isinstance(args[p], np.ndarray)]
     lay = make_layout(spec, arrays)
-    source = core_source(spec, closure, lay)
+    source = core_source(spec, closure, lay, boundscheck)
     module = load_module(source, spec.name)
     sig = numba_signature(args[p] for p in spec.params)
 
@@ -245,7 +246,9 @@ class CpuBackend:
         if err[0]:
             raise StackOverflowError(
                 f"a subtree of {self.program.spec.name} at level {level.index} is deeper than "
-                f"the iterative solver's {self.depth} frames; pass a larger depth")
+                f"the iterative solver's {self.depth} frames: if the recursion ends (deep but "
+                "finite), pass a larger depth; if it never ends (a base case that is not "
+                "reached), fix the guard")
 
     @native_errors  # issue 11: the user's exception, not Numba's SystemError
     def combine(self, level: Level, child: Level, start: int, stop: int, shared) -> None:

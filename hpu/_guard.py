@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import functools
 
-__all__ = ["native_errors", "task_failed", "checked_int", "checked_round", "INT64_BOUND"]
+__all__ = ["boundscheck_default", "max_depth", "native_errors", "task_failed", "checked_int", "checked_round", "INT64_BOUND"]
 
 #: 2**63 as a float: a float ``x`` converts to int64 exactly when ``-2**63 <= x < 2**63``.
 INT64_BOUND = 9.223372036854775808e18
@@ -68,6 +68,21 @@ def max_depth() -> int:
                          f"which compiled recursion raises RecursionError); unset it for "
                          f"{DEFAULT_MAX_DEPTH}")
     return value
+
+
+ENV_BOUNDSCHECK = "HPU_BOUNDSCHECK"
+
+
+def boundscheck_default() -> bool:
+    """``HPU_BOUNDSCHECK=1`` turns the bounds-checked mode on for functions that do not choose."""
+    import os
+
+    raw = os.environ.get(ENV_BOUNDSCHECK, "").strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    raise ValueError(f"{ENV_BOUNDSCHECK}={raw!r}: expected 1 or 0")
 
 
 def native_errors(method):
