@@ -180,7 +180,11 @@ class _Checked(ast.NodeTransformer):
     _CONV = {"int": "hpu__int", "round": "hpu__round"}
 
     def __init__(self, filename: str, line: int | None = None, context: str = "",
-                 bounds: bool = False, arrays: tuple[str, ...] = ()):
+                 bounds: bool = False, arrays: tuple[str, ...] = (),
+                 sites: list[str] | None = None):
+        #: the module's ``hpu__SITES``: each check carries an index into it, not the
+        #: text (passing a string per call would cost more than the check itself)
+        self.sites = sites if sites is not None else []
         self.filename = filename
         self.line = line
         self.context = context
@@ -204,7 +208,8 @@ class _Checked(ast.NodeTransformer):
 
     def _where(self, node) -> ast.Constant:
         line = self.line if self.line is not None else getattr(node, "lineno", 0)
-        return ast.Constant(f"{self.filename}:{line}: {self.context}{ast.unparse(node)}")
+        self.sites.append(f"{self.filename}:{line}: {self.context}{ast.unparse(node)}")
+        return ast.Constant(len(self.sites) - 1)
 
     def visit_BinOp(self, node):
         where = self._where(node)
@@ -242,39 +247,75 @@ class _Checked(ast.NodeTransformer):
 
 
 _CHECKED_PRELUDE = """
-from hpu._guard import checked_int as hpu__int, checked_round as hpu__round
 from hpu._errors import HpuRecursionError as hpu__RecursionError
+from hpu._guard import bad_float as hpu__bad_float
+
+
+# ---- checks of the user's operations (hpu/_guard.py): a fast test inline, the raise apart;
+# ---- site__ indexes hpu__SITES, the text "file:line: expression" (at the end of the module)
+@njit(cache=True)
+def hpu__zerodiv(site__):
+    raise ZeroDivisionError(hpu__SITES[site__] + ": integer division or modulo by zero")
 
 
 @njit(cache=True)
-def hpu__floordiv(a, b, where__):
+def hpu__floordiv(a, b, site__):
     if b == 0:
-        raise ZeroDivisionError(where__ + ": integer division or modulo by zero")
+        hpu__zerodiv(site__)
     return a // b
 
 
 @njit(cache=True)
-def hpu__ix(i, n, where__):
+def hpu__mod(a, b, site__):
+    if b == 0:
+        hpu__zerodiv(site__)
+    return a % b
+
+
+@njit(cache=True)
+def hpu__outofbounds(i, n, site__):
+    raise IndexError(hpu__SITES[site__] + ": index " + str(i) + " is out of bounds for length "
+                     + str(n))
+
+
+@njit(cache=True)
+def hpu__ix(i, n, site__):
     if i < -n or i >= n:
-        raise IndexError(where__ + ": index " + str(i) + " is out of bounds for length " + str(n))
+        hpu__outofbounds(i, n, site__)
     return i
 
 
 @njit(cache=True)
-def hpu__mod(a, b, where__):
-    if b == 0:
-        raise ZeroDivisionError(where__ + ": integer division or modulo by zero")
-    return a % b
+def hpu__badconv(x, site__):
+    if x != x:
+        raise ValueError(hpu__SITES[site__] + ": cannot convert float NaN to integer")
+    raise OverflowError(hpu__SITES[site__] + ": cannot convert an infinite or out-of-range "
+                        "float to a 64-bit integer")
+
+
+@njit(cache=True)
+def hpu__int(x, site__):
+    if hpu__bad_float(x):
+        hpu__badconv(x, site__)
+    return int(x)
+
+
+@njit(cache=True)
+def hpu__round(x, site__):
+    if hpu__bad_float(x):
+        hpu__badconv(x, site__)
+    return round(x)
 """
 
 
 def _checked_source(tree, filename: str, line: int | None = None, context: str = "",
-                    bounds: bool = False) -> str:
-    return ast.unparse(_Checked(filename, line, context, bounds).visit(copy.deepcopy(tree)))
+                    bounds: bool = False, sites: list[str] | None = None) -> str:
+    checker = _Checked(filename, line, context, bounds, sites=sites)
+    return ast.unparse(checker.visit(copy.deepcopy(tree)))
 
 
 def _depth_limited_source(spec: DCSpec, bounds: bool = False,
-                          arrays: tuple[str, ...] = ()) -> str:
+                          arrays: tuple[str, ...] = (), sites: list[str] | None = None) -> str:
     """The recursive function as a wrapper of ``<name>__d``, which counts its depth.
 
     Numba compiles the recursion natively: a runaway or very deep recursion
@@ -286,7 +327,8 @@ def _depth_limited_source(spec: DCSpec, bounds: bool = False,
     from hpu._guard import max_depth
 
     limit = max_depth()
-    tree = _Checked(spec.filename, bounds=bounds, arrays=arrays).visit(copy.deepcopy(spec.tree))
+    tree = _Checked(spec.filename, bounds=bounds, arrays=arrays,
+                    sites=sites).visit(copy.deepcopy(spec.tree))
     inner = f"{spec.name}__d"
     call_lines = sorted({c.lineno for c in spec.calls})
 
@@ -321,6 +363,7 @@ class _Writer:
         self.spec = spec
         self.bounds = bounds
         self.arrays = arrays
+        self.sites: list[str] = []  # hpu__SITES of the checked module
         self.lines: list[str] = []
         self._last = None  # the user line last named in a comment
         #: rewrite the user's ``//``, ``%``, ``int()``, ``round()`` into checked calls (CPU)
@@ -340,8 +383,8 @@ class _Writer:
                 self(f"# line {ln}: {text}" if text else f"# line {ln}", indent)
             self._last = ln
             if self.checked:
-                s = _Checked(self.spec.filename, bounds=self.bounds,
-                             arrays=self.arrays).visit(copy.deepcopy(s))
+                s = _Checked(self.spec.filename, bounds=self.bounds, arrays=self.arrays,
+                             sites=self.sites).visit(copy.deepcopy(s))
             self(ast.unparse(s), indent)
 
     def text(self) -> str:
@@ -483,7 +526,7 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
         w(f"# ---- helper {h.name}, from {os.path.basename(h.filename)}:{h.lineno}")
         w("@njit(cache=True)")
         w(_checked_source(ast.parse(h.source), h.filename, h.lineno, f"in {h.name}(): ",
-                          bounds)
+                          bounds, w.sites)
           if checked else h.source)
     w("")
     w("")
@@ -491,7 +534,7 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
       f"({os.path.basename(spec.filename)}:{spec.lineno}):")
     w("# the one-core baseline (.sequential) and the CPU's leaf solver")
     w("@njit(cache=True)")
-    w(_depth_limited_source(spec, bounds, tuple(lay.arrays)) if checked
+    w(_depth_limited_source(spec, bounds, tuple(lay.arrays), w.sites) if checked
       else ast.unparse(spec.tree))
 
     def load_params(indent, index="tid__"):
@@ -623,6 +666,11 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
     items = [ast.unparse(c.args[k]) for c in spec.calls for k, p in enumerate(lay.params)
              if p in lay.varying] + list(lay.carried)
     w(f"return ({', '.join(items)},)" if items else "return 0", 1)
+    if checked:
+        w("")
+        w("")
+        w("# ---- where each checked operation is in the user's code (see hpu__zerodiv)")
+        w(f"hpu__SITES = {tuple(w.sites or [''])!r}")
     return w
 
 
