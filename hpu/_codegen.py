@@ -337,7 +337,8 @@ def _depth_limited_source(spec: DCSpec, bounds: bool = False,
             self.generic_visit(node)
             if isinstance(node.func, ast.Name) and node.func.id == spec.name:
                 node.func = ast.Name(inner, ast.Load())
-                node.args = node.args + [ast.parse("depth__ + 1", mode="eval").body]
+                node.keywords = node.keywords + [  # by keyword: the call may use keywords
+                    ast.keyword("depth__", ast.parse("depth__ + 1", mode="eval").body)]
             return node
 
     tree = _Calls().visit(tree)

@@ -31,7 +31,7 @@ from hpu._codegen import (DEFAULT_DEPTH, Layout, Types, core_source, iter_source
 from hpu._driver import Level, level_env
 from hpu._errors import HpuError, TranslationError
 from hpu._frontend import Closure, DCSpec
-from hpu._guard import native_errors, task_failed
+from hpu._guard import check_array_fit, native_errors, task_failed
 
 __all__ = ["Program", "specialize", "CpuBackend", "numba_signature", "StackOverflowError"]
 
@@ -113,6 +113,7 @@ def specialize(spec: DCSpec, closure: Closure, args: Mapping[str, Any],
     from numba.core import types as nt
 
     arrays = [p for p in spec.params if isinstance(args[p], np.ndarray)]
+    check_array_fit(spec, closure, args)  # issue 11: int64 data, int32 scratch: refuse first
     lay = make_layout(spec, arrays)
     source = core_source(spec, closure, lay, boundscheck)
     module = load_module(source, spec.name)

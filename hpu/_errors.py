@@ -13,6 +13,7 @@ __all__ = [
     "KernelBuildError",
     "ProfileError",
     "HpuRecursionError",
+    "ArrayMismatchError",
 ]
 
 
@@ -71,4 +72,12 @@ class HpuRecursionError(HpuError, RecursionError):
     Both an :class:`HpuError` and a :class:`RecursionError` (what Python raises
     for the same runaway recursion).  Compiled recursion has no interpreter
     to stop it: without this limit a stack overflow kills the process.
+    """
+
+
+class ArrayMismatchError(HpuError, TypeError):
+    """An array is stored into one whose dtype cannot hold its values (int64 into int32).
+
+    Raised before anything runs, naming both arrays, their dtypes, the user's
+    line and the fix.
     """

@@ -150,14 +150,16 @@ except ImportError:  # pragma: no cover - Numba is a dependency; plain Python st
 # --------------------------------------------------------------- arrays that don't fit
 
 def check_array_fit(spec, closure, args) -> None:
-    """Refuse a copy ``dst[i] = src[j]`` from an array into one of a narrower dtype.
+    """Refuse a copy ``dst[i] = src[j]`` that cannot hold the values it copies.
 
     Numba converts silently (int64 keys stored into an int32 scratch array
     lose their high bits: a sort then returns garbage and, writing back,
-    destroys the data).  Checked before anything runs, from the types of
-    this call, in the function and the helpers it passes arrays to; a store
-    that converts explicitly (``tmp[k] = np.int32(a[i])``) is the user's
-    decision and is left alone.
+    destroys the data).  Checked before anything runs, from the dtypes of
+    this call, in the function and the helpers it passes arrays to.  An array
+    read only by such copies is *scratch*: what it holds are the values
+    copied into it, so copying it back into a narrower array (int32 keys,
+    int64 scratch) is fine.  A store that converts explicitly
+    (``tmp[k] = np.int32(a[i])``) is the user's decision and is left alone.
     """
     import ast
 
@@ -167,28 +169,31 @@ def check_array_fit(spec, closure, args) -> None:
 
     helpers = {h.name: h for h in closure.helpers}
     dtypes = {p: np.asarray(v).dtype for p, v in args.items() if isinstance(v, np.ndarray)}
+    copies = []          # (dst, src, node, filename, line, context)
+    other_reads = set()  # arrays read anywhere but as the whole value of a copy
     seen = set()
 
     def walk(tree, env, filename, fixed_line, context):
+        plain = set()
         for node in ast.walk(tree):
-            if isinstance(node, (ast.Assign, ast.AugAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if isinstance(node, ast.Assign):
                 src = node.value
                 if (isinstance(src, ast.Subscript) and isinstance(src.value, ast.Name)
                         and src.value.id in env):
-                    for t in targets:
+                    for t in node.targets:
                         if (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
                                 and t.value.id in env):
-                            d, s = env[t.value.id], env[src.value.id]
-                            dd, sd = dtypes[d], dtypes[s]
-                            if not np.can_cast(sd, dd, casting="safe"):
-                                line = fixed_line or node.lineno
-                                raise ArrayMismatchError(
-                                    f"{filename}:{line}: {context}{ast.unparse(node)}: stores "
-                                    f"{s} ({sd}) into {d} ({dd}), which cannot hold every "
-                                    f"value of {s}; nothing was run. Pass {d} with dtype {sd} "
-                                    f"(e.g. np.empty_like({s})), or convert explicitly: "
-                                    f"{ast.unparse(t)} = np.{dd.name}({ast.unparse(src)})")
+                            plain.add(id(src))
+                            copies.append((env[t.value.id], env[src.value.id], node, filename,
+                                           fixed_line or node.lineno, context))
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)
+                    and isinstance(node.value, ast.Name) and node.value.id in env
+                    and id(node) not in plain):
+                other_reads.add(env[node.value.id])
+            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript) \
+                    and isinstance(node.target.value, ast.Name) and node.target.value.id in env:
+                other_reads.add(env[node.target.value.id])
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                     and node.func.id in helpers):
                 h = helpers[node.func.id]
@@ -198,5 +203,29 @@ def check_array_fit(spec, closure, args) -> None:
                 if sub and key not in seen:
                     seen.add(key)
                     walk(ast.parse(h.source), sub, h.filename, h.lineno, f"in {h.name}(): ")
+            elif isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name)
+                                                     and node.func.id == spec.name):
+                # an array passed to anything but a helper or the recursion: assume it is read
+                for arg in node.args:
+                    if isinstance(arg, ast.Name) and arg.id in env:
+                        other_reads.add(env[arg.id])
 
     walk(spec.tree, {p: p for p in dtypes}, spec.filename, None, "")
+    scratch = {name for name in dtypes if name not in other_reads}
+
+    def content(name):
+        """The dtype that can hold every value ``name`` may contain."""
+        if name not in scratch:
+            return dtypes[name]
+        sources = [dtypes[s] for d, s, *_ in copies if d == name and s not in scratch]
+        return np.result_type(*sources) if sources else dtypes[name]
+
+    for dst, src, node, filename, line, context in copies:
+        held, dd = content(src), dtypes[dst]
+        if not np.can_cast(held, dd, casting="safe"):
+            t, v = node.targets[0], node.value
+            raise ArrayMismatchError(
+                f"{filename}:{line}: {context}{ast.unparse(node)}: stores {src} ({held} "
+                f"values) into {dst} ({dd}), which cannot hold every value of {src}; nothing "
+                f"was run. Pass {dst} with dtype {held} (e.g. np.empty_like({src})), or "
+                f"convert explicitly: {ast.unparse(t)} = np.{dd.name}({ast.unparse(v)})")
