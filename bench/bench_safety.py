@@ -9,6 +9,12 @@ other processes hits both; the report gives the median of the per-pair ratios
 and their spread (min, max), because on a shared machine a single ratio means
 little.  Each result is checked against ``np.sort``.
 
+It also measures what the always-on checks cost (``//``/``%`` by zero,
+float -> int, the recursion depth counter): the compiled recursive function
+of the CPU module as generated before issue 11 (``_body(checked=False)``, the
+form the device's source still uses) against the checked one, paired the
+same way (``default_cost`` in the report).
+
     python bench/bench_safety.py --n 4194304 --pairs 7
 """
 from __future__ import annotations
@@ -67,6 +73,23 @@ def paired(x, base, other, pairs):
             "ratio_max": max(ratios), "pairs": pairs}
 
 
+def default_cost(x, pairs):
+    """Paired: the recursive mergesort without the always-on checks vs with them."""
+    from algorithms import mergesort as M
+    from hpu import _cache, _codegen
+
+    n = len(x)
+    M.mergesort.sequential(x.copy(), np.empty_like(x), 0, n)
+    prog = next(iter(M.mergesort._programs.values()))
+    spec, clo, lay = prog.spec, prog.closure, prog.layout
+    plain_src = ("\n".join(_codegen._header(spec, clo, "unchecked, for bench_safety")) + "\n"
+                 + _codegen._body(spec, clo, lay).text())
+    plain = getattr(_cache.load_module(plain_src, f"{spec.name}_unchecked"), spec.name)
+    checked = getattr(_cache.load_module(_codegen.core_source(spec, clo, lay, False),
+                                         spec.name), spec.name)
+    return paired(x, lambda a, t: plain(a, t, 0, n), lambda a, t: checked(a, t, 0, n), pairs)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1 << 22)
@@ -79,6 +102,7 @@ def main(argv=None) -> int:
     report = {"n": args.n}
     for how in ("cpu", "sequential"):
         report[how] = paired(x, _runner(shipped, how), _runner(checked, how), args.pairs)
+    report["default_cost"] = default_cost(x, args.pairs)
     print(json.dumps(report, indent=1))
     return 0
 
