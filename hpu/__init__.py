@@ -32,6 +32,8 @@ Errors and warnings
     HpuError             base class of every hpu error
     TranslationError     a function outside the shape or subset hpu accepts (names file, line, construct, fix)
     DeviceUnavailableError, KernelBuildError, ProfileError
+    HpuRecursionError    compiled recursion deeper than HPU_MAX_DEPTH (also a RecursionError)
+    ArrayMismatchError   an array copied into one of a dtype too narrow for it (also a TypeError)
     HpuPerformanceWarning a device asked for was not used, or failed and its share was redone on the CPU
 
 Everything else (modules starting with ``_``) is private and may change.
@@ -94,6 +96,8 @@ _CATALOG: dict[str, tuple[str, str | None]] = {
     "DeviceUnavailableError": ("hpu._errors", "DeviceUnavailableError"),
     "KernelBuildError": ("hpu._errors", "KernelBuildError"),
     "ProfileError": ("hpu._errors", "ProfileError"),
+    "HpuRecursionError": ("hpu._errors", "HpuRecursionError"),
+    "ArrayMismatchError": ("hpu._errors", "ArrayMismatchError"),
 }
 
 __all__ = sorted(_CATALOG) + ["__version__"]

@@ -17,8 +17,23 @@ Rules
 
 * Folder: ``$HPU_CACHE_DIR/generated`` when ``HPU_CACHE_DIR`` is set, else
   ``platformdirs.user_cache_dir("hpu")/generated``.  Read at each lookup, so a
-  test can point it elsewhere.  If the folder cannot be written, a temporary
-  folder is used instead (with a warning), so hpu still runs.
+  test can point it elsewhere.  If the folder cannot be written, or is not
+  private (below), a private temporary folder is used instead (with a
+  warning), so hpu still runs.
+* Private folders only.  Everything in the folder runs inside the user's
+  process: the module, its ``__pycache__`` bytecode (an "unchecked-hash" pyc
+  is imported without looking at the source at all) and Numba's index and
+  machine code (pickles).  So a folder is used only if it, its
+  ``__pycache__`` and every folder above it are owned by the user (or root)
+  and not writable by group or others (a parent with the sticky bit, like
+  ``/tmp``, is fine: nobody else can rename what is in it).  Folders hpu
+  creates are mode 0700.  The fallback is ``<tmp>/hpu-<uid>`` if that is a
+  real folder owned by the user with mode 0700, else a fresh ``mkdtemp``
+  folder: a ``/tmp/hpu-<uid>`` planted by another local user is never read.
+* A corrupt Numba cache file beside a module (``.nbi`` index or ``.nbc``
+  data that does not unpickle) would make every later call fail; it is
+  detected before the import, removed with a warning, and Numba compiles
+  and writes it again.
 * A file is trusted only if its content is exactly the expected source; a
   missing, truncated or otherwise different file is rewritten (atomically:
   write to a temporary file in the same folder, then ``os.replace``), never
@@ -32,7 +47,10 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import pickle
+import pickletools
 import re
+import stat
 import sys
 import tempfile
 import threading
@@ -40,7 +58,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["cache_dir", "load_module", "module_path", "stats", "CacheStats", "ENV_CACHE_DIR"]
+__all__ = ["cache_dir", "fallback_dir", "load_module", "module_path", "stats", "CacheStats", "ENV_CACHE_DIR"]
 
 ENV_CACHE_DIR = "HPU_CACHE_DIR"
 
@@ -71,6 +89,156 @@ def cache_dir() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("hpu")) / "generated"
+
+
+def _uid() -> int | None:
+    return os.getuid() if hasattr(os, "getuid") else None
+
+
+def _why_not_private(folder: Path) -> str | None:
+    """``None`` when ``folder`` (an existing directory) is safe to import from, else why not.
+
+    Safe: the folder and its ``__pycache__`` are owned by this user and not
+    writable by group or others; every folder above it is owned by this user
+    or root and either not writable by group/others or sticky.
+    """
+    uid = _uid()
+    if uid is None:  # no POSIX ownership to check (Windows): the user's profile folder
+        return None
+    real = Path(os.path.realpath(folder))
+    for path in (real, real / "__pycache__"):
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{path} is not a folder"
+        if st.st_uid != uid:
+            return f"{path} is owned by uid {st.st_uid}, not by this user (uid {uid})"
+        if st.st_mode & 0o022:
+            return f"{path} is writable by others (mode {stat.S_IMODE(st.st_mode):04o})"
+    for parent in real.parents:
+        st = os.stat(parent)
+        if st.st_uid not in (uid, 0):
+            return f"{parent} (above the cache) is owned by uid {st.st_uid}"
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            return (f"{parent} (above the cache) is writable by others "
+                    f"(mode {stat.S_IMODE(st.st_mode):04o}) without the sticky bit")
+    return None
+
+
+def _make_private(folder: Path) -> Path:
+    """Create ``folder`` (mode 0700) if needed; raise ``OSError`` if it is not private."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    why = _why_not_private(folder)
+    if why:
+        raise PermissionError(f"not a private folder: {why}")
+    return folder
+
+
+_fallback: list[Path] = []
+
+
+def fallback_dir() -> Path:
+    """The private folder used when the configured one cannot be used (one per process)."""
+    with _lock:
+        if _fallback:
+            return _fallback[0]
+        uid = _uid()
+        base = Path(tempfile.gettempdir()) / f"hpu-{uid if uid is not None else 'user'}"
+        try:
+            os.mkdir(base, 0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            base = None
+        if base is not None:
+            st = os.lstat(base)
+            ok = (stat.S_ISDIR(st.st_mode) and (uid is None or st.st_uid == uid)
+                  and not st.st_mode & 0o077)
+            if not ok or _why_not_private(base):
+                base = None
+        if base is None:  # someone else's, or too open: never read it, start fresh
+            base = Path(tempfile.mkdtemp(prefix=f"hpu-{uid}-"))
+        folder = base / "generated"
+        try:
+            _make_private(folder)
+        except OSError:
+            folder = Path(tempfile.mkdtemp(prefix=f"hpu-{uid}-")) / "generated"
+            _make_private(folder)
+        _fallback.append(folder)
+        return folder
+
+
+def _usable_dir() -> Path:
+    """The configured folder if it is private (created if missing), else the fallback."""
+    folder = cache_dir()
+    try:
+        return _make_private(folder)
+    except OSError as err:
+        fallback = fallback_dir()
+        warnings.warn(f"hpu cannot use its code cache in {folder} ({err}); using "
+                      f"{fallback} for this process. Set {ENV_CACHE_DIR} to a folder only you "
+                      "can write to keep compiled code between runs.", RuntimeWarning,
+                      stacklevel=4)
+        return fallback
+
+
+def _drop_corrupt_numba_cache(path: Path) -> None:
+    """Remove Numba's ``.nbi``/``.nbc`` files of module ``path`` that do not unpickle.
+
+    Numba raises on a corrupt index or data file at every call, forever; hpu
+    checks them before the import (the index is unpickled -- the folder is
+    private, so that is as safe as importing the module; a data file's opcodes
+    are walked without running them, as its globals need the module) and lets
+    Numba write them again.
+    """
+    pycache = path.parent / "__pycache__"
+    try:
+        names = [p for p in pycache.iterdir()
+                 if p.name.startswith(path.stem + ".") and p.suffix in (".nbi", ".nbc")]
+    except OSError:
+        return
+    bad = []
+    for p in names:
+        try:
+            with open(p, "rb") as fh:
+                if p.suffix == ".nbi":
+                    pickle.load(fh)                        # numba's version
+                    stamp, overloads = pickle.loads(fh.read())
+                    if not isinstance(overloads, dict):
+                        raise ValueError("the index is not a mapping")
+                else:  # its globals need the module: walk the opcodes, run nothing
+                    data = fh.read()
+                    ops = list(pickletools.genops(data))
+                    if not ops or ops[-1][0].name != "STOP" or ops[-1][2] + 1 != len(data):
+                        raise ValueError("not one complete pickle")
+        except FileNotFoundError:
+            continue
+        except Exception as err:  # noqa: BLE001 - any failure to read means corrupt
+            bad.append((p, err))
+    if not bad:
+        return
+    for p, _ in bad:
+        try:
+            p.unlink()
+        except OSError:
+            pass
+    if any(p.suffix == ".nbc" for p, _ in bad):  # an index naming a deleted data file
+        for p in names:
+            if p.suffix == ".nbi":
+                try:
+                    p.unlink()
+                except OSError:
+                    pass
+    listed = ", ".join(f"{p.name} ({type(e).__name__})" for p, e in bad)
+    warnings.warn(f"hpu found corrupt Numba cache files beside {path.name}: {listed}; removed "
+                  "them, the functions are compiled again and the cache rewritten.",
+                  RuntimeWarning, stacklevel=4)
 
 
 def _versions() -> str:
@@ -120,7 +288,7 @@ def _ensure_file(path: Path, source: str) -> Path:
     try:
         _write_atomic(path, source)
     except OSError as err:
-        fallback = Path(tempfile.gettempdir()) / f"hpu-{os.getuid() if hasattr(os, 'getuid') else 'user'}" / "generated"
+        fallback = fallback_dir()
         if path.parent == fallback:
             raise
         warnings.warn(f"hpu cannot write its code cache in {path.parent} ({err}); using "
@@ -135,13 +303,13 @@ def _ensure_file(path: Path, source: str) -> Path:
 def load_module(source: str, stem: str):
     """Import the generated module for ``source``, writing its file first if needed."""
     name = module_name(source, stem)
-    path = cache_dir() / f"{name}.py"
-    key = f"{name}@{path.parent}"
+    key = f"{name}@{cache_dir()}"
     with _lock:
         mod = _modules.get(key)
     if mod is not None:
         return mod
-    path = _ensure_file(path, source)
+    path = _ensure_file(_usable_dir() / f"{name}.py", source)
+    _drop_corrupt_numba_cache(path)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

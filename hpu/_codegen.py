@@ -169,11 +169,206 @@ class Types:
 
 # --------------------------------------------------------------------------- emitting
 
+class _Checked(ast.NodeTransformer):
+    """``x // y``, ``x % y``, ``int(x)``, ``round(x)`` -> calls that raise as Python, with the line.
+
+    See :mod:`hpu._guard`.  Line numbers are the user's (``lineno_offset`` for
+    code whose tree was parsed on its own, e.g. a helper).
+    """
+
+    _OPS = {ast.FloorDiv: "hpu__floordiv", ast.Mod: "hpu__mod"}
+    _CONV = {"int": "hpu__int", "round": "hpu__round"}
+
+    def __init__(self, filename: str, line: int | None = None, context: str = "",
+                 bounds: bool = False, arrays: tuple[str, ...] = (),
+                 sites: list[str] | None = None):
+        #: the module's ``hpu__SITES``: each check carries an index into it, not the
+        #: text (passing a string per call would cost more than the check itself)
+        self.sites = sites if sites is not None else []
+        self.filename = filename
+        self.line = line
+        self.context = context
+        #: bounds-checked mode: ``a[i]`` -> ``a[hpu__ix(i, len(a), "file:line: a[i]")]``
+        self.bounds = bounds
+        self.arrays = set(arrays)
+
+    def visit_Subscript(self, node):
+        where = self._where(node)
+        self.generic_visit(node)
+        if not self.bounds or not isinstance(node.value, ast.Name):
+            return node
+        idx = node.slice
+        if isinstance(idx, (ast.Slice, ast.Tuple)):
+            return node
+        if isinstance(idx, ast.Constant) and node.value.id not in self.arrays:
+            return node  # maybe a heterogeneous tuple, which needs a constant index
+        length = ast.Call(ast.Name("len", ast.Load()), [ast.Name(node.value.id, ast.Load())], [])
+        node.slice = ast.Call(ast.Name("hpu__ix", ast.Load()), [idx, length, where], [])
+        return node
+
+    def _where(self, node) -> ast.Constant:
+        line = self.line if self.line is not None else getattr(node, "lineno", 0)
+        self.sites.append(f"{self.filename}:{line}: {self.context}{ast.unparse(node)}")
+        return ast.Constant(len(self.sites) - 1)
+
+    def visit_BinOp(self, node):
+        where = self._where(node)
+        self.generic_visit(node)
+        fn = self._OPS.get(type(node.op))
+        if fn is None:
+            return node
+        return ast.copy_location(ast.Call(ast.Name(fn, ast.Load()),
+                                          [node.left, node.right, where], []), node)
+
+    def visit_AugAssign(self, node):
+        fn = self._OPS.get(type(node.op))
+        if fn is None:
+            return self.generic_visit(node)
+        where = self._where(node)
+        self.generic_visit(node)
+        load = copy.deepcopy(node.target)
+        for n in ast.walk(load):
+            if hasattr(n, "ctx"):
+                n.ctx = ast.Load()
+        for n in ast.walk(node.target):  # only the outermost target stores
+            if hasattr(n, "ctx") and n is not node.target:
+                n.ctx = ast.Load()
+        call = ast.Call(ast.Name(fn, ast.Load()), [load, node.value, where], [])
+        return ast.copy_location(ast.Assign([node.target], call), node)
+
+    def visit_Call(self, node):
+        where = self._where(node)
+        self.generic_visit(node)
+        if (isinstance(node.func, ast.Name) and node.func.id in self._CONV
+                and len(node.args) == 1 and not node.keywords):
+            return ast.copy_location(ast.Call(ast.Name(self._CONV[node.func.id], ast.Load()),
+                                              [node.args[0], where], []), node)
+        return node
+
+
+_CHECKED_PRELUDE = """
+from hpu._errors import HpuRecursionError as hpu__RecursionError
+from hpu._guard import bad_float as hpu__bad_float
+
+
+# ---- checks of the user's operations (hpu/_guard.py): a fast test inline, the raise apart;
+# ---- site__ indexes hpu__SITES, the text "file:line: expression" (at the end of the module)
+@njit(cache=True)
+def hpu__zerodiv(site__):
+    raise ZeroDivisionError(hpu__SITES[site__] + ": integer division or modulo by zero")
+
+
+@njit(cache=True)
+def hpu__floordiv(a, b, site__):
+    if b == 0:
+        hpu__zerodiv(site__)
+    return a // b
+
+
+@njit(cache=True)
+def hpu__mod(a, b, site__):
+    if b == 0:
+        hpu__zerodiv(site__)
+    return a % b
+
+
+@njit(cache=True)
+def hpu__outofbounds(i, n, site__):
+    raise IndexError(hpu__SITES[site__] + ": index " + str(i) + " is out of bounds for length "
+                     + str(n))
+
+
+@njit(cache=True)
+def hpu__ix(i, n, site__):
+    if i < -n or i >= n:
+        hpu__outofbounds(i, n, site__)
+    return i
+
+
+@njit(cache=True)
+def hpu__badconv(x, site__):
+    if x != x:
+        raise ValueError(hpu__SITES[site__] + ": cannot convert float NaN to integer")
+    raise OverflowError(hpu__SITES[site__] + ": cannot convert an infinite or out-of-range "
+                        "float to a 64-bit integer")
+
+
+@njit(cache=True)
+def hpu__int(x, site__):
+    if hpu__bad_float(x):
+        hpu__badconv(x, site__)
+    return int(x)
+
+
+@njit(cache=True)
+def hpu__round(x, site__):
+    if hpu__bad_float(x):
+        hpu__badconv(x, site__)
+    return round(x)
+"""
+
+
+def _checked_source(tree, filename: str, line: int | None = None, context: str = "",
+                    bounds: bool = False, sites: list[str] | None = None) -> str:
+    checker = _Checked(filename, line, context, bounds, sites=sites)
+    return ast.unparse(checker.visit(copy.deepcopy(tree)))
+
+
+def _depth_limited_source(spec: DCSpec, bounds: bool = False,
+                          arrays: tuple[str, ...] = (), sites: list[str] | None = None) -> str:
+    """The recursive function as a wrapper of ``<name>__d``, which counts its depth.
+
+    Numba compiles the recursion natively: a runaway or very deep recursion
+    overflows the thread's stack and kills the process.  ``<name>__d`` takes
+    the depth as a last parameter and raises ``RecursionError`` (naming the
+    function, its line, its recursive calls' lines and the depth) at
+    :data:`hpu._guard.MAX_DEPTH`; ``<name>`` keeps the user's signature.
+    """
+    from hpu._guard import max_depth
+
+    limit = max_depth()
+    tree = _Checked(spec.filename, bounds=bounds, arrays=arrays,
+                    sites=sites).visit(copy.deepcopy(spec.tree))
+    inner = f"{spec.name}__d"
+    call_lines = sorted({c.lineno for c in spec.calls})
+
+    class _Calls(ast.NodeTransformer):
+        def visit_Call(self, node):
+            self.generic_visit(node)
+            if isinstance(node.func, ast.Name) and node.func.id == spec.name:
+                node.func = ast.Name(inner, ast.Load())
+                node.keywords = node.keywords + [  # by keyword: the call may use keywords
+                    ast.keyword("depth__", ast.parse("depth__ + 1", mode="eval").body)]
+            return node
+
+    tree = _Calls().visit(tree)
+    params = [a.arg for a in tree.args.args]
+    tree.name = inner
+    tree.args.args.append(ast.arg("depth__"))
+    where = ", ".join(map(str, call_lines))
+    msg = (f"{spec.filename}:{spec.lineno}: {spec.name}() recursed {limit} calls deep "
+           f"(its recursive calls at line{'s' if len(call_lines) > 1 else ''} {where}): either "
+           "the base case is never reached for these arguments (check the guard, e.g. an "
+           "empty range), or the recursion is legitimately this deep; hpu stops at "
+           f"{limit} calls so that the thread's stack cannot overflow (set HPU_MAX_DEPTH "
+           "to change the limit, at your own risk)")
+    check = ast.parse(f"if depth__ >= {limit}:\n    raise hpu__RecursionError({msg!r})").body
+    tree.body = check + tree.body
+    outer = f"def {spec.name}({', '.join(params)}):\n    return {inner}({', '.join(params + ['np.int64(0)'])})"
+    return ast.unparse(tree) + "\n\n\n@njit(cache=True)\n" + outer
+
+
 class _Writer:
-    def __init__(self, spec: DCSpec):
+    def __init__(self, spec: DCSpec, checked: bool = False, bounds: bool = False,
+                 arrays: tuple[str, ...] = ()):
         self.spec = spec
+        self.bounds = bounds
+        self.arrays = arrays
+        self.sites: list[str] = []  # hpu__SITES of the checked module
         self.lines: list[str] = []
         self._last = None  # the user line last named in a comment
+        #: rewrite the user's ``//``, ``%``, ``int()``, ``round()`` into checked calls (CPU)
+        self.checked = checked
 
     def __call__(self, text: str = "", indent: int = 0):
         pad = "    " * indent
@@ -188,6 +383,9 @@ class _Writer:
                 text = self.spec.line(ln)
                 self(f"# line {ln}: {text}" if text else f"# line {ln}", indent)
             self._last = ln
+            if self.checked:
+                s = _Checked(self.spec.filename, bounds=self.bounds, arrays=self.arrays,
+                             sites=self.sites).visit(copy.deepcopy(s))
             self(ast.unparse(s), indent)
 
     def text(self) -> str:
@@ -306,9 +504,17 @@ def _header(spec: DCSpec, closure: Closure, what: str) -> list[str]:
     return w
 
 
-def _body(spec: DCSpec, closure: Closure, lay: Layout) -> _Writer:
-    """Everything but the header: user code, task functions, level drivers, the probe."""
-    w = _Writer(spec)
+def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
+          bounds: bool = False) -> _Writer:
+    """Everything but the header: user code, task functions, level drivers, the probe.
+
+    ``checked``: the CPU module's form, where the user's ``//``, ``%``,
+    ``int()`` and ``round()`` raise as Python with the user's line
+    (:mod:`hpu._guard`); the device's source keeps the plain operators.
+    """
+    w = _Writer(spec, checked, bounds and checked, tuple(lay.arrays))
+    if checked:
+        w(_CHECKED_PRELUDE)
     A, r = lay.a, lay.result_arity
     if closure.constants:
         w("")
@@ -320,14 +526,17 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout) -> _Writer:
         w("")
         w(f"# ---- helper {h.name}, from {os.path.basename(h.filename)}:{h.lineno}")
         w("@njit(cache=True)")
-        w(h.source)
+        w(_checked_source(ast.parse(h.source), h.filename, h.lineno, f"in {h.name}(): ",
+                          bounds, w.sites)
+          if checked else h.source)
     w("")
     w("")
     w(f"# ---- {spec.name}, the recursive function as written "
       f"({os.path.basename(spec.filename)}:{spec.lineno}):")
     w("# the one-core baseline (.sequential) and the CPU's leaf solver")
     w("@njit(cache=True)")
-    w(ast.unparse(spec.tree))
+    w(_depth_limited_source(spec, bounds, tuple(lay.arrays), w.sites) if checked
+      else ast.unparse(spec.tree))
 
     def load_params(indent, index="tid__"):
         for v in lay.varying:
@@ -421,11 +630,31 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout) -> _Writer:
     w("")
     w("")
     w("# ---- level drivers: the tasks [start__, stop__) of one level, on Numba's threads")
+    if checked:
+        w("# An exception inside prange is lost or becomes an opaque SystemError, and a try")
+        w("# in the loop body makes Numba run it serially: so each task runs inside a")
+        w("# *_safe function that records a failing task in err__[0] (tid + 1); the host then")
+        w("# runs that one task again alone, where the exception surfaces (hpu/_guard.py).")
     for name, args, body, targs in drivers:
-        w("@njit(parallel=True, cache=True)")
-        w(f"def {name}({', '.join(('start__', 'stop__') + tuple(args))}):")
-        w("for tid__ in prange(start__, stop__):", 1)
-        w(body.format(", ".join(targs)), 2)
+        if checked:
+            task = name.replace("_level", "_task_safe")
+            w("@njit(cache=True)")
+            w(f"def {task}({', '.join(('tid__', 'err__') + tuple(args))}):")
+            w("try:", 1)
+            w(body.format(", ".join(targs)), 2)
+            w("except Exception:", 1)
+            w("err__[0] = tid__ + 1", 2)
+            w("")
+            w("")
+            w("@njit(parallel=True, cache=True)")
+            w(f"def {name}({', '.join(('start__', 'stop__', 'err__') + tuple(args))}):")
+            w("for tid__ in prange(start__, stop__):", 1)
+            w(f"{task}(tid__, err__, {', '.join(args)})", 2)
+        else:
+            w("@njit(parallel=True, cache=True)")
+            w(f"def {name}({', '.join(('start__', 'stop__') + tuple(args))}):")
+            w("for tid__ in prange(start__, stop__):", 1)
+            w(body.format(", ".join(targs)), 2)
         w("")
         w("")
 
@@ -438,13 +667,29 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout) -> _Writer:
     items = [ast.unparse(c.args[k]) for c in spec.calls for k, p in enumerate(lay.params)
              if p in lay.varying] + list(lay.carried)
     w(f"return ({', '.join(items)},)" if items else "return 0", 1)
+    if checked:
+        w("")
+        w("")
+        w("# ---- where each checked operation is in the user's code (see hpu__zerodiv)")
+        w(f"hpu__SITES = {tuple(w.sites or [''])!r}")
     return w
 
 
-def core_source(spec: DCSpec, closure: Closure, lay: Layout) -> str:
-    """The module source the CPU backend imports (type-independent)."""
+def core_source(spec: DCSpec, closure: Closure, lay: Layout,
+                boundscheck: bool | None = None) -> str:
+    """The module source the CPU backend imports (type-independent).
+
+    ``boundscheck``: every ``a[i]`` of the user's code raises ``IndexError``
+    naming the array, the index, the length and the line when out of range;
+    ``None`` reads ``HPU_BOUNDSCHECK`` (:func:`hpu._guard.boundscheck_default`).
+    """
+    from hpu._guard import boundscheck_default
+
+    if boundscheck is None:
+        boundscheck = boundscheck_default()
     head = _header(spec, closure, f"{lay.a} calls; arrays: {', '.join(lay.arrays) or 'none'}")
-    return "\n".join(head) + "\n" + _body(spec, closure, lay).text()
+    body = _body(spec, closure, lay, checked=True, bounds=bool(boundscheck))
+    return "\n".join(head) + "\n" + body.text()
 
 
 def probe_items(lay: Layout, spec: DCSpec) -> list[tuple[str, int, str]]:

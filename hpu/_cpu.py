@@ -14,7 +14,8 @@ import numpy as np
 
 from hpu._codegen import DEFAULT_DEPTH
 from hpu._driver import Level, level_env
-from hpu._errors import StackOverflowError
+from hpu._errors import HpuError, StackOverflowError
+from hpu._guard import native_errors, task_failed
 from hpu._program import Program, numba_signature, specialize
 
 __all__ = ["Program", "specialize", "CpuBackend", "numba_signature", "StackOverflowError"]
@@ -47,22 +48,29 @@ class CpuBackend:
 
     # A range of one task runs on the calling thread: a parallel region costs a fork and a
     # join of every worker, which is all overhead for one task (and slow when cores are busy).
+    @native_errors  # issue 11: the user's exception, not Numba's SystemError
     def count(self, level: Level, start: int, stop: int, shared) -> None:
         env = {**level_env(level), **shared}
         args = self._args(self.layout.count_args(), env)
         if stop - start == 1:
             level.offsets[start + 1] = self.m.count_task(start, *args)
         else:
-            self.m.count_level(start, stop, level.offsets, *args)
+            err = np.zeros(1, np.int64)
+            self.m.count_level(start, stop, err, level.offsets, *args)
+            task_failed(err, self.m.count_task, args, self.program.spec, "count", level.index)
 
+    @native_errors  # issue 11: the user's exception, not Numba's SystemError
     def fill(self, level: Level, child: Level, start: int, stop: int, shared) -> None:
         env = {**level_env(level, child), **shared}
         args = self._args(self.layout.fill_args(), env)
         if stop - start == 1:
             self.m.fill_task(start, *args)
         else:
-            self.m.fill_level(start, stop, *args)
+            err = np.zeros(1, np.int64)
+            self.m.fill_level(start, stop, err, *args)
+            task_failed(err, self.m.fill_task, args, self.program.spec, "divide", level.index)
 
+    @native_errors  # issue 11: the user's exception, not Numba's SystemError
     def leaf(self, level: Level, start: int, stop: int, shared) -> None:
         env = {**level_env(level), **shared}
         if self._iter is None:
@@ -70,7 +78,9 @@ class CpuBackend:
             if stop - start == 1:
                 self.m.leaf_task(start, *args)
             else:
-                self.m.leaf_level(start, stop, *args)
+                err = np.zeros(1, np.int64)
+                self.m.leaf_level(start, stop, err, *args)
+                task_failed(err, self.m.leaf_task, args, self.program.spec, "leaf", level.index)
             return
         err = np.zeros(1, np.int64)
         env["err__"] = err
@@ -78,12 +88,17 @@ class CpuBackend:
         if err[0]:
             raise StackOverflowError(
                 f"a subtree of {self.program.spec.name} at level {level.index} is deeper than "
-                f"the iterative solver's {self.depth} frames; pass a larger depth")
+                f"the iterative solver's {self.depth} frames: if the recursion ends (deep but "
+                "finite), pass a larger depth; if it never ends (a base case that is not "
+                "reached), fix the guard")
 
+    @native_errors  # issue 11: the user's exception, not Numba's SystemError
     def combine(self, level: Level, child: Level, start: int, stop: int, shared) -> None:
         env = {**level_env(level, child), **shared}
         args = self._args(self.layout.combine_args(), env)
         if stop - start == 1:
             self.m.combine_task(start, *args)
         else:
-            self.m.combine_level(start, stop, *args)
+            err = np.zeros(1, np.int64)
+            self.m.combine_level(start, stop, err, *args)
+            task_failed(err, self.m.combine_task, args, self.program.spec, "combine", level.index)

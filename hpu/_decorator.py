@@ -82,7 +82,7 @@ def _disabled() -> bool:
     return os.environ.get(ENV_DISABLE, "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
-def divide_and_conquer(fn=None, /, *, b=2, cost="n", span=None):
+def divide_and_conquer(fn=None, /, *, b=2, cost="n", span=None, boundscheck=None):
     """Convert a recursive divide-and-conquer function to breadth-first execution.
 
     Usable bare (``@divide_and_conquer``) or with options:
@@ -97,12 +97,16 @@ def divide_and_conquer(fn=None, /, *, b=2, cost="n", span=None):
         ``("lo", "hi")``: two scalar parameters bounding the slice of the
         arrays a task touches (the model's ``n`` is ``hi - lo``; transfers
         use it to move only a device's share).
+    ``boundscheck``
+        ``True``: every ``a[i]`` of the function and its helpers raises
+        ``IndexError`` (array, index, length, line) when out of range on the
+        CPU paths; ``None``: ``HPU_BOUNDSCHECK=1`` in the environment decides.
 
     Returns a :class:`DivideAndConquer`.  Raises :class:`~hpu.TranslationError`
     when the function is outside the shape or subset hpu accepts.
     """
     def wrap(f):
-        return DivideAndConquer(f, b=b, cost=cost, span=span)
+        return DivideAndConquer(f, b=b, cost=cost, span=span, boundscheck=boundscheck)
 
     if fn is None:
         return wrap
@@ -120,7 +124,7 @@ class DivideAndConquer:
     ``spec.span``).  Methods: :meth:`run`, :meth:`sequential`, :meth:`plan`.
     """
 
-    def __init__(self, fn, *, b=2, cost="n", span=None):
+    def __init__(self, fn, *, b=2, cost="n", span=None, boundscheck=None):
         if isinstance(fn, DivideAndConquer):
             raise TranslationError(
                 f"decorating {fn.__name__!r} twice is not supported: it is already a "
@@ -133,6 +137,7 @@ class DivideAndConquer:
         self.py_func = fn
         functools.update_wrapper(self, fn)
         self._options = {"b": b, "cost": cost, "span": span}
+        self._boundscheck = boundscheck  # issue 11: None reads HPU_BOUNDSCHECK
         self._signature = inspect.signature(fn)
         self._spec = None
         self._closure = None
@@ -205,7 +210,8 @@ class DivideAndConquer:
             if program is None:
                 from hpu._program import specialize
 
-                program = specialize(self._parse(), self._resolve(), values)
+                program = specialize(self._parse(), self._resolve(), values,
+                                     boundscheck=self._boundscheck)
                 self._programs[key] = program
         return program
 

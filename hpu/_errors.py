@@ -15,6 +15,8 @@ __all__ = [
     "DeviceFault",
     "StackOverflowError",
     "HpuPerformanceWarning",
+    "HpuRecursionError",
+    "ArrayMismatchError",
 ]
 
 
@@ -77,3 +79,20 @@ class StackOverflowError(HpuError):
 
 class HpuPerformanceWarning(UserWarning):
     """A run did not use a device that was asked for, or fell back to the CPU."""
+
+
+class HpuRecursionError(HpuError, RecursionError):
+    """The user's recursion went deeper than hpu lets compiled code go.
+
+    Both an :class:`HpuError` and a :class:`RecursionError` (what Python raises
+    for the same runaway recursion).  Compiled recursion has no interpreter
+    to stop it: without this limit a stack overflow kills the process.
+    """
+
+
+class ArrayMismatchError(HpuError, TypeError):
+    """An array is stored into one whose dtype cannot hold its values (int64 into int32).
+
+    Raised before anything runs, naming both arrays, their dtypes, the user's
+    line and the fix.
+    """

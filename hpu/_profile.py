@@ -342,11 +342,59 @@ def _reject_constant(name: str):
     raise _Invalid(f"the file holds {name}, which is not a valid JSON number")
 
 
+def _parse_int(digits: str) -> int:
+    # a profile's integers are counts that fit 64 bits; a longer literal is damage
+    # (and Python refuses to convert one of more than 4300 digits with a bare ValueError)
+    if len(digits.lstrip("-")) > 19:
+        raise _Invalid(f"the file holds an integer of {len(digits.lstrip('-'))} digits "
+                       f"({digits[:12]}...); expected one that fits 64 bits")
+    return int(digits)
+
+
 def _loads(text: str) -> Any:
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int)
     except json.JSONDecodeError as err:
         raise _Invalid(f"it is not valid JSON ({err})") from None
+    except RecursionError:
+        raise _Invalid("it nests JSON arrays or objects too deeply to be a profile") from None
+    except _Invalid:
+        raise
+    except ValueError as err:
+        raise _Invalid(f"it holds a malformed number ({err})") from None
+
+
+#: Physical bounds of each measured value: a value outside them is not a
+#: measurement of any machine but damage (or a hand edit gone wrong), and
+#: would turn the model's arithmetic into overflow or nonsense.
+_BOUNDS = {
+    "p": (1, 1 << 16, "CPU threads"),
+    "g": (1, 1 << 30, "work-items that saturate the device"),
+    "compute_units": (1, 1 << 20, "compute units"),
+    "gamma": (1e-12, 1e6, "a device work-item's speed relative to a CPU core"),
+    "latency_s": (0.0, 60.0, "seconds per transfer (lambda)"),
+    "seconds_per_byte": (0.0, 1.0, "seconds per byte transferred (delta)"),
+    "cpu_seconds_per_element": (1e-15, 1e6, "CPU seconds per element of work"),
+}
+_SWEEP_BOUNDS = (1 << 62, 1e6)  # largest x of a sweep pair, largest seconds
+
+
+def _check_physical(profile: Profile) -> Profile:
+    """Refuse values outside the physical bounds (:data:`_BOUNDS`), naming field and range."""
+    for name, (low, high, what) in _BOUNDS.items():
+        v = getattr(profile, name)
+        if not low <= v <= high:
+            raise _Invalid(f"field {name!r} is {v!r}, outside the physical range "
+                           f"[{low:g}, {high:g}] of {what}")
+    if profile.sweeps.g_elements > 1 << 40:
+        raise _Invalid(f"field 'sweeps.g_elements' is {profile.sweeps.g_elements}; "
+                       "expected at most 2**40 elements")
+    for name in _PAIR_FIELDS:
+        for k, (x, sec) in enumerate(getattr(profile.sweeps, name)):
+            if x > _SWEEP_BOUNDS[0] or sec > _SWEEP_BOUNDS[1]:
+                raise _Invalid(f"field 'sweeps.{name}[{k}]' is {[x, sec]!r}; expected x <= 2**62 "
+                               f"and seconds <= {_SWEEP_BOUNDS[1]:g}")
+    return profile
 
 
 def _int(data, name, minimum):
@@ -426,7 +474,7 @@ def _from_dict(data) -> Profile:
     if sw_missing:
         raise _Invalid(f"field(s) {', '.join('sweeps.' + k for k in sw_missing)} missing")
     sweeps = Sweeps(g_elements=_int(sw, "g_elements", 0), **{k: _pairs(sw, k) for k in _PAIR_FIELDS})
-    return Profile(
+    return _check_physical(Profile(
         p=_int(data, "p", 1),
         g=_int(data, "g", 1),
         gamma=_float(data, "gamma", positive=True),
@@ -448,7 +496,7 @@ def _from_dict(data) -> Profile:
         schema=schema,
         measured_contention=_optional_contention(data),
         uncertainty=_optional_uncertainty(data),
-    )
+    ))
 
 
 def _optional_uncertainty(data) -> tuple[tuple[str, float], ...]:

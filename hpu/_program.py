@@ -28,6 +28,7 @@ from hpu._codegen import (DEFAULT_DEPTH, Layout, Types, core_source, iter_source
                           probe_items)
 from hpu._errors import TranslationError
 from hpu._frontend import Closure, DCSpec
+from hpu._guard import check_array_fit
 
 __all__ = ["Program", "specialize", "numba_signature"]
 
@@ -99,13 +100,15 @@ def _compile(dispatcher, sig, spec: DCSpec, what: str):
     return dispatcher.overloads[sig].signature.return_type
 
 
-def specialize(spec: DCSpec, closure: Closure, args: Mapping[str, Any]) -> Program:
+def specialize(spec: DCSpec, closure: Closure, args: Mapping[str, Any],
+               boundscheck: bool | None = None) -> Program:
     """Generate, load and type the module for a call with these (checked) arguments."""
     from numba.core import types as nt
 
     arrays = [p for p in spec.params if isinstance(args[p], np.ndarray)]
+    check_array_fit(spec, closure, args)  # issue 11: int64 data, int32 scratch: refuse first
     lay = make_layout(spec, arrays)
-    source = core_source(spec, closure, lay)
+    source = core_source(spec, closure, lay, boundscheck)
     module = load_module(source, spec.name)
     sig = numba_signature(args[p] for p in spec.params)
 

@@ -145,3 +145,126 @@ def test_results_do_not_depend_on_the_cache(monkeypatch, tmp_path):
     x = np.arange(1000)
     assert f(x, 0, 1000) == x.sum()
     assert list((tmp_path / "generated").glob("hpu_dsum_*.py"))
+
+
+# --------------------------------------------------------------------------- private folders
+
+PLANT = textwrap.dedent('''
+    import importlib.util, json, os, py_compile, sys, warnings
+    from pathlib import Path
+    from hpu import _cache
+    marker, hostile = Path(sys.argv[1]), Path(sys.argv[2])
+    source = "VALUE = 42\\n"
+    # plant, in the folder the victim would use, the expected module and an
+    # unchecked-hash pyc of other code: Python would run that pyc without
+    # looking at the source
+    target = hostile / "generated" / (_cache.module_name(source, "victim") + ".py")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(source)
+    evil = hostile / "evil.py"
+    evil.write_text(f"open({str(marker)!r}, 'w').write('ran')\\nVALUE = 666\\n")
+    py_compile.compile(str(evil), cfile=importlib.util.cache_from_source(str(target)),
+                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    for p in [hostile, *hostile.rglob("*")]:
+        os.chown(p, 12345, 12345)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mod = _cache.load_module(source, "victim")
+    used = Path(mod.__file__).parent
+    st = os.stat(used)
+    print(json.dumps({"value": mod.VALUE, "ran": marker.exists(), "used": str(used),
+                      "mode": st.st_mode & 0o777, "uid": st.st_uid,
+                      "warnings": [str(w.message) for w in caught]}))
+''')
+
+
+def _plant(tmp_path, env):
+    marker = tmp_path / "marker"
+    hostile = env.pop("_HOSTILE")
+    out = subprocess.run([sys.executable, "-c", PLANT, str(marker), str(hostile)],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _needs_root():
+    import pytest
+    if not hasattr(os, "getuid") or os.getuid() != 0:
+        pytest.skip("planting a folder owned by another user needs root (chown)")
+
+
+def test_a_cache_folder_owned_by_another_user_is_never_imported_from(tmp_path):
+    _needs_root()
+    hostile = tmp_path / "shared"
+    env = {**os.environ, "HPU_CACHE_DIR": str(hostile), "TMPDIR": str(tmp_path / "tmp"),
+           "_HOSTILE": str(hostile)}
+    (tmp_path / "tmp").mkdir()
+    got = _plant(tmp_path, env)
+    assert got["value"] == 42 and not got["ran"]
+    assert not got["used"].startswith(str(hostile))
+    assert got["mode"] == 0o700 and got["uid"] == os.getuid()
+    assert any("owned by uid 12345" in w for w in got["warnings"])
+
+
+def test_a_planted_fallback_folder_is_never_imported_from(tmp_path):
+    """The configured folder cannot be created; ``<tmp>/hpu-<uid>`` belongs to someone else."""
+    _needs_root()
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    hostile = tmp / f"hpu-{os.getuid()}"
+    env = {**os.environ, "HPU_CACHE_DIR": str(blocker / "cache"), "TMPDIR": str(tmp),
+           "_HOSTILE": str(hostile)}
+    got = _plant(tmp_path, env)
+    assert got["value"] == 42 and not got["ran"]
+    assert not got["used"].startswith(str(hostile) + os.sep)
+    assert got["used"].startswith(str(tmp)) and got["mode"] == 0o700
+    assert got["uid"] == os.getuid()
+
+
+def test_a_group_writable_cache_folder_is_refused(monkeypatch, tmp_path):
+    folder = tmp_path / "c" / "generated"
+    folder.mkdir(parents=True)
+    folder.chmod(0o775)
+    monkeypatch.setenv("HPU_CACHE_DIR", str(tmp_path / "c"))
+    assert "writable by others" in _cache._why_not_private(folder)
+    import pytest
+    with pytest.warns(RuntimeWarning, match="writable by others"):
+        mod = _cache.load_module("Z = 5\n", "groupw")
+    assert mod.Z == 5 and Path(mod.__file__).parent != folder
+
+
+def test_the_fallback_folder_is_private(monkeypatch, tmp_path):
+    monkeypatch.setattr(_cache, "_fallback", [])
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    folder = _cache.fallback_dir()
+    assert folder.is_relative_to(tmp_path)
+    for p in (folder, folder.parent):
+        assert p.stat().st_mode & 0o777 == 0o700 and p.stat().st_uid == os.getuid()
+    assert _cache._why_not_private(folder) is None
+
+
+def test_corrupt_numba_cache_files_are_rebuilt_with_a_warning(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "cached_sort.py").write_text(MODULE)
+    cache = tmp_path / "cache"
+    _child(src, cache)
+    nbi = sorted(cache.glob("generated/__pycache__/*.nbi"))
+    nbc = sorted(cache.glob("generated/__pycache__/*.nbc"))
+    assert nbi and nbc
+    nbi[0].write_bytes(b"\x80\x04garbage")
+    nbc[-1].write_bytes(nbc[-1].read_bytes()[:20])
+    env = {**os.environ, "HPU_CACHE_DIR": str(cache)}
+    for _ in range(2):  # rebuilt the first time, clean the second
+        out = subprocess.run([sys.executable, "-W", "always", "-c", SCRIPT, str(src)], env=env,
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        json.loads(out.stdout.strip().splitlines()[-1])
+        if _ == 0:
+            assert "corrupt Numba cache files" in out.stderr
+        else:
+            assert "corrupt Numba cache files" not in out.stderr

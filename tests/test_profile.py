@@ -357,3 +357,51 @@ def test_active_profile_never_replaces_a_bad_profile(monkeypatch, kind):
     with pytest.raises(ProfileError, match=kind):
         _profile.active_profile(dev)
     assert path.read_bytes() == before
+
+
+# ------------------------------------------------------- physical bounds, malformed numbers
+
+@pytest.mark.parametrize("field, value", [
+    ("gamma", 1e300), ("gamma", 1e-300), ("g", 1 << 40), ("p", 10 ** 9),
+    ("latency_s", 1e9), ("seconds_per_byte", 5.0), ("cpu_seconds_per_element", 1e-300),
+    ("compute_units", 1 << 40),
+])
+def test_values_outside_physical_bounds_are_refused(field, value):
+    path = default_path()
+    path.parent.mkdir(parents=True)
+    path.write_text(corrupt(GOOD, field, value))
+    with pytest.raises(ProfileError) as err:
+        _profile.load_profile(KEY)
+    msg = str(err.value)
+    assert f"profile {path} is corrupt" in msg and "hpu calibrate" in msg
+    assert re.search(rf"'{field}' is .*outside the physical range", msg), msg
+
+
+def test_a_sweep_with_absurd_seconds_is_refused():
+    path = default_path()
+    path.parent.mkdir(parents=True)
+    path.write_text(corrupt(GOOD, "sweeps", dict(GOOD["sweeps"], h2d=[[1, 1e300]])))
+    with pytest.raises(ProfileError, match=r"sweeps.h2d\[0\].*seconds <="):
+        _profile.load_profile(KEY)
+
+
+@pytest.mark.parametrize("make, reason", [
+    (lambda t: t.replace('"p": 4', '"p": ' + "9" * 5000), "integer of 5000 digits"),
+    (lambda t: t.replace('"p": 4', '"p": -' + "1" * 30), "integer of 30 digits"),
+    (lambda t: t.replace('"quick": false', '"quick": ' + "[" * 100_000 + "]" * 100_000),
+     "nests JSON .* too deeply"),
+    (lambda t: "[" * 1_000_000, "too deeply|not valid JSON"),
+    (lambda t: t.replace('"gamma": 0.00625', '"gamma": 1' + "0" * 400 + ".0"),
+     "'gamma' is inf; expected a finite number"),
+])
+def test_malformed_numbers_and_nesting_are_profile_errors(make, reason):
+    path = default_path()
+    path.parent.mkdir(parents=True)
+    text = json.dumps(GOOD)
+    assert '"gamma": 0.00625' in text and '"quick": false' in text
+    path.write_text(make(text))
+    with pytest.raises(ProfileError) as err:
+        _profile.load_profile(KEY)
+    msg = str(err.value)
+    assert f"profile {path} is corrupt" in msg and "hpu calibrate" in msg
+    assert re.search(reason, msg), msg[:300]

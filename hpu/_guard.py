@@ -1,0 +1,231 @@
+"""Errors like Python's on the compiled CPU paths: checked arithmetic and exceptions out of threads.
+
+Why a module of its own
+=======================
+
+A mistake in the user's code must raise what Python (or Numba) raises, naming
+the user's file and line -- never crash, never give a silent value (issue 11,
+design notes §4).  Two things stand in the way on the CPU:
+
+* **Numba's messages have no line.**  ``a // 0`` in nopython code raises
+  ``ZeroDivisionError("division by zero")``; which of the user's divisions it
+  was is lost.  So the generated CPU module (:mod:`hpu._codegen`) rewrites
+  each ``x // y`` and ``x % y`` of the user's code into
+  ``hpu__floordiv(x, y, k)`` (and ``int(x)``/``round(x)`` into
+  ``hpu__int``/``hpu__round``, which use :func:`bad_float`), small functions
+  that test, call a separate function that raises Python's exception with
+  the text ``hpu__SITES[k]`` ("file:line: x // y"), and otherwise compute
+  exactly the operator.  The text is looked up only when raising: passing a
+  string to every call cost more than the check (measured: a checked
+  ``a[i]`` with the text as an argument ran 4.6x slower than unchecked, with
+  an index into the table 1.7x, on a vectorisable sum).
+* **Numba's threads lose the exception.**  An exception inside a ``prange``
+  loop reaches Python as ``SystemError("... returned a result with an
+  exception set")`` -- or, when the failing task ran on a worker thread, not
+  at all: the call returns a silent wrong answer.  A ``try`` in the loop body
+  makes Numba run the loop serially.  So the CPU module's level drivers call
+  each task through a ``*_task_safe`` function whose ``try`` records a
+  failing task in a one-element error array (``tid + 1``; any failing task
+  may win); after the level, :func:`task_failed` runs that task again alone,
+  outside the parallel region, where Numba raises normally.
+  :func:`native_errors` (a decorator on the CPU backend's phase methods)
+  still unwraps a ``SystemError`` whose cause is the user's exception (the
+  iterative solver's driver).
+
+What is not covered here: the OpenCL device computes ``// 0`` as 0 and a
+NaN -> int conversion as an unspecified value (Numba's ``error_model="numpy"``
+meaning, see :mod:`hpu._opencl._translate`); the device has no error channel
+from helper functions yet.
+"""
+from __future__ import annotations
+
+import functools
+
+__all__ = ["boundscheck_default", "max_depth", "native_errors", "task_failed", "bad_float",
+           "check_array_fit", "INT64_BOUND"]
+
+#: 2**63 as a float: a float ``x`` converts to int64 exactly when ``-2**63 <= x < 2**63``.
+INT64_BOUND = 9.223372036854775808e18
+
+
+#: Default depth at which the compiled recursive function raises ``RecursionError``.
+#: A frame of a compiled recursive function takes about 100-400 bytes; Numba's
+#: worker threads have the default 8 MiB stack, where a small function overflowed
+#: between 45 000 and 60 000 frames; 10 000 leaves room for frames of ~800 bytes.
+DEFAULT_MAX_DEPTH = 10_000
+ENV_MAX_DEPTH = "HPU_MAX_DEPTH"
+
+
+def max_depth() -> int:
+    """``HPU_MAX_DEPTH`` if set (an int >= 1), else :data:`DEFAULT_MAX_DEPTH`."""
+    import os
+
+    raw = os.environ.get(ENV_MAX_DEPTH, "").strip()
+    if not raw:
+        return DEFAULT_MAX_DEPTH
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{ENV_MAX_DEPTH}={raw!r}: expected an integer >= 1 (the depth at "
+                         f"which compiled recursion raises RecursionError); unset it for "
+                         f"{DEFAULT_MAX_DEPTH}")
+    return value
+
+
+ENV_BOUNDSCHECK = "HPU_BOUNDSCHECK"
+
+
+def boundscheck_default() -> bool:
+    """``HPU_BOUNDSCHECK=1`` turns the bounds-checked mode on for functions that do not choose."""
+    import os
+
+    raw = os.environ.get(ENV_BOUNDSCHECK, "").strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    raise ValueError(f"{ENV_BOUNDSCHECK}={raw!r}: expected 1 or 0")
+
+
+def native_errors(method):
+    """Re-raise the user's exception that Numba's parallel region wrapped in ``SystemError``."""
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except SystemError as err:
+            cause = err.__cause__ or err.__context__
+            if isinstance(cause, Exception) and not isinstance(cause, SystemError):
+                raise cause.with_traceback(None) from None
+            raise
+    return wrapper
+
+
+def task_failed(err, task, args, spec, phase: str, level: int) -> None:
+    """After a level: if a task recorded a failure in ``err[0]`` (tid + 1), raise its exception.
+
+    The task runs again alone, outside the parallel region, where Numba raises
+    normally (with the user's line, from the checked operations).  A task
+    that does not fail the second time (it depended on data the first run
+    changed) still ends the call, with the phase and task named.
+    """
+    if not err[0]:
+        return
+    tid = int(err[0]) - 1
+    task(tid, *args)
+    from hpu._errors import HpuError
+
+    raise HpuError(f"{spec.filename}:{spec.lineno}: {spec.name}: task {tid} of level {level} "
+                   f"raised an exception in its {phase} phase on Numba's threads, and did not "
+                   "raise it again when run alone (it depends on data the first run changed); "
+                   f"call {spec.name}.sequential(...) or {spec.name}.py_func(...) with the same "
+                   "arguments to see it")
+
+
+def bad_float(x) -> bool:
+    """True for a float that ``int()`` cannot turn into an int64 (NaN, ±inf, beyond ±2**63)."""
+    return isinstance(x, float) and not -INT64_BOUND <= x < INT64_BOUND
+
+
+def _register() -> None:
+    from numba.core import types
+    from numba.extending import overload
+
+    @overload(bad_float, jit_options={"cache": True})
+    def _bad_float(x):
+        if isinstance(x, types.Float):
+            return lambda x: not -INT64_BOUND <= x < INT64_BOUND  # NaN compares False
+        return lambda x: False
+
+
+try:
+    _register()
+except ImportError:  # pragma: no cover - Numba is a dependency; plain Python still works
+    pass
+
+
+# --------------------------------------------------------------- arrays that don't fit
+
+def check_array_fit(spec, closure, args) -> None:
+    """Refuse a copy ``dst[i] = src[j]`` that cannot hold the values it copies.
+
+    Numba converts silently (int64 keys stored into an int32 scratch array
+    lose their high bits: a sort then returns garbage and, writing back,
+    destroys the data).  Checked before anything runs, from the dtypes of
+    this call, in the function and the helpers it passes arrays to.  An array
+    read only by such copies is *scratch*: what it holds are the values
+    copied into it, so copying it back into a narrower array (int32 keys,
+    int64 scratch) is fine.  A store that converts explicitly
+    (``tmp[k] = np.int32(a[i])``) is the user's decision and is left alone.
+    """
+    import ast
+
+    import numpy as np
+
+    from hpu._errors import ArrayMismatchError
+
+    helpers = {h.name: h for h in closure.helpers}
+    dtypes = {p: np.asarray(v).dtype for p, v in args.items() if isinstance(v, np.ndarray)}
+    copies = []          # (dst, src, node, filename, line, context)
+    other_reads = set()  # arrays read anywhere but as the whole value of a copy
+    seen = set()
+
+    def walk(tree, env, filename, fixed_line, context):
+        plain = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                src = node.value
+                if (isinstance(src, ast.Subscript) and isinstance(src.value, ast.Name)
+                        and src.value.id in env):
+                    for t in node.targets:
+                        if (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                                and t.value.id in env):
+                            plain.add(id(src))
+                            copies.append((env[t.value.id], env[src.value.id], node, filename,
+                                           fixed_line or node.lineno, context))
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)
+                    and isinstance(node.value, ast.Name) and node.value.id in env
+                    and id(node) not in plain):
+                other_reads.add(env[node.value.id])
+            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript) \
+                    and isinstance(node.target.value, ast.Name) and node.target.value.id in env:
+                other_reads.add(env[node.target.value.id])
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in helpers):
+                h = helpers[node.func.id]
+                sub = {hp: env[a.id] for hp, a in zip(h.params, node.args)
+                       if isinstance(a, ast.Name) and a.id in env}
+                key = (h.name, tuple(sorted(sub.items())))
+                if sub and key not in seen:
+                    seen.add(key)
+                    walk(ast.parse(h.source), sub, h.filename, h.lineno, f"in {h.name}(): ")
+            elif isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name)
+                                                     and node.func.id == spec.name):
+                # an array passed to anything but a helper or the recursion: assume it is read
+                for arg in node.args:
+                    if isinstance(arg, ast.Name) and arg.id in env:
+                        other_reads.add(env[arg.id])
+
+    walk(spec.tree, {p: p for p in dtypes}, spec.filename, None, "")
+    scratch = {name for name in dtypes if name not in other_reads}
+
+    def content(name):
+        """The dtype that can hold every value ``name`` may contain."""
+        if name not in scratch:
+            return dtypes[name]
+        sources = [dtypes[s] for d, s, *_ in copies if d == name and s not in scratch]
+        return np.result_type(*sources) if sources else dtypes[name]
+
+    for dst, src, node, filename, line, context in copies:
+        held, dd = content(src), dtypes[dst]
+        if not np.can_cast(held, dd, casting="safe"):
+            t, v = node.targets[0], node.value
+            raise ArrayMismatchError(
+                f"{filename}:{line}: {context}{ast.unparse(node)}: stores {src} ({held} "
+                f"values) into {dst} ({dd}), which cannot hold every value of {src}; nothing "
+                f"was run. Pass {dst} with dtype {held} (e.g. np.empty_like({src})), or "
+                f"convert explicitly: {ast.unparse(t)} = np.{dd.name}({ast.unparse(v)})")

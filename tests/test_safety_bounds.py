@@ -1,0 +1,159 @@
+"""Bounds-checked mode: an out-of-range index raises IndexError naming array, index, length, line.
+
+Mirrors ``boundscheck=`` of :func:`hpu.divide_and_conquer`, ``HPU_BOUNDSCHECK``
+(:func:`hpu._guard.boundscheck_default`) and the subscript rewrite of
+:class:`hpu._codegen._Checked`.  The indices are chosen by Hypothesis, in and
+out of range; the plain function (NumPy) is the reference for which ones raise.
+The OpenCL device is not bounds-checked yet and is not exercised here (an
+out-of-range write there can corrupt memory).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hpu
+from hpu import _codegen, _guard
+
+HERE = os.path.abspath(__file__)
+
+
+def bump(a, i):
+    a[i] += 1   # LINE_HELPER
+
+
+@hpu.divide_and_conquer(b=2, cost="1", boundscheck=True)
+def poke(a, idx, lo, hi):
+    if hi - lo == 1:
+        a[idx[lo]] += 1   # LINE_POKE
+        return
+    mid = (lo + hi) // 2
+    poke(a, idx, lo, mid)
+    poke(a, idx, mid, hi)
+
+
+@hpu.divide_and_conquer(b=2, cost="1", boundscheck=True)
+def poke_helper(a, idx, lo, hi):
+    if hi - lo == 1:
+        bump(a, idx[lo])
+        return
+    mid = (lo + hi) // 2
+    poke_helper(a, idx, lo, mid)
+    poke_helper(a, idx, mid, hi)
+
+
+@hpu.divide_and_conquer(b=2, cost="1")
+def poke_unchecked(a, idx, lo, hi):
+    if hi - lo == 1:
+        a[idx[lo]] += 1
+        return
+    mid = (lo + hi) // 2
+    poke_unchecked(a, idx, lo, mid)
+    poke_unchecked(a, idx, mid, hi)
+
+
+def _line(tag: str) -> int:
+    with open(HERE) as fh:
+        for k, text in enumerate(fh, 1):
+            if text.rstrip().endswith(f"# {tag}"):
+                return k
+    raise AssertionError(tag)
+
+
+PATHS = [("sequential", {}), ("cpu", {}), ("hybrid", dict(alpha=1.0, y=2))]
+
+
+def _call(f, args, path, kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if path == "sequential":
+            return f.sequential(*args)
+        return f.run(*args, device=path, **kw).value
+
+
+@pytest.mark.parametrize("path, kw", PATHS)
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(1, 40), m=st.integers(2, 40), data=st.data())
+def test_out_of_range_indices_raise_index_error(path, kw, n, m, data):
+    idx = np.array(data.draw(st.lists(st.integers(-3 * n, 3 * n), min_size=m, max_size=m)))
+    a = np.zeros(n, np.int64)
+    ref = a.copy()
+    try:
+        poke.py_func(ref, idx, 0, m)
+        python = None
+    except IndexError as err:
+        python = err
+    if python is None:
+        _call(poke, (a, idx, 0, m), path, kw)
+        assert (a == ref).all()
+        return
+    bad = [int(i) for i in idx if not -n <= i < n]
+    with pytest.raises(IndexError) as err:
+        _call(poke, (a, idx, 0, m), path, kw)
+    msg = str(err.value)
+    assert msg.startswith(f"{HERE}:{_line('LINE_POKE')}: a[idx[lo]]: index ")
+    assert f"is out of bounds for length {n}" in msg
+    assert int(msg.split(": index ")[1].split()[0]) in bad
+
+
+@pytest.mark.parametrize("path, kw", PATHS)
+def test_a_helper_names_itself(path, kw):
+    a = np.zeros(10, np.int64)
+    idx = np.array([1, 2, 3, 10])
+    with pytest.raises(IndexError, match=r"in bump\(\): a\[i\]: index 10 is out of bounds "
+                                         r"for length 10"):
+        _call(poke_helper, (a, idx, 0, 4), path, kw)
+
+
+def test_the_environment_switch(monkeypatch):
+    monkeypatch.delenv("HPU_BOUNDSCHECK", raising=False)
+    assert _guard.boundscheck_default() is False
+    monkeypatch.setenv("HPU_BOUNDSCHECK", "1")
+    assert _guard.boundscheck_default() is True
+    monkeypatch.setenv("HPU_BOUNDSCHECK", "maybe")
+    with pytest.raises(ValueError, match="HPU_BOUNDSCHECK='maybe': expected 1 or 0"):
+        _guard.boundscheck_default()
+
+
+def test_unchecked_source_has_no_index_checks_and_checked_has_them(monkeypatch):
+    monkeypatch.delenv("HPU_BOUNDSCHECK", raising=False)
+    a, idx = np.zeros(4, np.int64), np.arange(4)
+    _call(poke_unchecked, (a, idx, 0, 4), "cpu", {})
+    _call(poke, (a, idx, 0, 4), "cpu", {})
+    for f, checked in ((poke_unchecked, False), (poke, True)):
+        program = next(iter(f._programs.values()))
+        assert ("hpu__ix(idx[hpu__ix(lo" in program.source) is checked
+        # the device's source is never rewritten
+        assert "hpu__ix(" not in program.iter_source(8)
+
+
+SCRIPT = textwrap.dedent('''
+    import sys, warnings
+    import numpy as np
+    sys.path.insert(0, sys.argv[1])
+    import test_safety_bounds as T
+    warnings.simplefilter("ignore")
+    a = np.zeros(100, np.int64)
+    idx = np.arange(100); idx[37] = 10 ** 9
+    try:
+        T.poke_unchecked.run(a, idx, 0, 100, device="cpu")
+        print("returned")
+    except IndexError as err:
+        print("IndexError", err)
+''')
+
+
+def test_the_environment_switch_checks_an_undecided_function(tmp_path):
+    env = {**os.environ, "HPU_BOUNDSCHECK": "1", "HPU_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", SCRIPT, os.path.dirname(HERE)], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "index 1000000000 is out of bounds for length 100" in out.stdout
