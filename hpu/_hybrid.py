@@ -57,11 +57,10 @@ def execute_plan(program, values, plan, *, device: str, fallbacks=(), y_report=N
                  alpha: float = 1.0, t_start: float | None = None) -> Run:
     """Run ``plan`` on the CPU backend alone (``device``, ``alpha`` and ``y_report`` only
     label the Run: a given split whose device share is empty still reports its α)."""
-    from hpu._cpu import CpuBackend
     from hpu._driver import execute
 
     t_start = time.perf_counter() if t_start is None else t_start
-    ex = execute(program.layout, program.types, values, CpuBackend(program),
+    ex = execute(program.layout, program.types, values, cpu_backend(program, plan),
                  K=plan.cutoff_level)
     return Run(value=ex.value, device=device, alpha=alpha,
                y=None if y_report is None else min(y_report, ex.K), K=ex.K,
@@ -114,7 +113,7 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
                             alpha=plan.split_alpha, t_start=t_start)
 
     shared = {n: values[n] for n in program.layout.shared}
-    cpu = CpuBackend(program)
+    cpu = cpu_backend(program, plan)
     gpu = backend(program, shared, handle, depth=depth)
     split = DeviceSplit(cpu, gpu, alpha=plan.split_alpha, y=plan.transfer_level, values=values,
                         spec=spec, shared=shared, warn_stacklevel=7)
@@ -129,6 +128,18 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
                cpu_tasks=int(leaf_cpu), gpu_tasks=int(leaf_gpu), fallbacks=split.fallbacks,
                levels=split.records(ex.levels), transfers=split.transfers(),
                seconds=time.perf_counter() - t_start, plan=plan, level_sizes=ex.level_sizes)
+
+
+def cpu_backend(program, plan):
+    """The CPU backend for ``plan`` (its serial levels), kept on the program: building one
+    looks up argument names, which a small call should not pay every time."""
+    from hpu._cpu import CpuBackend
+
+    cache = program.__dict__.setdefault("_cpu_backends", {})
+    be = cache.get(plan.serial_levels)
+    if be is None:
+        be = cache[plan.serial_levels] = CpuBackend(program, serial_levels=plan.serial_levels)
+    return be
 
 
 def _cpu_of(machine):

@@ -36,6 +36,7 @@ so a crash or a second process never leaves half a profile behind.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import json
 import math
@@ -88,12 +89,12 @@ class ProfileKey:
     driver_version: str
     hpu_version: str
 
-    @property
+    @functools.cached_property  # a run plans on every call: hash once per key, not per call
     def digest(self) -> str:
         text = json.dumps(asdict(self), sort_keys=True)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
-    @property
+    @functools.cached_property
     def filename(self) -> str:
         """``<host>_<device>-<hash>.json`` with only ``[a-z0-9._-]`` in it."""
         slug = re.sub(r"[^a-z0-9._-]+", "-", f"{self.host}_{self.device}".lower()).strip("-.")

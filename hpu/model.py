@@ -1218,6 +1218,9 @@ class Plan:
     #: the predicted phases of the chosen split (cpu share, upload, device share, download,
     #: upper levels), in ``time_unit``
     phases: tuple[Phase, ...] = field(default=(), repr=False)
+    #: levels ``0..cutoff_level`` whose CPU leaf/combine phase runs on the calling thread
+    #: (too little work to pay for a parallel region; :func:`hpu._overheads.serial_levels`)
+    serial_levels: tuple[int, ...] = ()
 
     @property
     def speedup(self) -> float:
