@@ -21,7 +21,8 @@ the one place plans are decided, and recorded in the Plan):
   :class:`hpu._cpu.CpuBackend`);
 * :func:`small_plan_reason`: when one task on the calling thread — the plan
   with ``K = 0``, the sequential solver — is predicted at least as fast as the
-  chosen plan with its fixed costs, the run takes it.  ``device="cpu"`` is
+  chosen CPU plan with its fixed costs, the run takes it (a plan that uses the
+  device is the model's choice with the device's fixed cost, λ, already in it).  ``device="cpu"`` is
   still a CPU run (on one thread); the plan's ``reason`` says why.
 
 Where the figures come from
@@ -41,7 +42,7 @@ import time
 from typing import Mapping
 
 __all__ = ["DEFAULTS", "SERIAL_EXPAND_TASKS", "Overheads", "measure", "serial_levels",
-           "small_plan_reason", "overheads_of"]
+           "small_plan_reason", "overheads_of", "measure_quietly", "run_seconds"]
 
 #: Count and fill phases with fewer tasks than this run on the calling thread: each task
 #: is a few loads and stores, so a parallel region would cost more than the tasks.
@@ -133,6 +134,18 @@ def measure(*, repeats: int = 200, device=None) -> dict[str, float]:
     return result
 
 
+def measure_quietly(device=None) -> dict[str, float]:
+    """:func:`measure` for calibration: the fields it measured, none where it failed (the
+    defaults then stand in; a profile is never lost to this extra)."""
+    try:
+        return measure(device=device)
+    except Exception:  # noqa: BLE001 - an optional measurement
+        try:
+            return measure(device=None)
+        except Exception:  # noqa: BLE001
+            return {}
+
+
 def _measure_launch(device, repeats: int) -> float:
     """Median seconds of enqueueing an empty kernel and waiting for it."""
     import numpy as np
@@ -201,7 +214,9 @@ def run_seconds(plan, ov: Overheads, serial: tuple[int, ...] = ()) -> float:
 def small_plan_reason(plan, ov: Overheads) -> str | None:
     """Why one task on the calling thread beats ``plan`` (None when it does not): the
     sequential solver with one phase against the plan's time with its fixed costs."""
-    if not plan.cutoff_level:
+    if not plan.cutoff_level or plan.uses_device:
+        # a split the model sends to the device already prices its fixed cost (λ per
+        # transfer); the small path weighs the CPU's phases against one task
         return None
     unit = _seconds(plan, ov)
     seq = plan.sequential_time * unit + ov.phase_s

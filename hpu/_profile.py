@@ -211,6 +211,10 @@ class Profile:
     #: measured slowdown of both sides while the CPU and the device run at once
     #: (None: not measured; see :attr:`contention`)
     measured_contention: float | None = None
+    #: what a Numba parallel region and a kernel launch cost (seconds; None: not measured,
+    #: :data:`hpu._overheads.DEFAULTS` stand in)
+    parallel_level_s: float | None = None
+    device_launch_s: float | None = None
 
     # -- derived --------------------------------------------------------------
     @property
@@ -424,7 +428,18 @@ def _from_dict(data) -> Profile:
         sweeps=sweeps,
         schema=schema,
         measured_contention=_optional_contention(data),
+        parallel_level_s=_optional_seconds(data, "parallel_level_s"),
+        device_launch_s=_optional_seconds(data, "device_launch_s"),
     )
+
+
+def _optional_seconds(data, name: str) -> float | None:
+    value = data.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise _Invalid(f"field {name!r} is {value!r}; expected seconds in [0, 1] or null")
+    return float(value)
 
 
 def _optional_contention(data) -> float | None:

@@ -65,6 +65,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from hpu import _overheads
 from hpu import _profile as _profile_module
 from hpu import _stats
 from hpu._errors import DeviceUnavailableError, HpuError, KernelBuildError
@@ -687,6 +688,7 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
         device_shares_cpu=bench.kind == "CPU",
         host=_host(), hpu_version=_hpu_version(), created=_now(), quick=bool(quick),
         source="measured", sweeps=sweeps, measured_contention=contention,
+        **_overheads.measure_quietly(getattr(bench, "device", None)),  # fixed costs (issue 13)
     )
 
 
