@@ -117,7 +117,17 @@ def _profile_machine(cl_device, *, autocalibrate: bool):
         import hpu.calibrate  # noqa: F401 - registers the calibration active_profile may run
 
     prof = _profile.active_profile(cl_device, autocalibrate=autocalibrate)
-    return prof.machine(), prof.contention, _overheads.overheads_of(prof)
+    hit = _machines.get(id(prof))
+    if hit is None or hit[0] is not prof:  # once per profile read, not per call
+        if len(_machines) > 64:
+            _machines.clear()
+        hit = _machines[id(prof)] = (prof, (prof.machine(), prof.contention,
+                                            _overheads.overheads_of(prof)))
+    return hit[1]
+
+
+#: id(profile) -> (profile, (machine, contention, overheads))
+_machines: dict = {}
 
 
 #: (id(plan), overheads, small path allowed) -> (plan, the plan with its fixed costs decided)

@@ -89,16 +89,27 @@ class ProfileKey:
     driver_version: str
     hpu_version: str
 
-    @functools.cached_property  # a run plans on every call: hash once per key, not per call
+    @property
     def digest(self) -> str:
-        text = json.dumps(asdict(self), sort_keys=True)
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+        return _digest(self)
 
-    @functools.cached_property
+    @property
     def filename(self) -> str:
         """``<host>_<device>-<hash>.json`` with only ``[a-z0-9._-]`` in it."""
-        slug = re.sub(r"[^a-z0-9._-]+", "-", f"{self.host}_{self.device}".lower()).strip("-.")
-        return f"{slug[:60] or 'profile'}-{self.digest}.json"
+        return _filename(self)
+
+
+# a run plans on every call: each key is hashed and named once per process, not per call
+@functools.lru_cache(maxsize=64)
+def _digest(key: ProfileKey) -> str:
+    text = json.dumps(asdict(key), sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=64)
+def _filename(key: ProfileKey) -> str:
+    slug = re.sub(r"[^a-z0-9._-]+", "-", f"{key.host}_{key.device}".lower()).strip("-.")
+    return f"{slug[:60] or 'profile'}-{_digest(key)}.json"
 
 
 def _hpu_version() -> str:
@@ -128,6 +139,12 @@ def _device_facts(device) -> _DeviceFacts:
                             device.compute_units)
     if device is None or isinstance(device, str):
         device = dev_mod.select_device(device)
+    return _cl_device_facts(device)
+
+
+@functools.lru_cache(maxsize=16)
+def _cl_device_facts(device) -> _DeviceFacts:
+    """A ``pyopencl.Device``'s facts, asked of the driver once (a plan needs them per call)."""
     import pyopencl as cl
 
     t = device.type
@@ -456,6 +473,12 @@ def _optional_contention(data) -> float | None:
 
 def profiles_dir() -> Path:
     """``platformdirs.user_config_dir("hpu")/profiles`` (not created here)."""
+    return _profiles_dir(os.environ.get("XDG_CONFIG_HOME"), os.environ.get("HOME"))
+
+
+@functools.lru_cache(maxsize=16)
+def _profiles_dir(xdg_config_home, home) -> Path:
+    """Once per environment (what the folder depends on), not on every call's plan."""
     import platformdirs
 
     return Path(platformdirs.user_config_dir("hpu")) / "profiles"
