@@ -33,13 +33,22 @@ import time
 import warnings
 
 from hpu._errors import DeviceFault, DeviceUnavailableError, HpuPerformanceWarning
-from hpu._opencl._backend import FAULT_ENV, OpenCLBackend
 from hpu._run import Run
 
 __all__ = ["execute_plan", "run_on_devices", "choose_split", "DeviceFault",
            "HpuPerformanceWarning", "OpenCLBackend", "FAULT_ENV"]
 
 _told_cpu_only: set[str] = set()
+
+
+def __getattr__(name):
+    # the OpenCL backend is imported when a device run needs it: a device="cpu" process
+    # does not pay for the translator's modules on its first call
+    if name in ("OpenCLBackend", "FAULT_ENV"):
+        from hpu._opencl import _backend
+
+        return getattr(_backend, name)
+    raise AttributeError(f"module 'hpu._hybrid' has no attribute {name!r}")
 
 
 def choose_split(dc, program, values, device, strategy: str):
@@ -71,10 +80,10 @@ def execute_plan(program, values, plan, *, device: str, fallbacks=(), y_report=N
 
 def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=None, y=None,
                    K=None, strategy: str = "advanced", depth: int = 64,
-                   backend=OpenCLBackend, machine=None) -> Run:
+                   backend=None, machine=None) -> Run:
     """Plan and run ``program`` with ``device="gpu"`` or ``"hybrid"``; return the Run.
 
-    ``backend``: the device backend class (see the module docstring);
+    ``backend``: the device backend class (see the module docstring; None: OpenCL);
     ``device_spec``: which of its devices (for OpenCL: ``cl_device``);
     ``machine``: a :class:`hpu.model.Machine` to plan with instead of the profile.
     """
@@ -84,6 +93,8 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
     from hpu._split import DeviceSplit
 
     t_start = time.perf_counter()
+    if backend is None:
+        from hpu._opencl._backend import OpenCLBackend as backend
     spec = program.spec
     try:
         handle = backend.select(device_spec)
