@@ -181,7 +181,9 @@ def serial_levels(plan, ov: Overheads) -> tuple[int, ...]:
     p = max(float(plan.p), 1.0)
     out = []
     for i in range(0, K + 1):
-        tasks = plan.tasks[i][0] if i < len(plan.tasks) else 0
+        if i >= len(plan.tasks) or i >= len(plan.levels):
+            break  # a given K below the model's tree: the real tree decides, in parallel
+        tasks = plan.tasks[i][0]
         if tasks <= 1:
             out.append(i)
             continue

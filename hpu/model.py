@@ -1219,8 +1219,9 @@ class Plan:
     #: upper levels), in ``time_unit``
     phases: tuple[Phase, ...] = field(default=(), repr=False)
     #: levels ``0..cutoff_level`` whose CPU leaf/combine phase runs on the calling thread
-    #: (too little work to pay for a parallel region; :func:`hpu._overheads.serial_levels`)
-    serial_levels: tuple[int, ...] = ()
+    #: (too little work to pay for a parallel region; :func:`hpu._overheads.serial_levels`).
+    #: How the run executes the plan, not the model's division: left out of ``==``.
+    serial_levels: tuple[int, ...] = field(default=(), compare=False)
 
     @property
     def speedup(self) -> float:
