@@ -169,3 +169,9 @@ def test_the_profile_carries_the_fixed_costs(tmp_path):
 def test_measure_returns_positive_seconds():
     got = _overheads.measure(repeats=20)
     assert set(got) == {"parallel_level_s"} and 0 < got["parallel_level_s"] < 1
+
+
+def test_the_run_summary_says_why():
+    x, tmp, lo, hi = _sort_args(100)
+    run = E.mergesort.run(x, tmp, lo, hi, device="cpu")
+    assert "plan: small problem" in run.summary()
