@@ -190,7 +190,7 @@ path, m = sys.argv[1], int(sys.argv[2])
 n = 1 << m
 # only the sort's own arrays: no reference copy (it would count in the peak); checked after
 # the peak is read, by chunks: sorted, and the same sum and extremes as before
-a = np.random.default_rng(3).integers(0, 1 << 30, n).astype(np.int32)
+a = np.random.default_rng(3).integers(0, 1 << 30, n, dtype=np.int32)  # no int64 temporary
 tmp = np.empty_like(a)
 before = (int(a.sum(dtype=np.int64)), int(a.min()), int(a.max()))
 if path != "none":

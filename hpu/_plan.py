@@ -17,6 +17,14 @@ decided, and the runtime executes its answer:
   :func:`hpu.model.tasks_on_cpu`, applied by :mod:`hpu._split` to the tree
   the driver really expands.
 
+The model prices work, not bookkeeping; the fixed costs of a phase, a
+parallel region and a kernel launch (:mod:`hpu._overheads`, measured by
+calibration) are weighed last, in :func:`_finish`: a CPU plan predicted no
+faster than one task becomes ``K = 0`` (the sequential solver on the calling
+thread; the plan's ``reason`` says so), and ``plan.serial_levels`` names the
+levels whose phases are too small for a parallel region.  What the caller fixed
+(``K``, ``alpha``/``y``, ``device="gpu"``) is never overridden.
+
 A tree with base cases above ``K`` (an uneven or early-stopping recursion)
 ends where every task is a base case, so the run's deepest level is
 ``min(plan.cutoff_level, where the tree ends)``; the Run records the real
