@@ -38,6 +38,8 @@ What a module holds (``core_source``)
 * ``count_level``, ``fill_level``, ``leaf_level``, ``combine_level``:
   ``for t in prange(start, stop)`` over a *range* of one level's tasks, so a
   hybrid run can give ``[0, s)`` to the CPU and ``[s, m)`` to a device;
+* ``count_serial__`` and friends: the same loops without ``parallel=True``,
+  for ranges too small to pay for a parallel region (the CPU backend picks);
 * ``hpu__probe``: the divide returning the children's parameters and carried
   names; compiled only so that Numba's type inference tells the driver the
   dtypes of the level arrays.
@@ -655,6 +657,16 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
             w(f"def {name}({', '.join(('start__', 'stop__') + tuple(args))}):")
             w("for tid__ in prange(start__, stop__):", 1)
             w(body.format(", ".join(targs)), 2)
+        w("")
+        w("")
+    w("# ---- the same on the calling thread: for ranges too small to pay for a parallel")
+    w("# region (its fork and join cost more than the tasks, and stall when cores are busy)")
+    for name, args, body, targs in drivers:
+        w("@njit(cache=True)")
+        w(f"def {name.replace('_level', '_serial__')}"
+          f"({', '.join(('start__', 'stop__') + tuple(args))}):")
+        w("for tid__ in range(start__, stop__):", 1)
+        w(body.format(", ".join(targs)), 2)
         w("")
         w("")
 

@@ -1,5 +1,10 @@
 """The Numba CPU backend: one ``prange`` over a range of a level's tasks per phase.
 
+Small ranges (count and fill below :data:`hpu._overheads.SERIAL_EXPAND_TASKS`
+tasks, the plan's ``serial_levels``) run a serial driver on the calling thread
+instead: a parallel region is a fork and a join of every worker, which costs
+more than small phases and stalls when other processes hold the cores.
+
 The backend (:class:`CpuBackend`) is four short methods: each calls a
 generated ``*_level`` driver, ``for t in prange(start, stop)`` over the tasks
 of a level, with its arguments looked up by name (:meth:`Layout.count_args`
@@ -10,12 +15,14 @@ here for older imports.
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from hpu._codegen import DEFAULT_DEPTH
 from hpu._driver import Level, level_env
-from hpu._errors import HpuError, StackOverflowError
+from hpu._errors import StackOverflowError
 from hpu._guard import native_errors, task_failed
+from hpu._overheads import SERIAL_EXPAND_TASKS
 from hpu._program import Program, numba_signature, specialize
 
 __all__ = ["Program", "specialize", "CpuBackend", "numba_signature", "StackOverflowError"]
@@ -32,7 +39,8 @@ class CpuBackend:
 
     kind = "cpu"
 
-    def __init__(self, program: Program, *, leaf: str = "recursive", depth: int = DEFAULT_DEPTH):
+    def __init__(self, program: Program, *, leaf: str = "recursive", depth: int = DEFAULT_DEPTH,
+                 serial_levels=(), serial_expand: int = SERIAL_EXPAND_TASKS):
         if leaf not in ("recursive", "iterative"):
             raise ValueError(f"leaf={leaf!r}: expected 'recursive' or 'iterative'")
         self.program = program
@@ -40,20 +48,33 @@ class CpuBackend:
         self.m = program.module
         self.leaf_mode = leaf
         self.depth = depth
+        self.serial_levels = frozenset(serial_levels)
+        self.serial_expand = int(serial_expand)
         self._iter = program.iter_module(depth) if leaf == "iterative" else None
+        lay = self.layout
+        self._names = {"count": lay.count_args(), "fill": lay.fill_args(),
+                       "leaf": lay.leaf_args(), "combine": lay.combine_args()}
 
     @staticmethod
     def _args(names, env):
         return [env[n] for n in names]
 
-    # A range of one task runs on the calling thread: a parallel region costs a fork and a
-    # join of every worker, which is all overhead for one task (and slow when cores are busy).
+    # Where a phase runs.  One task: the task function on the calling thread.  Count and
+    # fill below ``serial_expand`` tasks, and leaf and combine phases of the plan's
+    # ``serial_levels``: the serial driver on the calling thread (a parallel region's fork
+    # and join cost more than such tasks, and stall for a time slice when the cores are
+    # busy).  Otherwise the parallel driver; leaf and combine with a chunk size of one task,
+    # so that a thread that finishes early (or was descheduled late) takes the next task
+    # instead of waiting on a static share.  A task that raises inside a parallel driver
+    # is recorded in ``err`` and run again alone, so that its exception surfaces
+    # (:func:`hpu._guard.task_failed`); the serial drivers raise directly.
     @native_errors  # issue 11: the user's exception, not Numba's SystemError
     def count(self, level: Level, start: int, stop: int, shared) -> None:
-        env = {**level_env(level), **shared}
-        args = self._args(self.layout.count_args(), env)
+        args = self._args(self._names["count"], {**level_env(level), **shared})
         if stop - start == 1:
             level.offsets[start + 1] = self.m.count_task(start, *args)
+        elif stop - start < self.serial_expand:
+            self.m.count_serial__(start, stop, level.offsets, *args)
         else:
             err = np.zeros(1, np.int64)
             self.m.count_level(start, stop, err, level.offsets, *args)
@@ -61,10 +82,11 @@ class CpuBackend:
 
     @native_errors  # issue 11: the user's exception, not Numba's SystemError
     def fill(self, level: Level, child: Level, start: int, stop: int, shared) -> None:
-        env = {**level_env(level, child), **shared}
-        args = self._args(self.layout.fill_args(), env)
+        args = self._args(self._names["fill"], {**level_env(level, child), **shared})
         if stop - start == 1:
             self.m.fill_task(start, *args)
+        elif stop - start < self.serial_expand:
+            self.m.fill_serial__(start, stop, *args)
         else:
             err = np.zeros(1, np.int64)
             self.m.fill_level(start, stop, err, *args)
@@ -74,12 +96,14 @@ class CpuBackend:
     def leaf(self, level: Level, start: int, stop: int, shared) -> None:
         env = {**level_env(level), **shared}
         if self._iter is None:
-            args = self._args(self.layout.leaf_args(), env)
+            args = self._args(self._names["leaf"], env)
             if stop - start == 1:
                 self.m.leaf_task(start, *args)
+            elif level.index in self.serial_levels:
+                self.m.leaf_serial__(start, stop, *args)
             else:
                 err = np.zeros(1, np.int64)
-                self.m.leaf_level(start, stop, err, *args)
+                _dynamic(self.m.leaf_level, start, stop, [err, *args])
                 task_failed(err, self.m.leaf_task, args, self.program.spec, "leaf", level.index)
             return
         err = np.zeros(1, np.int64)
@@ -94,11 +118,21 @@ class CpuBackend:
 
     @native_errors  # issue 11: the user's exception, not Numba's SystemError
     def combine(self, level: Level, child: Level, start: int, stop: int, shared) -> None:
-        env = {**level_env(level, child), **shared}
-        args = self._args(self.layout.combine_args(), env)
+        args = self._args(self._names["combine"], {**level_env(level, child), **shared})
         if stop - start == 1:
             self.m.combine_task(start, *args)
+        elif level.index in self.serial_levels:
+            self.m.combine_serial__(start, stop, *args)
         else:
             err = np.zeros(1, np.int64)
-            self.m.combine_level(start, stop, err, *args)
+            _dynamic(self.m.combine_level, start, stop, [err, *args])
             task_failed(err, self.m.combine_task, args, self.program.spec, "combine", level.index)
+
+
+def _dynamic(driver, start: int, stop: int, args) -> None:
+    """Run a parallel driver handing out one task at a time (Numba's chunk size 1)."""
+    old = numba.set_parallel_chunksize(1)
+    try:
+        driver(start, stop, *args)
+    finally:
+        numba.set_parallel_chunksize(old)

@@ -33,13 +33,22 @@ import time
 import warnings
 
 from hpu._errors import DeviceFault, DeviceUnavailableError, HpuPerformanceWarning
-from hpu._opencl._backend import FAULT_ENV, OpenCLBackend
 from hpu._run import Run
 
 __all__ = ["execute_plan", "run_on_devices", "choose_split", "DeviceFault",
            "HpuPerformanceWarning", "OpenCLBackend", "FAULT_ENV"]
 
 _told_cpu_only: set[str] = set()
+
+
+def __getattr__(name):
+    # the OpenCL backend is imported when a device run needs it: a device="cpu" process
+    # does not pay for the translator's modules on its first call
+    if name in ("OpenCLBackend", "FAULT_ENV"):
+        from hpu._opencl import _backend
+
+        return getattr(_backend, name)
+    raise AttributeError(f"module 'hpu._hybrid' has no attribute {name!r}")
 
 
 def choose_split(dc, program, values, device, strategy: str):
@@ -57,11 +66,10 @@ def execute_plan(program, values, plan, *, device: str, fallbacks=(), y_report=N
                  alpha: float = 1.0, t_start: float | None = None) -> Run:
     """Run ``plan`` on the CPU backend alone (``device``, ``alpha`` and ``y_report`` only
     label the Run: a given split whose device share is empty still reports its α)."""
-    from hpu._cpu import CpuBackend
     from hpu._driver import execute
 
     t_start = time.perf_counter() if t_start is None else t_start
-    ex = execute(program.layout, program.types, values, CpuBackend(program),
+    ex = execute(program.layout, program.types, values, cpu_backend(program, plan),
                  K=plan.cutoff_level)
     return Run(value=ex.value, device=device, alpha=alpha,
                y=None if y_report is None else min(y_report, ex.K), K=ex.K,
@@ -72,10 +80,10 @@ def execute_plan(program, values, plan, *, device: str, fallbacks=(), y_report=N
 
 def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=None, y=None,
                    K=None, strategy: str = "advanced", depth: int = 64,
-                   backend=OpenCLBackend, machine=None) -> Run:
+                   backend=None, machine=None) -> Run:
     """Plan and run ``program`` with ``device="gpu"`` or ``"hybrid"``; return the Run.
 
-    ``backend``: the device backend class (see the module docstring);
+    ``backend``: the device backend class (see the module docstring; None: OpenCL);
     ``device_spec``: which of its devices (for OpenCL: ``cl_device``);
     ``machine``: a :class:`hpu.model.Machine` to plan with instead of the profile.
     """
@@ -85,6 +93,8 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
     from hpu._split import DeviceSplit
 
     t_start = time.perf_counter()
+    if backend is None:
+        from hpu._opencl._backend import OpenCLBackend as backend
     spec = program.spec
     try:
         handle = backend.select(device_spec)
@@ -116,7 +126,7 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
                             alpha=plan.split_alpha, t_start=t_start)
 
     shared = {n: values[n] for n in program.layout.shared}
-    cpu = CpuBackend(program)
+    cpu = cpu_backend(program, plan)
     gpu = backend(program, shared, handle, depth=depth)
     split = DeviceSplit(cpu, gpu, alpha=plan.split_alpha, y=plan.transfer_level, values=values,
                         spec=spec, shared=shared, warn_stacklevel=7)
@@ -131,6 +141,18 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
                cpu_tasks=int(leaf_cpu), gpu_tasks=int(leaf_gpu), fallbacks=split.fallbacks,
                levels=split.records(ex.levels), transfers=split.transfers(),
                seconds=time.perf_counter() - t_start, plan=plan, level_sizes=ex.level_sizes)
+
+
+def cpu_backend(program, plan):
+    """The CPU backend for ``plan`` (its serial levels), kept on the program: building one
+    looks up argument names, which a small call should not pay every time."""
+    from hpu._cpu import CpuBackend
+
+    cache = program.__dict__.setdefault("_cpu_backends", {})
+    be = cache.get(plan.serial_levels)
+    if be is None:
+        be = cache[plan.serial_levels] = CpuBackend(program, serial_levels=plan.serial_levels)
+    return be
 
 
 def _cpu_of(machine):

@@ -17,6 +17,14 @@ decided, and the runtime executes its answer:
   :func:`hpu.model.tasks_on_cpu`, applied by :mod:`hpu._split` to the tree
   the driver really expands.
 
+The model prices work, not bookkeeping; the fixed costs of a phase, a
+parallel region and a kernel launch (:mod:`hpu._overheads`, measured by
+calibration) are weighed last, in :func:`_finish`: a CPU plan predicted no
+faster than one task becomes ``K = 0`` (the sequential solver on the calling
+thread; the plan's ``reason`` says so), and ``plan.serial_levels`` names the
+levels whose phases are too small for a parallel region.  What the caller fixed
+(``K``, ``alpha``/``y``, ``device="gpu"``) is never overridden.
+
 A tree with base cases above ``K`` (an uneven or early-stopping recursion)
 ends where every task is a base case, so the run's deepest level is
 ``min(plan.cutoff_level, where the tree ends)``; the Run records the real
@@ -71,14 +79,25 @@ def problem_of(spec, values: Mapping[str, Any]) -> tuple[model.Problem, int, boo
         levels = math.ceil(math.log(model.MAX_LEVEL_TASKS, spec.a))
         n = int(math.ceil(float(spec.b) ** levels))
     element_bytes = sum(a.itemsize for a in arrays) or 8
-    return model.Problem(a=spec.a, b=spec.b, cost=spec.cost, n=max(n, 1)), element_bytes, known
+    return _problem(spec.a, spec.b, spec.cost, max(n, 1)), element_bytes, known
+
+
+@functools.lru_cache(maxsize=1024)
+def _problem(a, b, cost, n) -> model.Problem:
+    """Problems are checked when made (parsing the cost): once per size, not per call."""
+    return model.Problem(a=a, b=b, cost=cost, n=n)
 
 
 def cpu_machine() -> model.Machine:
     """The CPU as the planner sees it for ``device="cpu"``: Numba's threads now, model units."""
     import numba
 
-    return model.Machine(p=int(numba.get_num_threads()), g=1, gamma=1.0)
+    return _cpu_machine(int(numba.get_num_threads()))
+
+
+@functools.lru_cache(maxsize=64)
+def _cpu_machine(p: int) -> model.Machine:
+    return model.Machine(p=p, g=1, gamma=1.0)
 
 
 @functools.lru_cache(maxsize=256)
@@ -100,35 +119,107 @@ def _given_plan(problem, machine, alpha, y, K, element_bytes, contention, reason
 
 
 def _profile_machine(cl_device, *, autocalibrate: bool):
-    from hpu import _profile
+    from hpu import _overheads, _profile
 
     if autocalibrate:
         import hpu.calibrate  # noqa: F401 - registers the calibration active_profile may run
 
     prof = _profile.active_profile(cl_device, autocalibrate=autocalibrate)
-    # a split predicted within the calibration's uncertainty is a tie, settled for the CPU
-    return prof.machine(), prof.contention, prof.time_rel_error
+    hit = _machines.get(id(prof))
+    if hit is None or hit[0] is not prof:  # once per profile read, not per call
+        if len(_machines) > 64:
+            _machines.clear()
+        # a split predicted within the calibration's uncertainty is a tie, settled for the CPU
+        hit = _machines[id(prof)] = (prof, (prof.machine(), prof.contention,
+                                            _overheads.overheads_of(prof), prof.time_rel_error))
+    return hit[1]
+
+
+#: id(profile) -> (profile, (machine, contention, overheads, relative error))
+_machines: dict = {}
+
+
+#: (id(plan), overheads, small path allowed) -> (plan, the plan with its fixed costs decided)
+_finished: dict = {}
+
+
+def _finish(plan: Plan, ov, *, small: bool) -> Plan:
+    """The plan with the decisions its fixed costs drive (:mod:`hpu._overheads`): which
+    levels' phases run on the calling thread and, where ``small``, K = 0 when one task on
+    the calling thread is predicted at least as fast.  Cached: the plans it is given are
+    themselves cached, so one lookup per call."""
+    import dataclasses
+
+    from hpu import _overheads
+
+    key = (id(plan), ov.key(), small)
+    hit = _finished.get(key)
+    if hit is not None and hit[0] is plan:
+        return hit[1]
+    reason = _overheads.small_plan_reason(plan, ov) if small else None
+    if reason is not None:
+        problem = model.Problem(a=plan.a, b=plan.b, cost=plan.cost, n=plan.n)
+        machine = model.Machine(p=plan.p, g=plan.g, gamma=plan.gamma,
+                                seconds_per_unit=None if plan.time_unit == "unit"
+                                else ov.seconds_per_unit)
+        out = model.given_plan(problem, machine, alpha=1.0, y=None, K=0, reason=reason)
+        out = dataclasses.replace(out, strategy=plan.strategy, serial_levels=(0,))
+    else:
+        out = dataclasses.replace(plan, serial_levels=_overheads.serial_levels(plan, ov))
+    if len(_finished) > 1024:
+        _finished.clear()
+    _finished[key] = (plan, out)
+    return out
 
 
 def make_plan(spec, values: Mapping[str, Any], *, device: str = "hybrid", alpha=None, y=None,
               K: int | None = None, strategy: str = "advanced", cl_device=None,
-              machine: model.Machine | None = None, contention: float | None = None) -> Plan:
+              machine: model.Machine | None = None, contention: float | None = None,
+              overheads=None) -> Plan:
     """The plan a run with these options executes (see the module docstring).
 
-    ``machine`` (and ``contention``) replace the profile's; options are assumed
-    checked (:func:`hpu._options.check_options`).
+    ``machine`` (and ``contention``) replace the profile's; ``overheads`` (an
+    :class:`hpu._overheads.Overheads`) the profile's fixed costs.  Options are
+    assumed checked (:func:`hpu._options.check_options`).  Unless ``K``, ``alpha`` or
+    ``y`` was given or ``device="gpu"``, a problem too small to pay for the split's fixed
+    costs gets ``K = 0``: one task, the sequential solver, on the calling thread.
     """
+    from hpu import _overheads
+
+    small = K is None and alpha is None and y is None and device != "gpu"
+    if device == "cpu":
+        ov = overheads or _overheads.Overheads()
+        pl, known = _make_plan(spec, values, device, alpha, y, K, strategy, cl_device, machine,
+                               contention)
+        return _finish(pl, ov, small=small and known)
+    rel_error = 0.0
+    if machine is None:
+        given = device == "gpu" or (alpha is not None and y is not None)
+        machine, prof_contention, prof_ov, rel_error = _profile_machine(
+            cl_device, autocalibrate=not given)
+        if contention is None:
+            contention = prof_contention
+        overheads = overheads or prof_ov
+    ov = overheads or _overheads.Overheads(seconds_per_unit=machine.seconds_per_unit)
+    pl, known = _make_plan(spec, values, device, alpha, y, K, strategy, cl_device, machine,
+                           contention, rel_error)
+    return _finish(pl, ov, small=small and known)
+
+
+def _make_plan(spec, values, device, alpha, y, K, strategy, cl_device, machine, contention,
+               rel_error=0.0):
+    """``(plan, size_known)`` before the fixed costs are weighed."""
     problem, eb, known = problem_of(spec, values)
+    return _decide(problem, eb, known, device, alpha, y, K, strategy, machine, contention,
+                   rel_error), known
+
+
+def _decide(problem, eb, known, device, alpha, y, K, strategy, machine, contention,
+            rel_error=0.0):
     if device == "cpu":
         m = machine or cpu_machine()
         return _given_plan(problem, m, 1.0, None, K, eb, 1.0 if contention is None else contention,
                            "device='cpu': every task on the CPU's threads", "given")
-    rel_error = 0.0
-    if machine is None:
-        given = device == "gpu" or (alpha is not None and y is not None)
-        machine, prof_contention, rel_error = _profile_machine(cl_device, autocalibrate=not given)
-        if contention is None:
-            contention = prof_contention
     c = 1.0 if contention is None else float(contention)
     if device == "gpu":
         return _given_plan(problem, machine, 0.0, 0, K, eb, c,

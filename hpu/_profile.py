@@ -36,6 +36,7 @@ so a crash or a second process never leaves half a profile behind.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import json
 import math
@@ -90,14 +91,25 @@ class ProfileKey:
 
     @property
     def digest(self) -> str:
-        text = json.dumps(asdict(self), sort_keys=True)
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+        return _digest(self)
 
     @property
     def filename(self) -> str:
         """``<host>_<device>-<hash>.json`` with only ``[a-z0-9._-]`` in it."""
-        slug = re.sub(r"[^a-z0-9._-]+", "-", f"{self.host}_{self.device}".lower()).strip("-.")
-        return f"{slug[:60] or 'profile'}-{self.digest}.json"
+        return _filename(self)
+
+
+# a run plans on every call: each key is hashed and named once per process, not per call
+@functools.lru_cache(maxsize=64)
+def _digest(key: ProfileKey) -> str:
+    text = json.dumps(asdict(key), sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=64)
+def _filename(key: ProfileKey) -> str:
+    slug = re.sub(r"[^a-z0-9._-]+", "-", f"{key.host}_{key.device}".lower()).strip("-.")
+    return f"{slug[:60] or 'profile'}-{_digest(key)}.json"
 
 
 def _hpu_version() -> str:
@@ -127,7 +139,15 @@ def _device_facts(device) -> _DeviceFacts:
                             device.compute_units)
     if device is None or isinstance(device, str):
         device = dev_mod.select_device(device)
+    return _cl_device_facts(device)
+
+
+@functools.lru_cache(maxsize=16)
+def _cl_device_facts(device) -> _DeviceFacts:
+    """A ``pyopencl.Device``'s facts, asked of the driver once (a plan needs them per call)."""
     import pyopencl as cl
+
+    from hpu._opencl import _device as dev_mod
 
     t = device.type
     kind = ("GPU" if t & cl.device_type.GPU else "ACCELERATOR" if t & cl.device_type.ACCELERATOR
@@ -216,6 +236,10 @@ class Profile:
     #: ``("gamma", 0.012)``), from the spread of their repeats (issue 14); ``()`` for
     #: built-in values and profiles measured before hpu recorded them
     uncertainty: tuple[tuple[str, float], ...] = ()
+    #: what a Numba parallel region and a kernel launch cost (seconds; None: not measured,
+    #: :data:`hpu._overheads.DEFAULTS` stand in)
+    parallel_level_s: float | None = None
+    device_launch_s: float | None = None
 
     # -- derived --------------------------------------------------------------
     @property
@@ -496,6 +520,8 @@ def _from_dict(data) -> Profile:
         schema=schema,
         measured_contention=_optional_contention(data),
         uncertainty=_optional_uncertainty(data),
+        parallel_level_s=_optional_seconds(data, "parallel_level_s"),
+        device_launch_s=_optional_seconds(data, "device_launch_s"),
     ))
 
 
@@ -512,6 +538,15 @@ def _optional_uncertainty(data) -> tuple[tuple[str, float], ...]:
     return tuple(sorted(out))
 
 
+def _optional_seconds(data, name: str) -> float | None:
+    value = data.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise _Invalid(f"field {name!r} is {value!r}; expected seconds in [0, 1] or null")
+    return float(value)
+
+
 def _optional_contention(data) -> float | None:
     value = data.get("measured_contention")
     if value is None:
@@ -526,6 +561,12 @@ def _optional_contention(data) -> float | None:
 
 def profiles_dir() -> Path:
     """``platformdirs.user_config_dir("hpu")/profiles`` (not created here)."""
+    return _profiles_dir(os.environ.get("XDG_CONFIG_HOME"), os.environ.get("HOME"))
+
+
+@functools.lru_cache(maxsize=16)
+def _profiles_dir(xdg_config_home, home) -> Path:
+    """Once per environment (what the folder depends on), not on every call's plan."""
     import platformdirs
 
     return Path(platformdirs.user_config_dir("hpu")) / "profiles"

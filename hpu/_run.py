@@ -97,6 +97,8 @@ class Run:
         head = (f"{self.device}: K={self.K}, alpha={self.alpha}, y={self.y}, "
                 f"tasks cpu={self.cpu_tasks} gpu={self.gpu_tasks}, {self.seconds:.6f} s")
         lines = [head]
+        if self.plan is not None:  # why it ran this way (e.g. a small problem as one task)
+            lines.append(f"  plan: {self.plan.reason}")
         for r in self.levels:
             lines.append(f"  level {r.level:>2} {r.phase:<8} cpu {r.cpu_tasks:>8} tasks "
                          f"{r.cpu_seconds:.6f} s   gpu {r.gpu_tasks:>8} tasks {r.gpu_seconds:.6f} s")

@@ -72,6 +72,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from hpu import _overheads
 from hpu import _profile as _profile_module
 from hpu import _stats
 from hpu._errors import DeviceUnavailableError, HpuError, KernelBuildError
@@ -732,6 +733,7 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
         source="measured", sweeps=sweeps,
         measured_contention=None if contention is None else contention.value,
         uncertainty=uncertainty,
+        **_overheads.measure_quietly(getattr(bench, "device", None)),  # fixed costs (issue 13)
     )
 
 

@@ -1218,6 +1218,10 @@ class Plan:
     #: the predicted phases of the chosen split (cpu share, upload, device share, download,
     #: upper levels), in ``time_unit``
     phases: tuple[Phase, ...] = field(default=(), repr=False)
+    #: levels ``0..cutoff_level`` whose CPU leaf/combine phase runs on the calling thread
+    #: (too little work to pay for a parallel region; :func:`hpu._overheads.serial_levels`).
+    #: How the run executes the plan, not the model's division: left out of ``==``.
+    serial_levels: tuple[int, ...] = field(default=(), compare=False)
 
     @property
     def speedup(self) -> float:

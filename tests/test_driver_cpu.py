@@ -183,7 +183,7 @@ def test_large_inputs(n):
 def test_run_report_levels_and_auto_K():
     import numba
 
-    n = 5000
+    n = 1 << 16  # large enough to be split: a few thousand keys run as one task (K = 0)
     x = np.random.default_rng(7).integers(0, 100, n)
     a = x.copy()
     run = E.mergesort.run(a, np.empty_like(a), 0, n, device="cpu")

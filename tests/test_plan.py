@@ -153,7 +153,7 @@ def test_K_and_the_split_are_decided_in_one_place_each(monkeypatch):
     try:
         for opts in ({"device": "cpu"}, {"device": "gpu"},
                      {"device": "hybrid", "alpha": 0.5, "y": 2}):
-            x = _data(3000, seed=4)
+            x = _data(1 << 16, seed=4)  # split, not the small path (K = 0) of a few thousand
             run = mergesort.options(**opts).run(x, np.empty_like(x), 0, x.size)
             assert run.K == 5 == run.plan.cutoff_level, opts
             assert np.array_equal(x, np.sort(x))
