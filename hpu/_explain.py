@@ -167,6 +167,9 @@ def explain(run, *, seconds_per_unit: float | None = None) -> Explanation:
         if level >= len(plan.tasks):
             return 0
         cpu, dev = plan.tasks[level]
+        if phase in ("count", "fill") and level == plan.transfer_level:
+            # the CPU counts and fills the whole split level before the shares part
+            return cpu + dev if side == "cpu" else 0
         return cpu if side == "cpu" else dev
 
     keys = set(measured) | {k for k, v in predicted.items() if v > 0 or k[1] == "leaf"}
@@ -184,7 +187,8 @@ def explain(run, *, seconds_per_unit: float | None = None) -> Explanation:
             secs = sum(t.seconds for t in run.transfers if t.direction == direction)
             count = sum(1 for t in run.transfers if t.direction == direction)
             rows.append(ExplainRow(None, phase, "link", int(plan.uses_device), count,
-                                   one_way if plan.uses_device else 0.0, secs))
+                                   None if one_way is None else
+                                   (one_way if plan.uses_device else 0.0), secs))
     total = None if scale is None else plan.predicted_time * scale
     return Explanation(tuple(rows), total, float(run.seconds), run.device, run.alpha, run.y,
                        run.K)
