@@ -167,8 +167,8 @@ def explain(run, *, seconds_per_unit: float | None = None) -> Explanation:
         if level >= len(plan.tasks):
             return 0
         cpu, dev = plan.tasks[level]
-        if phase in ("count", "fill") and level == plan.transfer_level:
-            # the CPU counts and fills the whole split level before the shares part
+        if phase in ("count", "fill"):
+            # the host counts and fills every task of a level, the device's share included
             return cpu + dev if side == "cpu" else 0
         return cpu if side == "cpu" else dev
 
