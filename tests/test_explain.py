@@ -176,3 +176,17 @@ def test_cli_without_explain_has_no_table(capsys):
                  "--json"])
     out, _ = capsys.readouterr()
     assert code == 0 and "explain" not in json.loads(out)
+
+
+def test_bench_explain_json(capsys):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import bench_explain
+
+    assert bench_explain.main(["--n", "4096", "--repeat", "2", "--alpha", "0.5", "--y", "2",
+                               "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert len(d["seconds"]) == 2 and d["y"] == 2 and d["measured_s"] in d["seconds"]
+    assert {("leaf", "cpu"), ("leaf", "device")} <= {(r["phase"], r["side"]) for r in d["rows"]}
