@@ -105,8 +105,9 @@ def _as_float_array(values, what: str) -> np.ndarray:
     return arr
 
 
-def point_medians(samples, what: str = "times") -> np.ndarray:
-    """One value per point: a number stays, a sequence of repeats becomes its median.
+def point_medians(samples, what: str = "times", *, q: float = 0.5) -> np.ndarray:
+    """One value per point: a number stays, a sequence of repeats becomes its median
+    (its ``q``-quantile: ``q = LOW_QUANTILE`` for :func:`low_quantile`'s reading).
 
     Raises ``ValueError`` naming the point when a repeat list is empty or holds
     a negative or non-finite time.
@@ -122,7 +123,7 @@ def point_medians(samples, what: str = "times") -> np.ndarray:
         if not np.all(np.isfinite(reps)) or np.any(reps < 0):
             raise ValueError(
                 f"{what}[{i}] holds {reps.tolist()!r}; expected finite times >= 0 seconds")
-        out.append(float(np.median(reps)))
+        out.append(float(np.median(reps)) if q == 0.5 else float(np.quantile(reps, q)))
     return np.asarray(out, dtype=float)
 
 
@@ -268,13 +269,16 @@ def fit_transfer(xs, ys, *, large_fraction: float = 0.25) -> Line:
       there is, decide it.
 
     On a straight line with noise this recovers the line; on a bent one it
-    overestimates mid-sized copies rather than underestimating large ones.  Repeats are reduced to medians first; a whole spoiled size
-    among the large ones moves δ only when it is a third of them or more.
+    overestimates mid-sized copies rather than underestimating large ones.
+    Repeats are reduced to their lower quartiles first (:data:`LOW_QUANTILE`:
+    other processes only ever add time, and a loaded machine's medians made δ
+    vary 3x between quick calibrations); a whole spoiled size among the large
+    ones moves δ only when it is a third of them or more.
     """
     if not (0 < large_fraction <= 1):
         raise ValueError(f"large_fraction={large_fraction!r}; expected a fraction in (0, 1]")
     x = _as_float_array(xs, "xs")
-    y = point_medians(ys, "ys")
+    y = point_medians(ys, "ys", q=LOW_QUANTILE)
     if x.size != y.size:
         raise ValueError(f"xs has {x.size} values but ys has {y.size}; expected one y (or repeats) per x")
     if x.size < 2 or np.unique(x).size < 2:

@@ -834,19 +834,46 @@ def _solver_ratio(sorter, device, sizes, settings: CalibrationSettings, rng):
     return gamma, _stats.combine_estimates(per_unit)
 
 
+#: The level where the contention measurement splits the tree: 2**3 tasks, half on each
+#: side, each task n/8 keys (2**16..2**18 for the calibration's sizes) -- the split the
+#: planner picks for mergesort in the megabytes, not the one-task-per-side split at level 1
+#: whose ratio flipped the plan between calibrations (issue 14).
+CONTENTION_LEVEL = 3
+
+
+def contention_from_times(both: float, cpu: float, device: float) -> float:
+    """The model's contention factor from one share run together and each run alone.
+
+    :func:`hpu.model.simulate` slows both shares by ``c`` while both compute
+    and lets the longer one finish alone, so that together they take
+    ``c·min + (max − min)``; solved for ``c`` (at least 1, at most 16).  The
+    ratio ``both / max`` that this replaces understates ``c`` when the shares
+    are unequal, and is what the model then misapplied.
+    """
+    lo, hi = min(cpu, device), max(cpu, device)
+    if lo <= 0:
+        return 1.0
+    return float(min(16.0, max(1.0, (both - (hi - lo)) / lo)))
+
+
 def _measure_contention(sorter, device, n: int, settings: CalibrationSettings, rng):
     """Slowdown when the CPU and a device on the same cores work at once (>= 1), an Estimate.
 
-    ``t_both``: a hybrid run of ``n`` keys split at level 1, one half on each
-    side, less its final merge (which runs alone); against the slower of the
-    two halves run alone on their own side.  The three runs are taken in
-    rounds (both, CPU half, device half), so that load from elsewhere hits
-    them alike, with more rounds while the ratio is noisy; the contention is
-    the ratio of their lower quartiles (:func:`hpu._stats.paired_ratio`).
+    A hybrid run of ``n`` keys split at :data:`CONTENTION_LEVEL` (``α = 0.5``:
+    half the tasks on each side), less its levels above the split (which the
+    CPU runs alone after the join), against each share run alone on its own
+    side (a sort of ``n/2`` keys less its levels above the same tasks; every
+    run with the same cut-off level, one below the split).  The
+    three runs are taken in rounds in a rotating order, so that load from
+    elsewhere meets them alike, with more rounds while the per-round factor is
+    noisy; the factor is :func:`contention_from_times` of the three lower
+    quartiles (interference only adds time), its error that of the per-round
+    factors' median.
     """
     half = n // 2
+    y = CONTENTION_LEVEL
 
-    def timed(device_kind, count, **options):
+    def timed(device_kind, count, above, **options):
         keys = rng.integers(0, 2 * count, count).astype(np.int32)
         a, tmp = keys.copy(), np.empty_like(keys)
         w = time.perf_counter()
@@ -855,20 +882,38 @@ def _measure_contention(sorter, device, n: int, settings: CalibrationSettings, r
         if not np.array_equal(a, np.sort(keys)) or run.fallbacks:
             raise DeviceUnavailableError("the contention measurement sorted wrongly or fell back "
                                          f"({run.fallbacks}); choose another device with --device")
-        top = sum(r.cpu_seconds for r in run.levels if r.level == 0 and r.phase == "combine")
-        return t - (top if device_kind == "hybrid" else 0.0)
+        top = sum(r.cpu_seconds + r.gpu_seconds for r in run.levels
+                  if r.level < above and r.phase == "combine")
+        return t - top
 
-    def both():
-        return timed("hybrid", n, alpha=0.5, y=1)
+    # the same cut-off everywhere (level y+1 of the whole tree, level y of a half's), so that
+    # each share alone runs exactly the tasks it runs beside the other
+    sides = {"both": lambda: timed("hybrid", n, y, alpha=0.5, y=y, K=y + 1),
+             "cpu": lambda: timed("cpu", half, y - 1, K=y),
+             "device": lambda: timed("gpu", half, y - 1, K=y)}
+    for f in sides.values():            # warm-ups
+        f()
+    times: dict[str, list[float]] = {k: [] for k in sides}
+    factors: list[float] = []
+    order = list(sides)
 
-    def alone():
-        return max(timed("cpu", half), timed("gpu", half))
+    def one_round():
+        k = len(factors) % len(order)
+        got = {name: float(sides[name]()) for name in order[k:] + order[:k]}
+        for name, t in got.items():
+            times[name].append(t)
+        factors.append(contention_from_times(got["both"], got["cpu"], got["device"]))
 
-    both(), alone()                     # warm-ups
-    est, _, _ = _stats.paired_ratio(both, alone, min_pairs=settings.repeats,
-                                    max_pairs=settings.repeat_cap,
-                                    target=settings.target_rel_error)
-    return _stats.Estimate(float(min(16.0, max(1.0, est.value))), est.rel_error, est.samples)
+    _stats._check_budget(settings.repeats, settings.repeat_cap, settings.target_rel_error)
+    for _ in range(settings.repeats):
+        one_round()
+    while (len(factors) < settings.repeat_cap
+           and _stats.median_rel_error(factors) > settings.target_rel_error):
+        for _ in range(min(settings.repeat_cap - len(factors), max(1, len(factors) // 2))):
+            one_round()
+    value = contention_from_times(*(_stats.low_quantile(times[k])
+                                    for k in ("both", "cpu", "device")))
+    return _stats.Estimate(value, _stats.median_rel_error(factors), len(factors))
 
 
 # ------------------------------------------------------------------------ figures

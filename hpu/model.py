@@ -840,6 +840,26 @@ class Phase:
 
 
 @dataclass(frozen=True)
+class LevelTime:
+    """The predicted time of one level's work on one side (in ``time_unit``).
+
+    ``phase`` is ``"combine"`` for a level above the cut-off ``K`` (the model's
+    ``f(n/b**i)`` per task: divide and combine) and ``"leaf"`` at ``K`` (each
+    task solves its whole subtree); ``side`` is ``"cpu"`` or ``"device"``.
+    ``seconds`` includes the contention the side meets while the other side
+    computes (spread evenly over its share's levels, as :func:`simulate`
+    charges it).  The runtime's bookkeeping phases (``count``, ``fill``) are
+    not priced by the model.
+    """
+
+    level: int
+    phase: str
+    side: str
+    tasks: int
+    seconds: float
+
+
+@dataclass(frozen=True)
 class Schedule:
     """The predicted time of one concrete split (in ``time_unit``).
 
@@ -866,6 +886,8 @@ class Schedule:
     transfer_bytes: int
     time_unit: str
     phases: tuple[Phase, ...] = field(repr=False)
+    #: the predicted time of each level on each side, levels ``0..K`` (see :class:`LevelTime`)
+    level_times: tuple[LevelTime, ...] = field(default=(), repr=False)
 
 
 #: Whole-subtree tasks per CPU core at the cut-off level K (load balance for ``prange``).
@@ -961,6 +983,20 @@ def _side_time(it: _Integer, a: int, tasks: int, y: int, K: int, workers: float,
     return time, work
 
 
+def _side_levels(it: _Integer, a: int, tasks: int, y: int, K: int, workers: float,
+                 speed: float, side: str, factor: float) -> list[LevelTime]:
+    """:func:`_side_time`'s terms one level at a time, each scaled by ``factor``."""
+    if tasks == 0:
+        return []
+    out = []
+    for i in range(y, K + 1):
+        m = tasks * a ** (i - y)
+        cost = it.f[i] if i < K else it.subtree[K]
+        out.append(LevelTime(i, "combine" if i < K else "leaf", side, m,
+                             factor * _rounds(m, workers) * cost / speed))
+    return out
+
+
 def _overlap(cpu: float, dev_start: float, dev: float, contention: float) -> tuple[float, float]:
     """End times of the CPU share (from 0) and the device share (from ``dev_start``).
 
@@ -1007,12 +1043,21 @@ def _simulate(problem: Problem, machine: Machine, cpu_tasks: int, y: int, K: int
                    Phase("download", "link", dev_end, dev_end + one_way)]
     if y > 0:
         phases.append(Phase("upper levels", "cpu", join, total))
+    # per level: the upper levels on the CPU, then each share's levels with its contention
+    levels = [LevelTime(i, "combine" if i < K else "leaf", "cpu", a ** i,
+                        _rounds(a ** i, machine.p) * (it.f[i] if i < K else it.subtree[K]) * scale)
+              for i in range(min(y, K))]
+    levels += _side_levels(it, a, cpu_tasks, y, K, machine.p, 1.0, "cpu",
+                           scale * (cpu_end / cpu_t if cpu_t > 0 else 1.0))
+    levels += _side_levels(it, a, dev_tasks, y, K, machine.g, machine.gamma, "device",
+                           scale * ((dev_end - one_way) / dev_t if dev_t > 0 else 1.0))
     return Schedule(
         alpha=cpu_tasks / m, y=y, K=K, cpu_tasks=cpu_tasks, device_tasks=dev_tasks,
         cpu_share_time=cpu_end, device_share_time=(dev_end - one_way) if dev_tasks else 0.0,
         transfer_time=2 * one_way, upper_levels_time=upper, total_time=total,
         device_work_fraction=dev_w / (t.leaves + t.work(0.0, t.L)) if dev_tasks else 0.0,
-        transfer_bytes=2 * nbytes, time_unit=machine.time_unit, phases=tuple(phases))
+        transfer_bytes=2 * nbytes, time_unit=machine.time_unit, phases=tuple(phases),
+        level_times=tuple(sorted(levels, key=lambda r: (r.level, r.side))))
 
 
 def _check_run_options(element_bytes, contention) -> tuple[int, float]:
@@ -1222,6 +1267,11 @@ class Plan:
     #: (too little work to pay for a parallel region; :func:`hpu._overheads.serial_levels`).
     #: How the run executes the plan, not the model's division: left out of ``==``.
     serial_levels: tuple[int, ...] = field(default=(), compare=False)
+    #: the predicted time of each level on each side of the chosen split (:class:`LevelTime`),
+    #: what ``hpu run --explain`` sets beside the measured times
+    level_times: tuple[LevelTime, ...] = field(default=(), repr=False)
+    #: the transfer cost of the chosen split, one way (``λ + δ·bytes``, in ``time_unit``)
+    transfer_one_way: float = 0.0
 
     @property
     def speedup(self) -> float:
@@ -1343,7 +1393,8 @@ def _plan_of(problem, machine, strategy, chosen, *, alpha, y, frac, reason, t_cp
         time_unit=machine.time_unit, p=machine.p, g=machine.g, gamma=machine.gamma,
         n=problem.n, a=problem.a, b=problem.b, cost=problem.cost.text, height=t.L,
         uses_device=uses, reason=reason, levels=levels, tasks=_split_tasks(problem, chosen),
-        phases=chosen.phases)
+        phases=chosen.phases, level_times=chosen.level_times,
+        transfer_one_way=chosen.transfer_time / 2)
 
 
 def given_plan(problem: Problem, machine: Machine, *, alpha: float, y: int | None,

@@ -557,3 +557,32 @@ def test_the_runtime_plans_with_the_profiles_uncertainty(tmp_path, monkeypatch):
     a = np.zeros(1 << 12, np.int32)
     mergesort.options(device="hybrid").plan(a, np.empty_like(a), 0, a.size)
     assert seen["args"][-1] == pytest.approx(0.05)
+
+
+# ------------------------------------------------ contention as the model applies it (issue 14)
+
+@given(exp=st.integers(12, 24), y=st.integers(1, 6), cpu_share=st.integers(1, 63),
+       c=st.floats(1.0, 8.0), gamma=st.floats(0.3, 3.0))
+@settings(deadline=None)
+def test_contention_from_times_recovers_the_models_factor(exp, y, cpu_share, c, gamma):
+    """Times that follow the simulator's overlap rule give back its contention exactly."""
+    from hpu import model
+
+    problem = model.Problem(a=2, b=2, cost="n", n=2 ** exp)
+    machine = model.Machine(p=1, g=1, gamma=gamma, seconds_per_unit=5e-9)
+    m = 2 ** y
+    alpha = min(cpu_share, m - 1) / m
+    slow = model.simulate(problem, machine, alpha=alpha, y=y, contention=c)
+    alone = model.simulate(problem, machine, alpha=alpha, y=y, contention=1.0)
+    both = max(slow.cpu_share_time, slow.device_share_time)
+    got = cal.contention_from_times(both, alone.cpu_share_time, alone.device_share_time)
+    assert got == pytest.approx(c, rel=1e-9)
+
+
+def test_contention_from_times_bounds():
+    assert cal.contention_from_times(1.0, 1.0, 1.0) == 1.0          # no slowdown
+    assert cal.contention_from_times(0.5, 1.0, 1.0) == 1.0          # faster together: 1
+    assert cal.contention_from_times(100.0, 1.0, 1.0) == 16.0       # capped
+    assert cal.contention_from_times(1.0, 0.0, 1.0) == 1.0          # an empty share
+    # unequal shares: only the overlap is slowed, so the factor exceeds both / max
+    assert cal.contention_from_times(2.5, 1.0, 2.0) == pytest.approx(1.5)

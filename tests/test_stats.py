@@ -403,3 +403,13 @@ def test_within_noise():
     assert _stats.within_noise(0.0, 0.0, 0.0)
     with pytest.raises(ValueError):
         _stats.within_noise(1.0, 1.0, -1)
+
+
+def test_transfer_fit_reads_repeats_by_their_lower_quartile():
+    """Interference only adds time: half of every size's repeats slowed 2x leaves δ and λ."""
+    lam, delta = 1e-5, 1e-10
+    ys = [[lam + delta * x] * 2 + [2 * (lam + delta * x)] * 2 for x in SIZES]
+    line = _stats.fit_transfer(SIZES, ys)
+    assert line.slope == pytest.approx(delta, rel=1e-9)
+    assert line.intercept == pytest.approx(lam, rel=1e-6)
+    assert _stats.point_medians([[1.0, 2.0, 3.0, 4.0]], q=_stats.LOW_QUANTILE)[0] == 1.75

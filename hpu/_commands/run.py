@@ -100,6 +100,9 @@ def add_arguments(parser) -> None:
                         help="with --cluster: distribute at this level of the tree whatever "
                              "the model says (default: the model decides)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--explain", action="store_true",
+                        help="also set the plan's predicted time of each level and phase beside "
+                             "the measured one (the hybrid's last run, else the only device's)")
 
 
 def _bad(flag: str, text, expected: str, example: str) -> _BadValue:
@@ -143,6 +146,7 @@ class Options:
     json: bool
     cluster: str | None = None
     cluster_level: int | None = None
+    explain: bool = False
 
 
 def parse_options(args) -> Options:
@@ -193,7 +197,8 @@ def parse_options(args) -> Options:
         level = _parse_int(level, "--cluster-level", "an integer >= 0 (a level of the tree)",
                            "3", 0)
     return Options(algorithm, n, devices, alpha, y, strategy, args.cl_device, dtype, seed,
-                   repeat, bool(args.json), cluster, level)
+                   repeat, bool(args.json), cluster, level,
+                   bool(getattr(args, "explain", False)))
 
 
 # ----------------------------------------------------------------------- algorithms
@@ -369,6 +374,7 @@ class _Report:
             "skipped": dict(self.skipped),
             "reference": self.reference,
             "verified": True,
+            **({"explain": _explain_dict(run, o.cl_device)} if o.explain else {}),
         }
 
 
@@ -525,7 +531,40 @@ def render_text(report: _Report) -> str:
     for w in report.warnings:
         out.append(f"note: {w}")
     out.append(f"verified: every result of every run equals {report.reference}")
+    if o.explain:
+        out.append("")
+        out.append("no hpu run to explain" if run is None
+                   else _explanation(run, o.cl_device).table())
     return "\n".join(out)
+
+
+def _explanation(run, cl_device):
+    """:func:`hpu._explain.explain` of ``run``; a plan in model units (``--device cpu``) is
+    priced with the stored profile's seconds per unit, when one was measured."""
+    from hpu._explain import explain
+
+    spu = None
+    if run.plan is not None and run.plan.time_unit != "s":
+        try:
+            from hpu import _profile
+
+            prof = _profile.active_profile(cl_device, autocalibrate=False)
+            spu = prof.cpu_seconds_per_element if prof.source == "measured" else None
+        except Exception:  # no OpenCL or no profile: the rows say "-" for predicted
+            spu = None
+    return explain(run, seconds_per_unit=spu)
+
+
+def _explain_dict(run, cl_device) -> dict | None:
+    if run is None:
+        return None
+    e = _explanation(run, cl_device)
+    return {"predicted_s": e.predicted_total_s, "measured_s": e.measured_total_s,
+            "error": e.error,
+            "rows": [{"level": r.level, "phase": r.phase, "side": r.side,
+                      "tasks_planned": r.tasks_planned, "tasks_run": r.tasks_run,
+                      "predicted_s": r.predicted_s, "measured_s": r.measured_s,
+                      "error": r.error} for r in e.rows]}
 
 
 # --------------------------------------------------------------------------- main
