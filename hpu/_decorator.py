@@ -461,6 +461,8 @@ def _kind_key(v):
 
 def _check_value(fname: str, p: str, v, spec, written: bool, write_line):
     where = f"{fname}(): parameter {p!r}"
+    if isinstance(v, (list, tuple)) and (p in spec.indexed or any(p == w[0] for w in (spec.views or ()))):
+        v = _list_argument(where, fname, p, v, written, write_line)
     if isinstance(v, np.ndarray):
         if v.ndim == 0:
             raise ValueError(f"{where} received a 0-d array ({v.dtype}); expected a scalar or "
@@ -501,3 +503,21 @@ def _check_value(fname: str, p: str, v, spec, written: bool, write_line):
         return float(v)
     raise TypeError(f"{where} received {_describe(v)}; expected a 1-D NumPy array or an "
                     "int, float or bool scalar; convert it with np.asarray(...) or int(...)")
+
+
+def _list_argument(where, fname, p, v, written, write_line):
+    """A list of numbers where the function indexes an array: one NumPy array, with the
+    dtype NumPy infers (see :mod:`hpu._functional`).  A list the function writes to is
+    refused: the writes would land in the converted copy, not in the caller's list."""
+    from hpu._functional import list_to_array
+
+    arr = list_to_array(v)
+    if not isinstance(arr, np.ndarray):
+        return v
+    if written:
+        at = f" (line {write_line})" if write_line else ""
+        raise TypeError(f"{where} received a list of {len(v)} items, but {fname} writes to "
+                        f"{p!r}{at}, and a list is converted to a new array that the caller "
+                        f"never sees; pass a NumPy array: {p} = np.asarray({p}) and read the "
+                        f"result from {p}")
+    return arr
