@@ -138,7 +138,16 @@ class DivideAndConquer:
         self._closure = None
         self._programs: dict = {}
         self._lock = threading.RLock()
+        self._functional = None     # (file, line, construct) of an allocation: hpu._functional
+        self._compiled = None
         if not _disabled():
+            from hpu._functional import check_shape, find_allocation
+
+            alloc = find_allocation(fn)
+            if alloc is not None:
+                check_shape(fn, (inspect.getsourcefile(fn), fn.__code__.co_firstlineno))
+                self._functional = alloc
+                return
             self._parse()
             self._resolve(deferrable=True)
 
@@ -175,6 +184,14 @@ class DivideAndConquer:
 
     # ------------------------------------------------------------------ arguments
     def _check_args(self, args, kwargs) -> dict[str, Any]:
+        if self._functional is not None:
+            file, line, what = self._functional
+            raise TranslationError(
+                f"a breadth-first plan or OpenCL source of {self.__name__!r} is not supported: "
+                f"it allocates or returns arrays (`{what}`), which run on the CPU as the "
+                "function compiled by Numba", filename=file, lineno=line,
+                construct="array allocation", hint=f"Call {self.__name__}(...) or "
+                f"{self.__name__}.run(...); see docs/guide_functional.md")
         spec = self._parse()
         closure = self._resolve()
         name = spec.name
@@ -225,9 +242,45 @@ class DivideAndConquer:
         """The original compiled by Numba, on one core (004's baseline); returns its value."""
         if _disabled():
             return self.py_func(*args, **kwargs)
+        if self._functional is not None:
+            from hpu._functional import convert_arguments
+
+            args, kwargs = convert_arguments(args, kwargs)
+            return self._functional_compiled()(*args, **kwargs)
         values = self._check_args(args, kwargs)
         program = self._program(values)
         return program.function(*(values[p] for p in program.spec.params))
+
+    # ------------------------------------------------------------------ functional
+    def _functional_compiled(self):
+        with self._lock:
+            if self._compiled is None:
+                from hpu._functional import compile_functional
+
+                self._compiled = compile_functional(self.py_func, self)
+            return self._compiled
+
+    def _run_functional(self, o, args, kwargs) -> Run:
+        """A function that allocates or returns arrays (see :mod:`hpu._functional`): the
+        function compiled by Numba on the CPU; other devices fall back to it, recorded."""
+        import warnings
+
+        from hpu._errors import HpuPerformanceWarning
+        from hpu._functional import FALLBACK_REASON, convert_arguments
+
+        fallbacks = []
+        if o["device"] != "cpu" or o["cluster"] is not None:
+            file, line, what = self._functional
+            reason = FALLBACK_REASON.format(name=self.__name__, line=line, what=what)
+            fallbacks.append(reason)
+            warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=4)
+        args, kwargs = convert_arguments(args, kwargs)
+        compiled = self._functional_compiled()
+        t0 = time.perf_counter()
+        value = compiled(*args, **kwargs)
+        return Run(value=value, device=o["device"], alpha=1.0, y=None, K=0, cpu_tasks=1,
+                   gpu_tasks=0, fallbacks=fallbacks, levels=(), transfers=(),
+                   seconds=time.perf_counter() - t0)
 
     def options(self, **options) -> "Configured":
         """This function with run options set; its call, ``.run``, ``.plan``,
@@ -280,6 +333,8 @@ class DivideAndConquer:
             return Run(value=value, device="python", alpha=None, y=None, K=0, cpu_tasks=1,
                        gpu_tasks=0, fallbacks=[], levels=(), transfers=(),
                        seconds=time.perf_counter() - t0)
+        if self._functional is not None:
+            return self._run_functional(o, args, kwargs)
         values = self._check_args(args, kwargs)
         program = self._program(values)
         return self._run_checked(o, values, program)

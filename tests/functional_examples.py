@@ -74,3 +74,100 @@ REFERENCES = {
     "list_sum": (list_sum, lambda xs: float(sum(xs))),
     "smallest": (smallest, lambda xs: float(min(xs)) if len(xs) else math.inf),
 }
+
+
+# ---------------------------------------------------------------- arrays allocated and returned
+
+def merge(left, right):
+    """The textbook two-finger merge into a new array."""
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = 0
+    j = 0
+    k = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+        k += 1
+    while i < len(left):
+        out[k] = left[i]
+        i += 1
+        k += 1
+    while j < len(right):
+        out[k] = right[j]
+        j += 1
+        k += 1
+    return out
+
+
+@hpu.divide_and_conquer
+def msort(a):
+    """Sorted copy of ``a`` (the issue's example); ``a`` untouched."""
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    return merge(msort(a[:m]), msort(a[m:]))
+
+
+def merge_count(left, right):
+    out = np.zeros(len(left) + len(right), left.dtype)
+    i = 0
+    j = 0
+    inv = 0
+    for k in range(len(out)):
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+            inv += len(left) - i
+    return out, inv
+
+
+@hpu.divide_and_conquer
+def sort_count(a):
+    """(sorted copy, number of inversions)."""
+    if len(a) <= 1:
+        return a.copy(), 0
+    m = len(a) // 2
+    left, x = sort_count(a[:m])
+    right, y = sort_count(a[m:])
+    out, z = merge_count(left, right)
+    return out, x + y + z
+
+
+@hpu.divide_and_conquer
+def best_run(a):
+    """(max subarray sum, best prefix, best suffix, total) over a scratch copy; -inf empty."""
+    if len(a) == 0:
+        return float("-inf"), float("-inf"), float("-inf"), 0.0
+    if len(a) == 1:
+        b = np.empty(1, np.float64)
+        b[0] = a[0]
+        return b[0], b[0], b[0], b[0]
+    m = len(a) // 2
+    l1, l2, l3, l4 = best_run(a[:m])
+    r1, r2, r3, r4 = best_run(a[m:])
+    return max(l1, r1, l3 + r2), max(l2, l4 + r2), max(r3, r4 + l3), l4 + r4
+
+
+def plain_inversions(xs):
+    return sum(1 for i in range(len(xs)) for j in range(i + 1, len(xs)) if xs[i] > xs[j])
+
+
+def plain_best_run(xs):
+    n = len(xs)
+    prefix = max((float(sum(xs[:k])) for k in range(1, n + 1)), default=float("-inf"))
+    suffix = max((float(sum(xs[k:])) for k in range(n)), default=float("-inf"))
+    return plain_max_subarray(xs), prefix, suffix, float(sum(xs))
+
+
+ARRAY_REFERENCES = {
+    "msort": (msort, lambda xs: (sorted(xs),)),
+    "sort_count": (sort_count, lambda xs: (sorted(xs), plain_inversions(xs))),
+    "best_run": (best_run, lambda xs: plain_best_run(xs)),
+}

@@ -5,6 +5,7 @@ user's line with every blocking construct named."""
 from __future__ import annotations
 
 import inspect
+import warnings
 import math
 
 import numpy as np
@@ -181,3 +182,81 @@ def test_truth_of_an_array_means_not_empty():
     text = ast.unparse(tree)
     assert "len(a) == 0 or k" in text and "while len(a) != 0" in text
     assert "k = len(a) != 0" in text
+
+
+# ---------------------------------------------------------------- arrays allocated and returned
+
+from functional_examples import ARRAY_REFERENCES  # noqa: E402
+
+from hpu import HpuPerformanceWarning  # noqa: E402
+
+ALL_DEVICES = [("cpu", None, None), ("gpu", None, None), ("hybrid", 0.5, 2),
+               ("hybrid", 0.0, 1)]
+
+
+def _check_array_result(name, xs, dtype):
+    f, plain = ARRAY_REFERENCES[name]
+    want = plain(list(xs))
+    x = np.asarray(xs, dtype=dtype)
+    keep = x.copy()
+    for device, alpha, y in ALL_DEVICES:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            run = f.run(x, **_options(device, alpha, y))
+        got = run.value if isinstance(run.value, tuple) else (run.value,)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            if isinstance(g, np.ndarray):
+                assert g.dtype == x.dtype                 # Numba's dtype: the input's
+                assert g.tolist() == list(w), (name, device)
+            else:
+                assert _same(g, w), (name, device, g, w)
+        assert np.array_equal(x, keep)                    # the input untouched
+        if device == "cpu":
+            assert run.fallbacks == []
+        else:                                             # the device is not built yet
+            assert len(run.fallbacks) == 1 and "allocates" in run.fallbacks[0]
+            assert any(issubclass(w.category, HpuPerformanceWarning) for w in caught)
+
+
+@pytest.mark.parametrize("name", sorted(ARRAY_REFERENCES))
+@settings(COMPILES, max_examples=8)
+@given(xs=st.lists(st.integers(-40, 40), max_size=60), dtype=st.sampled_from(
+    [np.int32, np.int64, np.float64]))
+def test_array_results_match_plain_python(name, xs, dtype):
+    _check_array_result(name, xs, dtype)
+
+
+@pytest.mark.parametrize("name", sorted(ARRAY_REFERENCES))
+@pytest.mark.parametrize("n", [1, 2, 7, 1001])
+def test_array_results_sizes(name, n):
+    xs = [(i * 7919) % 211 - 100 for i in range(n)]
+    _check_array_result(name, xs, np.int64)
+
+
+def test_a_list_in_an_array_out():
+    from functional_examples import msort
+
+    got = msort.options(device="cpu")([3, 1, 2])
+    assert isinstance(got, np.ndarray) and got.tolist() == [1, 2, 3]
+    assert got.dtype == np.asarray([3, 1, 2]).dtype
+    assert msort.sequential([2.5, 1.5]).tolist() == [1.5, 2.5]
+
+
+def test_allocation_is_decided_at_decoration_and_plan_says_why():
+    from functional_examples import msort
+
+    assert msort._functional is not None and "copy" in msort._functional[2]
+    with pytest.raises(TranslationError, match="allocates or returns arrays"):
+        msort.plan(np.arange(4))
+
+
+def one_call_alloc(a):
+    if len(a) <= 1:
+        return a.copy()
+    return one_call_alloc(a[1:])
+
+
+def test_a_functional_function_with_one_call_is_refused_at_decoration():
+    with pytest.raises(TranslationError, match="recursive call"):
+        hpu.divide_and_conquer(one_call_alloc)
