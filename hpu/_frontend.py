@@ -942,6 +942,8 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
     # results: every return agrees
     returns = [r for s in body for r in ast.walk(s) if isinstance(r, ast.Return)]
     _refuse_none_sentinel(returns, name, where)
+    _refuse_array_param_returns(returns, _subscripted_params(body, params)
+                                | _functional.array_names(tree), name, where)
     arities = {_return_arity(r) for r in returns}
     if not combine:
         arities.add(0)  # falls off the end after the calls
@@ -1019,6 +1021,20 @@ def _refuse_none_sentinel(returns, name, where: _Where) -> None:
                      "and a kernel's result has one type: a number or a tuple of numbers",
                      "return a sentinel of the result's type instead, e.g. float('-inf') "
                      "or -1, or a pair (found, value) with found = 0 or 1")
+
+
+def _refuse_array_param_returns(returns, arrays, name, where: _Where) -> None:
+    """`return a` of an array parameter: refused here, at decoration, not at the first
+    call when Numba types the result."""
+    for r in returns:
+        parts = r.value.elts if isinstance(r.value, ast.Tuple) else [r.value]
+        for e in parts:
+            if isinstance(e, ast.Name) and e.id in arrays:
+                where.refuse(r, f"returning the array parameter {e.id!r}",
+                             f"{name} would hand back the caller's own array, not a result",
+                             f"return a new array ({e.id}.copy()) to make {name} functional "
+                             "(see hpu._functional), or return numbers and write the array "
+                             "in place")
 
 
 def _arity_words(k: int) -> str:

@@ -201,9 +201,24 @@ def _helpers(tree, glb, seen) -> list:
     return out
 
 
+def _array_return(tree) -> tuple[int, str] | None:
+    """A return of an array parameter (or of a slice of one), alone or in a tuple."""
+    arrays = array_names(tree)
+    for r in ast.walk(tree):
+        if isinstance(r, ast.Return) and r.value is not None:
+            parts = r.value.elts if isinstance(r.value, ast.Tuple) else [r.value]
+            for e in parts:
+                if (isinstance(e, ast.Name) and e.id in arrays) or (
+                        isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Slice)
+                        and isinstance(e.value, ast.Name) and e.value.id in arrays):
+                    return r.lineno, f"return {ast.unparse(r.value)}"
+    return None
+
+
 def find_allocation(fn) -> tuple[str, int, str] | None:
     """``(filename, line, construct)`` of the first array allocation in ``fn`` or the
-    helpers it calls, or None: a function with one is run functionally."""
+    helpers it calls, or None: a function with one is run functionally (decided at
+    decoration, not at the first call)."""
     import inspect
 
     seen = {fn}

@@ -260,3 +260,20 @@ def one_call_alloc(a):
 def test_a_functional_function_with_one_call_is_refused_at_decoration():
     with pytest.raises(TranslationError, match="recursive call"):
         hpu.divide_and_conquer(one_call_alloc)
+
+
+def returns_param(a, lo, hi):
+    if hi - lo <= 1:
+        return a  # param-here
+    mid = (lo + hi) // 2
+    a[lo] = a[mid]
+    x = returns_param(a, lo, mid)
+    y = returns_param(a, mid, hi)
+    return x
+
+
+def test_returning_an_array_parameter_is_refused_at_decoration():
+    with pytest.raises(TranslationError) as info:
+        hpu.divide_and_conquer(returns_param)
+    assert info.value.lineno == _line(returns_param, "param-here")
+    assert "a.copy()" in str(info.value)
