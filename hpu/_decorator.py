@@ -143,7 +143,16 @@ class DivideAndConquer:
         self._closure = None
         self._programs: dict = {}
         self._lock = threading.RLock()
+        self._functional = None     # (file, line, construct) of an allocation: hpu._functional
+        self._compiled = None
         if not _disabled():
+            from hpu._functional import check_shape, find_allocation
+
+            alloc = find_allocation(fn)
+            if alloc is not None:
+                check_shape(fn, (inspect.getsourcefile(fn), fn.__code__.co_firstlineno))
+                self._functional = alloc
+                return
             self._parse()
             self._resolve(deferrable=True)
 
@@ -180,6 +189,14 @@ class DivideAndConquer:
 
     # ------------------------------------------------------------------ arguments
     def _check_args(self, args, kwargs) -> dict[str, Any]:
+        if self._functional is not None:
+            file, line, what = self._functional
+            raise TranslationError(
+                f"a breadth-first plan or OpenCL source of {self.__name__!r} is not supported: "
+                f"it allocates or returns arrays (`{what}`), which run on the CPU as the "
+                "function compiled by Numba", filename=file, lineno=line,
+                construct="array allocation", hint=f"Call {self.__name__}(...) or "
+                f"{self.__name__}.run(...); see docs/guide_functional.md")
         spec = self._parse()
         closure = self._resolve()
         name = spec.name
@@ -231,9 +248,45 @@ class DivideAndConquer:
         """The original compiled by Numba, on one core (004's baseline); returns its value."""
         if _disabled():
             return self.py_func(*args, **kwargs)
+        if self._functional is not None:
+            from hpu._functional import convert_arguments
+
+            args, kwargs = convert_arguments(args, kwargs)
+            return self._functional_compiled()(*args, **kwargs)
         values = self._check_args(args, kwargs)
         program = self._program(values)
         return program.function(*(values[p] for p in program.spec.params))
+
+    # ------------------------------------------------------------------ functional
+    def _functional_compiled(self):
+        with self._lock:
+            if self._compiled is None:
+                from hpu._functional import compile_functional
+
+                self._compiled = compile_functional(self.py_func, self)
+            return self._compiled
+
+    def _run_functional(self, o, args, kwargs) -> Run:
+        """A function that allocates or returns arrays (see :mod:`hpu._functional`): the
+        function compiled by Numba on the CPU; other devices fall back to it, recorded."""
+        import warnings
+
+        from hpu._errors import HpuPerformanceWarning
+        from hpu._functional import FALLBACK_REASON, convert_arguments
+
+        fallbacks = []
+        if o["device"] != "cpu" or o["cluster"] is not None:
+            file, line, what = self._functional
+            reason = FALLBACK_REASON.format(name=self.__name__, line=line, what=what)
+            fallbacks.append(reason)
+            warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=4)
+        args, kwargs = convert_arguments(args, kwargs)
+        compiled = self._functional_compiled()
+        t0 = time.perf_counter()
+        value = compiled(*args, **kwargs)
+        return Run(value=value, device=o["device"], alpha=1.0, y=None, K=0, cpu_tasks=1,
+                   gpu_tasks=0, fallbacks=fallbacks, levels=(), transfers=(),
+                   seconds=time.perf_counter() - t0)
 
     def options(self, **options) -> "Configured":
         """This function with run options set; its call, ``.run``, ``.plan``,
@@ -286,6 +339,8 @@ class DivideAndConquer:
             return Run(value=value, device="python", alpha=None, y=None, K=0, cpu_tasks=1,
                        gpu_tasks=0, fallbacks=[], levels=(), transfers=(),
                        seconds=time.perf_counter() - t0)
+        if self._functional is not None:
+            return self._run_functional(o, args, kwargs)
         values = self._check_args(args, kwargs)
         program = self._program(values)
         return self._run_checked(o, values, program)
@@ -467,6 +522,8 @@ def _kind_key(v):
 
 def _check_value(fname: str, p: str, v, spec, written: bool, write_line):
     where = f"{fname}(): parameter {p!r}"
+    if isinstance(v, (list, tuple)) and (p in spec.indexed or any(p == w[0] for w in (spec.views or ()))):
+        v = _list_argument(where, fname, p, v, written, write_line)
     if isinstance(v, np.ndarray):
         if v.ndim == 0:
             raise ValueError(f"{where} received a 0-d array ({v.dtype}); expected a scalar or "
@@ -507,3 +564,21 @@ def _check_value(fname: str, p: str, v, spec, written: bool, write_line):
         return float(v)
     raise TypeError(f"{where} received {_describe(v)}; expected a 1-D NumPy array or an "
                     "int, float or bool scalar; convert it with np.asarray(...) or int(...)")
+
+
+def _list_argument(where, fname, p, v, written, write_line):
+    """A list of numbers where the function indexes an array: one NumPy array, with the
+    dtype NumPy infers (see :mod:`hpu._functional`).  A list the function writes to is
+    refused: the writes would land in the converted copy, not in the caller's list."""
+    from hpu._functional import list_to_array
+
+    arr = list_to_array(v)
+    if not isinstance(arr, np.ndarray):
+        return v
+    if written:
+        at = f" (line {write_line})" if write_line else ""
+        raise TypeError(f"{where} received a list of {len(v)} items, but {fname} writes to "
+                        f"{p!r}{at}, and a list is converted to a new array that the caller "
+                        f"never sees; pass a NumPy array: {p} = np.asarray({p}) and read the "
+                        f"result from {p}")
+    return arr

@@ -87,7 +87,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpu import _views
+from hpu import _functional, _views
 from hpu._errors import TranslationError
 from hpu._normalise import normalise
 from hpu._subset import EXPR_RULES, STMT_RULES, refuse_with
@@ -398,6 +398,40 @@ class _SubsetChecker(ast.NodeVisitor):
         for s in stmts:
             self.visit(s)
 
+    def check_all(self, stmts):
+        """Check every statement, and refuse them all at once: one TranslationError
+        naming each statement that blocks the function (its first construct), with its
+        line and rewrite.  Nested blocks are checked statement by statement too."""
+        errors: list[TranslationError] = []
+
+        def walk(body):
+            for s in body:
+                if isinstance(s, (ast.If, ast.While, ast.For)):
+                    before = len(errors)
+                    try:
+                        if isinstance(s, ast.For):
+                            self.visit_For(_HeadOnly(s))
+                        elif isinstance(s, ast.While) and s.orelse:
+                            refuse_with(self.where, s, "loop-else", construct="while ... else")
+                        else:
+                            self.visit(s.test)
+                    except TranslationError as err:
+                        errors.append(err)
+                    if len(errors) == before or not isinstance(s, ast.For):
+                        walk(s.body)
+                        walk(getattr(s, "orelse", []) if isinstance(s, ast.If) else [])
+                    continue
+                try:
+                    self.visit(s)
+                except TranslationError as err:
+                    errors.append(err)
+
+        walk(stmts)
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            raise _several(errors, self.where)
+
     # ---- statements
     def visit_Assign(self, node):
         for t in node.targets:
@@ -543,6 +577,20 @@ class _SubsetChecker(ast.NodeVisitor):
         if isinstance(f, ast.Name):
             if f.id == "print":
                 refuse_with(self.where, node, "print")
+            if f.id == "sum" and node.args and not node.keywords:
+                arg = ast.unparse(node.args[0])
+                self.where.refuse(
+                    node, f"sum() of an array (`{ast.unparse(node)}`)",
+                    "it reduces a whole array, which device code cannot do",
+                    f"write the loop: s = 0; for i in range(lo, hi): s += {arg}[i]")
+            if f.id in ("min", "max") and len(node.args) == 1 and not node.keywords:
+                arg = ast.unparse(node.args[0])
+                self.where.refuse(
+                    node, f"{f.id}() of a single argument (`{ast.unparse(node)}`)",
+                    "it reduces a whole array, which device code cannot do; only "
+                    f"{f.id}(x, y, ...) of numbers runs on every device",
+                    f"write the loop: m = {arg}[lo]; for i in range(lo + 1, hi): "
+                    f"m = {f.id}(m, {arg}[i])")
         elif isinstance(f, ast.Attribute):
             if not isinstance(f.value, ast.Name):
                 self.where.refuse(node, f"the call `{ast.unparse(node)}`",
@@ -590,6 +638,26 @@ class _SubsetChecker(ast.NodeVisitor):
 
     def visit_Slice(self, node):
         refuse_with(self.where, node, "slice")
+
+
+class _HeadOnly:
+    """A for statement without its body: lets check_all check a loop's head alone."""
+
+    def __init__(self, node):
+        self.__dict__.update(node.__dict__)
+        self.body = []
+
+
+def _several(errors: list[TranslationError], where: _Where) -> TranslationError:
+    """One error naming every refused construct (each with its line and rewrite)."""
+    lines = "\n".join(f"  {e}" for e in errors)
+    first = errors[0]
+    err = TranslationError(
+        f"{len(errors)} constructs in {where.what} are not supported:\n{lines}",
+        filename=first.filename, lineno=first.lineno, construct=first.construct,
+        hint="Each line above says what to write instead")
+    err.errors = tuple(errors)
+    return err
 
 
 # --------------------------------------------------------------------------- parse
@@ -795,11 +863,11 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
                 raise ValueError(f"span names {s!r}, which is not a parameter of {name}"
                                  f"({', '.join(params)}); pass two of its scalar parameters")
         span = tuple(span)
-    tree = _strip(node)
+    tree = _functional.rewrite_values(_strip(node))  # float("inf"), `if not arr`
     view_info = _views.rewrite_main(tree, where)  # slices -> (array, offset, length)
     where.hidden = view_info.hidden
     params = tuple(a.arg for a in tree.args.args)
-    _SubsetChecker(where, recursive_name=name).check(list(tree.body))
+    _SubsetChecker(where, recursive_name=name).check_all(list(tree.body))
     # the ways people write it -> the canonical shape below (user line numbers kept)
     norm = normalise(tree, where, fn.__globals__)
     body = list(tree.body)
@@ -873,6 +941,9 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
 
     # results: every return agrees
     returns = [r for s in body for r in ast.walk(s) if isinstance(r, ast.Return)]
+    _refuse_none_sentinel(returns, name, where)
+    _refuse_array_param_returns(returns, _subscripted_params(body, params)
+                                | _functional.array_names(tree), name, where)
     arities = {_return_arity(r) for r in returns}
     if not combine:
         arities.add(0)  # falls off the end after the calls
@@ -934,6 +1005,36 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
         conditional=tuple((getattr(n, "lineno", None), text) for n, text in norm.conditional))
     check_array_params(spec, spec.indexed)
     return spec
+
+
+def _is_none(e) -> bool:
+    return e is None or (isinstance(e, ast.Constant) and e.value is None)
+
+
+def _refuse_none_sentinel(returns, name, where: _Where) -> None:
+    """`return None` for "no result" beside returns of values: refused with the rewrite."""
+    nones = [r for r in returns if r.value is not None and _is_none(r.value)]
+    valued = [r for r in returns if not _is_none(r.value)]
+    if nones and valued:
+        where.refuse(nones[0], "`return None` as a \"no result\" sentinel",
+                     f"{name} returns a value on other paths (line {where.line(valued[0])}), "
+                     "and a kernel's result has one type: a number or a tuple of numbers",
+                     "return a sentinel of the result's type instead, e.g. float('-inf') "
+                     "or -1, or a pair (found, value) with found = 0 or 1")
+
+
+def _refuse_array_param_returns(returns, arrays, name, where: _Where) -> None:
+    """`return a` of an array parameter: refused here, at decoration, not at the first
+    call when Numba types the result."""
+    for r in returns:
+        parts = r.value.elts if isinstance(r.value, ast.Tuple) else [r.value]
+        for e in parts:
+            if isinstance(e, ast.Name) and e.id in arrays:
+                where.refuse(r, f"returning the array parameter {e.id!r}",
+                             f"{name} would hand back the caller's own array, not a result",
+                             f"return a new array ({e.id}.copy()) to make {name} functional "
+                             "(see hpu._functional), or return numbers and write the array "
+                             "in place")
 
 
 def _arity_words(k: int) -> str:
@@ -1184,10 +1285,10 @@ def resolve(fn, spec: DCSpec) -> Closure:
         text, start, filename, hnode = _source_of(obj, "helper")
         where = _Where(filename, f"helper {n!r}")
         _check_params(hnode, where)
-        tree = _strip(hnode)
+        tree = _functional.rewrite_values(_strip(hnode))
         tree.name = n
         where.hidden = helper_views.rewrite(n, tree, where)  # slices -> (array, offset, length)
-        _SubsetChecker(where).check(tree.body)
+        _SubsetChecker(where).check_all(tree.body)
         helper_nodes[n] = tree
         helper_where[n] = where
         order.append(n)

@@ -26,7 +26,7 @@ LIMIT = 4
 # ---------------------------------------------------------------- helpers used below
 
 def alloc_helper(a, lo):
-    t = np.empty(4, np.int64)  # refused
+    t = np.empty(4, np.int64)  # allocates: accepted (issue 17)
     return a[lo]
 
 
@@ -435,7 +435,7 @@ def bad_guard_without_return(a, lo, hi):
 def bad_np_alloc_in_function(a, lo, hi):
     if hi - lo <= 1:
         return
-    t = np.zeros(hi - lo)  # refused
+    t = np.zeros(hi - lo)  # allocates: accepted (issue 17)
     mid = (lo + hi) // 2
     bad_np_alloc_in_function(a, lo, mid)
     bad_np_alloc_in_function(a, mid, hi)
@@ -458,7 +458,6 @@ MALFORMED = [
     (bad_global, "global"),
     (bad_print, "print"),
     (bad_raise, "raise"),
-    (bad_allocating_helper, "np.empty"),
     (bad_list_helper, "a list"),
     (bad_recursion_through_helper, "recursion through a helper"),
     (bad_recursive_helper, "a recursive helper"),
@@ -484,13 +483,12 @@ MALFORMED = [
     (bad_attribute, "attribute"),
     (bad_for_over_array, "for ... in a"),
     (bad_guard_without_return, "guard that does not end in return"),
-    (bad_np_alloc_in_function, "np.zeros"),
 ]
 
 
 #: where the marker is when the error points into a helper
 MARKER_IN = {
-    "bad_allocating_helper": alloc_helper, "bad_list_helper": list_helper,
+    "bad_list_helper": list_helper,
     "bad_recursion_through_helper": calls_back, "bad_recursive_helper": self_recursive,
     "bad_mutual_helpers": pong,
 }
@@ -520,6 +518,16 @@ def test_malformed_functions_are_refused_with_line_construct_and_fix(fn, constru
     assert "not supported" in text
     assert err.hint, "the error must say what to write instead"
     assert err.construct
+
+
+@pytest.mark.parametrize("fn", [bad_allocating_helper, bad_np_alloc_in_function])
+def test_allocation_in_the_function_or_a_helper_is_accepted(fn):
+    """Issue 17 turned these two refusals into functional functions (hpu._functional):
+    decorated, and run on the CPU with plain Python's answer."""
+    f = hpu.divide_and_conquer(fn)
+    assert f._functional is not None
+    a = np.arange(9, dtype=np.int64)
+    assert f.options(device="cpu")(a.copy(), 0, 9) == fn(a.copy(), 0, 9)
 
 
 def test_a_lambda_is_refused():

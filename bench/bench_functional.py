@@ -1,0 +1,155 @@
+"""Functional mergesort (issue 17) against the shipped in-place mergesort, CPU path.
+Reported, never asserted.
+
+The functional mergesort is the issue's text as a person writes it: slices in, a
+new array out of every call (``a.copy()`` at the leaves, ``np.empty`` in the
+merge).  hpu runs such a function on the CPU as the function compiled by Numba
+(``hpu._functional``: one core, Numba allocating each call's array); the shipped
+in-place mergesort (``algorithms.mergesort.sort``) runs breadth-first on Numba
+threads with one scratch buffer.  Goals from the issue: functional time <= 1.5x
+the in-place one, functional peak memory <= 4x the input.
+
+Each variant runs in its own child process (so that peak resident memory,
+``ru_maxrss``, is its own): one untimed warm-up on 4096 keys (compilation), then
+``--repeat`` timed sorts of fresh copies of the same 2**N random int32 keys; the
+child reports the median seconds and the peak RSS growth over the process's RSS
+before the first timed sort, both checked against ``np.sort`` first.
+
+    python bench/bench_functional.py                 # N = 24, 3 repeats
+    python bench/bench_functional.py --log2n 20 --repeat 5 --json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+import hpu  # noqa: E402
+
+GOAL_TIME = 1.5
+GOAL_MEMORY = 4.0
+
+
+def merge(left, right):
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = 0
+    j = 0
+    k = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+        k += 1
+    while i < len(left):
+        out[k] = left[i]
+        i += 1
+        k += 1
+    while j < len(right):
+        out[k] = right[j]
+        j += 1
+        k += 1
+    return out
+
+
+@hpu.divide_and_conquer
+def msort(a):
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    return merge(msort(a[:m]), msort(a[m:]))
+
+
+def _variant(name):
+    if name == "functional":
+        return lambda x: msort.run(x, device="cpu").value
+    from algorithms.mergesort import sort
+
+    return lambda x: sort(x, device="cpu")
+
+
+def child(name, log2n, repeat):
+    import resource
+
+    sort = _variant(name)
+    small = np.random.default_rng(1).integers(0, 1 << 30, 4096, dtype=np.int32)
+    assert np.array_equal(sort(small.copy()), np.sort(small))
+    x = np.random.default_rng(0).integers(0, 1 << 30, 1 << log2n, dtype=np.int32)
+    want = np.sort(x)
+    seconds = []
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for _ in range(repeat):
+        y = x.copy()
+        t0 = time.perf_counter()
+        out = sort(y)
+        seconds.append(time.perf_counter() - t0)
+        assert np.array_equal(out, want)
+        del out, y
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"seconds": statistics.median(seconds), "all_seconds": seconds,
+                      "peak_growth_MB": (peak - before) * 1024 / 1e6}))
+
+
+def measure(name, log2n, repeat):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, __file__, "--child", name, "--log2n", str(log2n),
+                          "--repeat", str(repeat)], cwd=ROOT, env=env, capture_output=True,
+                         text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"{name} child failed:\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--log2n", type=int, default=24)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--child", choices=["functional", "inplace"], help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        child(args.child, args.log2n, args.repeat)
+        return
+    input_mb = (1 << args.log2n) * 4 / 1e6
+    f = measure("functional", args.log2n, args.repeat)
+    i = measure("inplace", args.log2n, args.repeat)
+    report = {
+        "n": 1 << args.log2n, "input_MB": input_mb, "functional": f, "inplace": i,
+        "time_ratio": f["seconds"] / i["seconds"],
+        "functional_memory_over_input": f["peak_growth_MB"] / input_mb,
+        "inplace_memory_over_input": i["peak_growth_MB"] / input_mb,
+        "goals": {"time_ratio": f"<= {GOAL_TIME}", "functional_memory_over_input":
+                  f"<= {GOAL_MEMORY}"},
+        "note": "functional: the function compiled by Numba on one core (hpu._functional); "
+                "in-place: breadth-first on Numba threads",
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    print(f"n = {report['n']:,} int32 ({input_mb:.0f} MB)")
+    for name in ("functional", "inplace"):
+        r = report[name]
+        print(f"  {name:10s} {r['seconds']:.3f} s (median of {len(r['all_seconds'])}), "
+              f"peak RSS growth {r['peak_growth_MB']:.0f} MB "
+              f"({r['peak_growth_MB'] / input_mb:.1f}x the input)")
+    print(f"  functional / in-place time: {report['time_ratio']:.2f} (goal <= {GOAL_TIME}); "
+          f"functional memory {report['functional_memory_over_input']:.1f}x the input "
+          f"(goal <= {GOAL_MEMORY})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""Recursive functions in the functional style most published Python uses, for
+``tests/test_functional.py``: slices in, ``float("-inf")`` sentinels, ``if not arr``
+for "empty", lists at the call.  Each is written as a person would; the tests compare
+them with plain Python on the same input."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import hpu
+
+
+def crossing_max(left, right):
+    """Best sum of a run that ends at the end of ``left`` and starts at ``right[0]``."""
+    best_l = float("-inf")
+    s = 0.0
+    for i in range(len(left) - 1, -1, -1):
+        s += left[i]
+        best_l = max(best_l, s)
+    best_r = float("-inf")
+    s = 0.0
+    for i in range(len(right)):
+        s += right[i]
+        best_r = max(best_r, s)
+    return best_l + best_r
+
+
+@hpu.divide_and_conquer
+def max_subarray(a):
+    """Maximum subarray sum; -inf for an empty array."""
+    if not a:
+        return float("-inf")
+    if len(a) == 1:
+        return a[0] * 1.0
+    m = len(a) // 2
+    return max(max_subarray(a[:m]), max_subarray(a[m:]), crossing_max(a[:m], a[m:]))
+
+
+@hpu.divide_and_conquer
+def list_sum(a):
+    """Sum of a list: 0 when empty."""
+    if not a:
+        return 0.0
+    if len(a) == 1:
+        return a[0] * 1.0
+    m = len(a) // 2
+    return list_sum(a[:m]) + list_sum(a[m:])
+
+
+@hpu.divide_and_conquer
+def smallest(a):
+    """The smallest element, math.inf for an empty array."""
+    if len(a) == 0:
+        return math.inf
+    if len(a) == 1:
+        return a[0] * 1.0
+    m = len(a) // 2
+    return min(smallest(a[:m]), smallest(a[m:]))
+
+
+def plain_max_subarray(xs):
+    best = float("-inf")
+    for i in range(len(xs)):
+        s = 0.0
+        for j in range(i, len(xs)):
+            s += xs[j]
+            best = max(best, s)
+    return best
+
+
+REFERENCES = {
+    "max_subarray": (max_subarray, plain_max_subarray),
+    "list_sum": (list_sum, lambda xs: float(sum(xs))),
+    "smallest": (smallest, lambda xs: float(min(xs)) if len(xs) else math.inf),
+}
+
+
+# ---------------------------------------------------------------- arrays allocated and returned
+
+def merge(left, right):
+    """The textbook two-finger merge into a new array."""
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = 0
+    j = 0
+    k = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+        k += 1
+    while i < len(left):
+        out[k] = left[i]
+        i += 1
+        k += 1
+    while j < len(right):
+        out[k] = right[j]
+        j += 1
+        k += 1
+    return out
+
+
+@hpu.divide_and_conquer
+def msort(a):
+    """Sorted copy of ``a`` (the issue's example); ``a`` untouched."""
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    return merge(msort(a[:m]), msort(a[m:]))
+
+
+def merge_count(left, right):
+    out = np.zeros(len(left) + len(right), left.dtype)
+    i = 0
+    j = 0
+    inv = 0
+    for k in range(len(out)):
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+            inv += len(left) - i
+    return out, inv
+
+
+@hpu.divide_and_conquer
+def sort_count(a):
+    """(sorted copy, number of inversions)."""
+    if len(a) <= 1:
+        return a.copy(), 0
+    m = len(a) // 2
+    left, x = sort_count(a[:m])
+    right, y = sort_count(a[m:])
+    out, z = merge_count(left, right)
+    return out, x + y + z
+
+
+@hpu.divide_and_conquer
+def best_run(a):
+    """(max subarray sum, best prefix, best suffix, total) over a scratch copy; -inf empty."""
+    if len(a) == 0:
+        return float("-inf"), float("-inf"), float("-inf"), 0.0
+    if len(a) == 1:
+        b = np.empty(1, np.float64)
+        b[0] = a[0]
+        return b[0], b[0], b[0], b[0]
+    m = len(a) // 2
+    l1, l2, l3, l4 = best_run(a[:m])
+    r1, r2, r3, r4 = best_run(a[m:])
+    return max(l1, r1, l3 + r2), max(l2, l4 + r2), max(r3, r4 + l3), l4 + r4
+
+
+def plain_inversions(xs):
+    return sum(1 for i in range(len(xs)) for j in range(i + 1, len(xs)) if xs[i] > xs[j])
+
+
+def plain_best_run(xs):
+    n = len(xs)
+    prefix = max((float(sum(xs[:k])) for k in range(1, n + 1)), default=float("-inf"))
+    suffix = max((float(sum(xs[k:])) for k in range(n)), default=float("-inf"))
+    return plain_max_subarray(xs), prefix, suffix, float(sum(xs))
+
+
+ARRAY_REFERENCES = {
+    "msort": (msort, lambda xs: (sorted(xs),)),
+    "sort_count": (sort_count, lambda xs: (sorted(xs), plain_inversions(xs))),
+    "best_run": (best_run, lambda xs: plain_best_run(xs)),
+}

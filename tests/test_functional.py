@@ -1,0 +1,279 @@
+"""Functional-style recursion (``hpu._functional`` and its hooks in the frontend and
+the decorator): sentinels, truth of arrays, whole-array builtins and lists at the call,
+each giving plain Python's answer on every device path, or refused at decoration at the
+user's line with every blocking construct named."""
+from __future__ import annotations
+
+import inspect
+import warnings
+import math
+
+import numpy as np
+import pytest
+from functional_examples import REFERENCES
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hpu
+from hpu import TranslationError
+
+COMPILES = settings.get_profile("hpu-compiles")
+
+PATHS = [("cpu", None, None), ("gpu", None, None), ("hybrid", 0.5, 2), ("hybrid", 0.0, 1),
+         ("hybrid", 0.25, 3)]
+
+
+def _options(device, alpha, y):
+    opts = {"device": device}
+    if device == "hybrid":
+        opts.update(alpha=alpha, y=y)
+    return opts
+
+
+def _same(got, want):
+    return (math.isnan(want) and math.isnan(got)) or got == pytest.approx(want, rel=1e-9,
+                                                                          abs=1e-9)
+
+
+def _check(name, xs):
+    f, plain = REFERENCES[name]
+    want = plain(xs)
+    assert _same(f.py_func(list(xs)), want)                   # plain Python, on the list
+    assert _same(f.sequential(list(xs)), want)
+    for device, alpha, y in PATHS:
+        got = f.run(list(xs), **_options(device, alpha, y)).value   # a list in
+        assert _same(got, want), (name, device, alpha, y, len(xs), got, want)
+
+
+FLOATS = st.lists(st.integers(-50, 50).map(float), min_size=1, max_size=40)
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("name", sorted(REFERENCES))
+@settings(COMPILES, max_examples=5)
+@given(xs=FLOATS)
+def test_every_path_matches_plain_python(name, xs):
+    _check(name, xs)
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("name", sorted(REFERENCES))
+@pytest.mark.parametrize("n", [1, 2, 7, 300])
+def test_sizes(name, n):
+    xs = [float((i * 37) % 23 - 11) for i in range(n)]
+    _check(name, xs)
+
+
+@pytest.mark.parametrize("name", ["max_subarray", "list_sum"])
+def test_empty_list_gives_the_sentinel_on_the_cpu(name):
+    f, plain = REFERENCES[name]
+    assert f.options(device="cpu")([]) == plain([])
+
+
+def test_list_dtype_is_numpys():
+    from hpu._functional import list_to_array
+
+    assert list_to_array([1, 2]).dtype == np.asarray([1, 2]).dtype
+    assert list_to_array([1, 2.5]).dtype == np.float64
+    assert list_to_array(["x"]) == ["x"]          # not numbers: left for the usual error
+
+
+def test_integer_list_in():
+    f, _ = REFERENCES["list_sum"]
+    assert f.options(device="cpu")([3, 4, 5]) == 12.0
+
+
+def _line(fn, marker):
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, t in enumerate(lines) if marker in t)
+
+
+def whole_min(a, lo, hi):
+    if hi - lo <= 1:
+        return min(a)  # min-here
+    mid = (lo + hi) // 2
+    return whole_min(a, lo, mid) + whole_min(a, mid, hi)
+
+
+def three_blockers(a, lo, hi):
+    if hi - lo <= 1:
+        return sum(a)  # sum-here
+    mid = (lo + hi) // 2
+    x = max(a)  # max-here
+    for i in range(lo, hi):
+        x = x + min(a)  # min-here
+    return three_blockers(a, lo, mid) + three_blockers(a, mid, hi) + x
+
+
+def none_sentinel(a):
+    if len(a) == 0:
+        return None  # none-here
+    if len(a) == 1:
+        return a[0]
+    m = len(a) // 2
+    return max(none_sentinel(a[:m]), none_sentinel(a[m:]))
+
+
+def test_whole_array_min_is_refused_at_decoration():
+    with pytest.raises(TranslationError) as info:
+        hpu.divide_and_conquer(whole_min)
+    err = info.value
+    assert err.lineno == _line(whole_min, "min-here")
+    assert "min() of a single argument" in str(err) and "for i in range" in str(err)
+
+
+def test_every_blocking_construct_is_named_at_once():
+    with pytest.raises(TranslationError) as info:
+        hpu.divide_and_conquer(three_blockers)
+    err = info.value
+    text = str(err)
+    assert "3 constructs" in text
+    for marker in ("sum-here", "max-here", "min-here"):
+        assert f":{_line(three_blockers, marker)}: " in text, (marker, text)
+    assert [e.lineno for e in err.errors] == [_line(three_blockers, m)
+                                            for m in ("sum-here", "max-here", "min-here")]
+
+
+def test_none_sentinel_is_refused_with_the_rewrite():
+    with pytest.raises(TranslationError) as info:
+        hpu.divide_and_conquer(none_sentinel)
+    err = info.value
+    assert err.lineno == _line(none_sentinel, "none-here")
+    assert "sentinel" in str(err) and "float('-inf')" in str(err)
+
+
+def writes_list(a, lo, hi):
+    if hi - lo <= 1:
+        a[lo] = a[lo] * 2
+        return
+    mid = (lo + hi) // 2
+    writes_list(a, lo, mid)
+    writes_list(a, mid, hi)
+
+
+def test_a_list_the_function_writes_is_refused():
+    f = hpu.divide_and_conquer(writes_list)
+    with pytest.raises(TypeError, match="np.asarray"):
+        f.options(device="cpu")([1.0, 2.0], 0, 2)
+
+
+@pytest.mark.parametrize("text, value", [("inf", math.inf), ("-inf", -math.inf),
+                                         ("Infinity", math.inf), (" nan ", math.nan)])
+def test_special_float_constants(text, value):
+    import ast
+
+    from hpu._functional import rewrite_values
+
+    tree = ast.parse(f"def g(a):\n    return float({text!r})").body[0]
+    rewrite_values(tree)
+    got = tree.body[0].value
+    assert isinstance(got, ast.Constant)
+    assert _same(got.value, value)
+
+
+def test_truth_of_an_array_means_not_empty():
+    import ast
+
+    from hpu._functional import rewrite_values
+
+    tree = ast.parse("def g(a, k):\n    if not a or k:\n        return 0\n"
+                     "    while a:\n        k = bool(a)\n    return a[0]").body[0]
+    rewrite_values(tree)
+    text = ast.unparse(tree)
+    assert "len(a) == 0 or k" in text and "while len(a) != 0" in text
+    assert "k = len(a) != 0" in text
+
+
+# ---------------------------------------------------------------- arrays allocated and returned
+
+from functional_examples import ARRAY_REFERENCES  # noqa: E402
+
+from hpu import HpuPerformanceWarning  # noqa: E402
+
+ALL_DEVICES = [("cpu", None, None), ("gpu", None, None), ("hybrid", 0.5, 2),
+               ("hybrid", 0.0, 1)]
+
+
+def _check_array_result(name, xs, dtype):
+    f, plain = ARRAY_REFERENCES[name]
+    want = plain(list(xs))
+    x = np.asarray(xs, dtype=dtype)
+    keep = x.copy()
+    for device, alpha, y in ALL_DEVICES:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            run = f.run(x, **_options(device, alpha, y))
+        got = run.value if isinstance(run.value, tuple) else (run.value,)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            if isinstance(g, np.ndarray):
+                assert g.dtype == x.dtype                 # Numba's dtype: the input's
+                assert g.tolist() == list(w), (name, device)
+            else:
+                assert _same(g, w), (name, device, g, w)
+        assert np.array_equal(x, keep)                    # the input untouched
+        if device == "cpu":
+            assert run.fallbacks == []
+        else:                                             # the device is not built yet
+            assert len(run.fallbacks) == 1 and "allocates" in run.fallbacks[0]
+            assert any(issubclass(w.category, HpuPerformanceWarning) for w in caught)
+
+
+@pytest.mark.parametrize("name", sorted(ARRAY_REFERENCES))
+@settings(COMPILES, max_examples=8)
+@given(xs=st.lists(st.integers(-40, 40), max_size=60), dtype=st.sampled_from(
+    [np.int32, np.int64, np.float64]))
+def test_array_results_match_plain_python(name, xs, dtype):
+    _check_array_result(name, xs, dtype)
+
+
+@pytest.mark.parametrize("name", sorted(ARRAY_REFERENCES))
+@pytest.mark.parametrize("n", [1, 2, 7, 1001])
+def test_array_results_sizes(name, n):
+    xs = [(i * 7919) % 211 - 100 for i in range(n)]
+    _check_array_result(name, xs, np.int64)
+
+
+def test_a_list_in_an_array_out():
+    from functional_examples import msort
+
+    got = msort.options(device="cpu")([3, 1, 2])
+    assert isinstance(got, np.ndarray) and got.tolist() == [1, 2, 3]
+    assert got.dtype == np.asarray([3, 1, 2]).dtype
+    assert msort.sequential([2.5, 1.5]).tolist() == [1.5, 2.5]
+
+
+def test_allocation_is_decided_at_decoration_and_plan_says_why():
+    from functional_examples import msort
+
+    assert msort._functional is not None and "copy" in msort._functional[2]
+    with pytest.raises(TranslationError, match="allocates or returns arrays"):
+        msort.plan(np.arange(4))
+
+
+def one_call_alloc(a):
+    if len(a) <= 1:
+        return a.copy()
+    return one_call_alloc(a[1:])
+
+
+def test_a_functional_function_with_one_call_is_refused_at_decoration():
+    with pytest.raises(TranslationError, match="recursive call"):
+        hpu.divide_and_conquer(one_call_alloc)
+
+
+def returns_param(a, lo, hi):
+    if hi - lo <= 1:
+        return a  # param-here
+    mid = (lo + hi) // 2
+    a[lo] = a[mid]
+    x = returns_param(a, lo, mid)
+    y = returns_param(a, mid, hi)
+    return x
+
+
+def test_returning_an_array_parameter_is_refused_at_decoration():
+    with pytest.raises(TranslationError) as info:
+        hpu.divide_and_conquer(returns_param)
+    assert info.value.lineno == _line(returns_param, "param-here")
+    assert "a.copy()" in str(info.value)
