@@ -196,7 +196,7 @@ class DivideAndConquer:
                 f"it allocates or returns arrays (`{what}`), which run on the CPU as the "
                 "function compiled by Numba", filename=file, lineno=line,
                 construct="array allocation", hint=f"Call {self.__name__}(...) or "
-                f"{self.__name__}.run(...); see docs/guide_functional.md")
+                f"{self.__name__}.run(...); see docs/guide.md §10")
         spec = self._parse()
         closure = self._resolve()
         name = spec.name
