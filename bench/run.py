@@ -409,14 +409,17 @@ def model_predictions(profile, n: int) -> dict:
 
     The same computation as ``mergesort.plan(a, tmp, 0, n)`` when ``profile``
     is the active one: ``hpu._plan.model_plan`` with the profile's machine, its
-    contention and the bytes of ``a`` and ``tmp`` per element.
-    ``choice_alpha``/``choice_y`` are what the runtime runs for that plan
+    contention and the bytes of ``a`` and ``tmp`` per element, then its fixed costs
+    weighed as a run weighs them (``hpu._plan._finish``: a problem too small to pay for
+    a parallel level runs as one task).  ``choice_alpha``/``choice_y`` are what the runtime runs for that plan
     (``hpu._hybrid.choose_split``: α = 1 at y = 0 when the device is left out).
     """
-    from hpu._plan import model_plan  # the planner a run uses
+    from hpu import _overheads
+    from hpu._plan import _finish, model_plan  # the planner a run uses
 
     plan = model_plan(_problem(n), profile.machine(), "advanced", ELEMENT_BYTES,
                       profile.contention, profile.time_rel_error)
+    plan = _finish(plan, _overheads.overheads_of(profile), small=True)
     if plan.uses_device and plan.transfer_level is not None:
         choice_alpha, choice_y = float(plan.split_alpha), int(plan.transfer_level)
     else:
