@@ -267,6 +267,14 @@ class DivideAndConquer:
         return self._run(opts, args, user)
 
     def _run(self, options, args, kwargs) -> Run:
+        run = self._run_once(options, args, kwargs)
+        if os.environ.get("HPU_TRACE"):  # trace every run into that folder (hpu._trace)
+            from hpu._trace import trace_env
+
+            trace_env(run, self.__name__)
+        return run
+
+    def _run_once(self, options, args, kwargs) -> Run:
         from hpu._options import check_options
 
         o = check_options(options, f"{self.__name__}.run")

@@ -67,7 +67,7 @@ def execute_plan(program, values, plan, *, device: str, fallbacks=(), y_report=N
                y=None if y_report is None else min(y_report, ex.K), K=ex.K,
                cpu_tasks=ex.leaf_tasks.get("cpu", 0), gpu_tasks=0, fallbacks=list(fallbacks),
                levels=ex.levels, transfers=(), seconds=time.perf_counter() - t_start,
-               plan=plan, level_sizes=ex.level_sizes)
+               plan=plan, level_sizes=ex.level_sizes, started=t_start)
 
 
 def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=None, y=None,
@@ -128,7 +128,8 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
     return Run(value=ex.value, device=device, alpha=plan.split_alpha, y=split.y, K=ex.K,
                cpu_tasks=int(leaf_cpu), gpu_tasks=int(leaf_gpu), fallbacks=split.fallbacks,
                levels=split.records(ex.levels), transfers=split.transfers(),
-               seconds=time.perf_counter() - t_start, plan=plan, level_sizes=ex.level_sizes)
+               seconds=time.perf_counter() - t_start, plan=plan, level_sizes=ex.level_sizes,
+               started=t_start)
 
 
 def _cpu_of(machine):

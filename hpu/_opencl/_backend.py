@@ -123,6 +123,7 @@ class _Transfer:
     nbytes: int = 0
     seconds: float = 0.0
     events: list = field(default_factory=list)
+    spans: list = field(default_factory=list)   #: host (start, end) of each copy or step
 
 
 class OpenCLBackend:
@@ -166,6 +167,7 @@ class OpenCLBackend:
         self._bufs: dict = {}
         self._levels = None
         self._events: dict = {}
+        self._first: tuple | None = None   # (host perf_counter at the first enqueue, its event)
         self.failed: str | None = None
         self.upload = _Transfer("host->device")
         self.download = _Transfer("device->host")
@@ -219,7 +221,9 @@ class OpenCLBackend:
                 self._level_buffers(lv)
         except Exception as err:  # noqa: BLE001 - any driver failure means: redo on the CPU
             self._fail(f"uploading to the device failed: {err}")
-        self.upload.seconds += time.perf_counter() - t0
+        t1 = time.perf_counter()
+        self.upload.seconds += t1 - t0
+        self.upload.spans.append((t0, t1))
 
     def _level_buffers(self, lv) -> None:
         cl = self._cl
@@ -268,6 +272,8 @@ class OpenCLBackend:
             kernel.set_args(*args)
             ev = self._cl.enqueue_nd_range_kernel(self.queue, kernel, (stop - start,), self.local)
             self._events[(lv.index, phase)] = ev
+            if self._first is None:  # to set the device's clock against the host's
+                self._first = (time.perf_counter(), ev)
             self._enqueued += 1
         except Exception as err:  # noqa: BLE001
             self._fail(f"level {lv.index} {phase} failed on the device: {err}")
@@ -317,7 +323,9 @@ class OpenCLBackend:
             raise
         except Exception as err:  # noqa: BLE001
             raise DeviceFault(f"downloading from the device failed: {err}") from None
-        self.download.seconds += time.perf_counter() - t0
+        t1 = time.perf_counter()
+        self.download.seconds += t1 - t0
+        self.download.spans.append((t0, t1))
 
     def _download(self) -> None:
         cl = self._cl
@@ -374,6 +382,24 @@ class OpenCLBackend:
                 pass
         return out
 
+    def event_spans(self) -> dict:
+        """``{(level, phase): (start, end)}`` of each kernel on the host's clock
+        (``time.perf_counter()``), from its profiling event; for traces."""
+        out = {}
+        if self._first is None:
+            return out
+        host, first = self._first
+        queued = _profile_ns(first, "queued")
+        if not queued:
+            return out
+        clock = host - queued * 1e-9  # host seconds at the device's time 0
+        for key, ev in self._events.items():
+            try:
+                out[key] = (clock + ev.profile.start * 1e-9, clock + ev.profile.end * 1e-9)
+            except Exception:  # noqa: BLE001
+                pass
+        return out
+
     def transfers(self) -> tuple[TransferRecord, ...]:
         recs = []
         for t in (self.upload, self.download):
@@ -384,8 +410,17 @@ class OpenCLBackend:
                     ev_secs += (ev.profile.end - ev.profile.start) * 1e-9
                 except Exception:  # noqa: BLE001
                     pass
-            recs.append(TransferRecord(t.direction, int(t.nbytes), float(max(secs, ev_secs))))
+            recs.append(TransferRecord(t.direction, int(t.nbytes), float(max(secs, ev_secs)),
+                                       tuple(t.spans)))
         return tuple(recs)
+
+
+def _profile_ns(ev, what: str) -> int:
+    """A profiling time of ``ev`` in the device's nanoseconds (0 when unavailable yet)."""
+    try:
+        return int(getattr(ev.profile, what))
+    except Exception:  # noqa: BLE001 - not yet known (queued) or not profiled
+        return 0
 
 
 def _nonempty(arr: np.ndarray) -> np.ndarray:
