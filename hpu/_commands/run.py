@@ -44,7 +44,7 @@ HELP = ("run a ready algorithm on random data: hybrid, CPU, OpenCL, one core and
 DEVICES = ("hybrid", "cpu", "gpu")
 DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float32", "float64")
-STRATEGIES = ("advanced", "basic")
+from hpu._options import STRATEGIES  # noqa: E402 - the one list of strategies
 
 _HPU_LABELS = {
     "hybrid": "hybrid (CPU + OpenCL)",
@@ -93,6 +93,10 @@ def add_arguments(parser) -> None:
                         help="timed runs per method after one warm-up; the median is shown "
                              "(default 3; --repeat 1 for large n)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--trace", default=None, metavar="FILE",
+                        help="write the last timed run of the leading device (hybrid, else "
+                             "cpu, else gpu) as a Chrome/Perfetto trace JSON to FILE "
+                             "(open it in https://ui.perfetto.dev)")
 
 
 def _bad(flag: str, text, expected: str, example: str) -> _BadValue:
@@ -552,6 +556,20 @@ def main(args) -> int:
             seen.append(text)  # once, not once per run; fallbacks are listed on their own
     report = _Report(report.options, report.rows, report.skipped, report.opencl_device,
                      report.threads, report.reference, report.data, tuple(seen))
+    trace = getattr(args, "trace", None)
+    if trace:
+        run = report.main_run()
+        if run is None:
+            print(f"hpu run: error: --trace {trace}: no hpu device ran (all were skipped: "
+                  f"{'; '.join(report.skipped.values())}); pass --device cpu", file=sys.stderr)
+            return 3
+        try:
+            written = run.trace(trace)
+        except OSError as err:
+            print(f"hpu run: error: --trace {trace}: cannot write the trace ({err}); pass a "
+                  "writable path", file=sys.stderr)
+            return 2
+        print(f"hpu run: trace of the {run.device} run written to {written}", file=sys.stderr)
     if o.json:
         print(json.dumps(report.to_dict()))
     else:
