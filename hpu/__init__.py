@@ -27,6 +27,7 @@ Errors and warnings
     HpuError             base class of every hpu error
     TranslationError     a function outside the shape or subset hpu accepts (names file, line, construct, fix)
     DeviceUnavailableError, KernelBuildError, ProfileError
+    HistoryError         the store of measured rates (strategy="adaptive") is unreadable
     HpuPerformanceWarning a device asked for was not used, or failed and its share was redone on the CPU
 
 Everything else (modules starting with ``_``) is private and may change.
@@ -86,6 +87,7 @@ _CATALOG: dict[str, tuple[str, str | None]] = {
     "DeviceUnavailableError": ("hpu._errors", "DeviceUnavailableError"),
     "KernelBuildError": ("hpu._errors", "KernelBuildError"),
     "ProfileError": ("hpu._errors", "ProfileError"),
+    "HistoryError": ("hpu._errors", "HistoryError"),
 }
 
 __all__ = sorted(_CATALOG) + ["__version__"]

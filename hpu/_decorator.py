@@ -349,12 +349,23 @@ class DivideAndConquer:
             from hpu._opencl._backend import OpenCLBackend
 
             backend = o["backend"] or OpenCLBackend
+            handle = backend.select(cl_device)
+            sampler = None
+            if o["strategy"] == "minmax" and o["device"] == "hybrid":
+                # min-max samples the function (on copies), as the run does; the samples
+                # are kept, so the run after this plan executes the same split
+                from hpu._hybrid import sampler_for
+
+                sampler = sampler_for(self, self._program(values), values, handle, K=o["K"],
+                                      depth=o["depth"], backend=backend)
             if hasattr(backend, "machine"):
-                machine, contention = backend.machine(backend.select(cl_device))
+                machine, contention = backend.machine(handle)
                 return make_plan(self._parse(), values, device=o["device"], alpha=o["alpha"],
                                  y=o["y"], K=o["K"], strategy=o["strategy"], machine=machine,
-                                 contention=contention)
-            cl_device = backend.select(cl_device)
+                                 contention=contention, cl_device=handle, sampler=sampler)
+            return make_plan(self._parse(), values, device=o["device"], alpha=o["alpha"],
+                             y=o["y"], K=o["K"], strategy=o["strategy"], cl_device=handle,
+                             machine=o["machine"], sampler=sampler)
         return make_plan(self._parse(), values, device=o["device"], alpha=o["alpha"],
                          y=o["y"], K=o["K"], strategy=o["strategy"], cl_device=cl_device,
                          machine=o["machine"])

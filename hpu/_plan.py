@@ -30,7 +30,10 @@ profile, no OpenCL.  ``device="gpu"``: ``α = 0`` at ``y = 0`` with the stored
 profile (or hpu's built-in values; never a calibration).  ``device="hybrid"``
 with ``alpha`` and ``y`` given: strategy ``"given"``, the same profile.
 Otherwise the HPU model (``strategy="advanced"`` or ``"basic"``) with the
-active profile, which may calibrate once (see :func:`hpu._profile.active_profile`).
+active profile, which may calibrate once (see :func:`hpu._profile.active_profile`),
+or a measured strategy (``"minmax"``: sampled time functions, ``"adaptive"``:
+the rates of earlier runs; :mod:`hpu._strategies`), whose plan records what it
+measured in ``plan.samples`` and says why in ``plan.reason``.
 Plans are pure functions of hashable inputs and cached.
 
 When the problem size is unknown (no ``span`` and no array argument) the model
@@ -111,11 +114,15 @@ def _profile_machine(cl_device, *, autocalibrate: bool):
 
 def make_plan(spec, values: Mapping[str, Any], *, device: str = "hybrid", alpha=None, y=None,
               K: int | None = None, strategy: str = "advanced", cl_device=None,
-              machine: model.Machine | None = None, contention: float | None = None) -> Plan:
+              machine: model.Machine | None = None, contention: float | None = None,
+              sampler=None) -> Plan:
     """The plan a run with these options executes (see the module docstring).
 
     ``machine`` (and ``contention``) replace the profile's; options are assumed
-    checked (:func:`hpu._options.check_options`).
+    checked (:func:`hpu._options.check_options`).  ``strategy="minmax"`` and
+    ``"adaptive"`` choose the split from measurements (:mod:`hpu._strategies`);
+    ``sampler(alpha, y) -> Run`` runs the function on copies of the arguments for
+    min–max's samples.
     """
     problem, eb, known = problem_of(spec, values)
     if device == "cpu":
@@ -139,7 +146,21 @@ def make_plan(spec, values: Mapping[str, Any], *, device: str = "hybrid", alpha=
                            0 if y is None else int(y), K, eb, c,
                            "the problem size is unknown (no span and no array argument), so "
                            "the model cannot split it", "given")
-    chosen = model_plan(problem, machine, strategy, eb, c)
+    from hpu._strategies import MEASURED
+
+    if strategy in MEASURED and alpha is None and y is None:
+        import dataclasses
+
+        from hpu._strategies import measured_plan
+
+        def given_split(a, yy, reason, samples):
+            pl = _given_plan(problem, machine, float(a), int(yy), K, eb, c, reason, strategy)
+            return dataclasses.replace(pl, samples=tuple(samples))
+
+        return measured_plan(strategy, spec, values, problem, machine, eb, c, K, cl_device,
+                             sampler, given_split)
+    chosen = model_plan(problem, machine, "advanced" if strategy in MEASURED else strategy,
+                        eb, c)
     if alpha is None and y is None and K is None:
         return chosen
     # a partial choice: the model fills in what was not given

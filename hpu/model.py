@@ -1218,6 +1218,10 @@ class Plan:
     #: the predicted phases of the chosen split (cpu share, upload, device share, download,
     #: upper levels), in ``time_unit``
     phases: tuple[Phase, ...] = field(default=(), repr=False)
+    #: what a measured strategy measured (``hpu._strategies``): ``"minmax"``: ``(k, c(k),
+    #: g(m−k))`` per sampled split, in seconds; ``"adaptive"``: ``(cpu_rate, device_rate)``
+    #: per remembered run, in problems per second; empty for the model's strategies
+    samples: tuple[tuple[float, ...], ...] = field(default=(), repr=False)
 
     @property
     def speedup(self) -> float:
