@@ -81,7 +81,9 @@ def add_arguments(parser) -> None:
                         help="the hybrid's transfer level, an integer >= 0 "
                              "(default: the HPU model's choice)")
     parser.add_argument("--strategy", default="advanced", metavar="S",
-                        help="the model's division: advanced (004 5.2, default) or basic (5.1)")
+                        help="how the hybrid split is chosen: advanced (004 5.2, default), "
+                             "basic (5.1), minmax (sampled c(k), g(k)) or adaptive (the "
+                             "rates of earlier runs, see `hpu history`)")
     parser.add_argument("--cl-device", default=None, metavar="D",
                         help="OpenCL device: 'gpu', 'cpu', 'P:D' or part of a name "
                              "(see `hpu devices`); default HPU_DEVICE or the first GPU, else PoCL")
