@@ -112,7 +112,9 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
         y_req = y if y is not None else 0
         if plan.strategy != "given" and spec.name not in _told_cpu_only:
             _told_cpu_only.add(spec.name)  # once per function and process: a decision, not a fault
-            warnings.warn(f"hpu: {spec.name}: the model keeps everything on the CPU "
+            who = "the model" if plan.strategy in ("advanced", "basic") else \
+                f"strategy {plan.strategy!r}"
+            warnings.warn(f"hpu: {spec.name}: {who} keeps everything on the CPU "
                           f"({plan.reason}); pass alpha= and y= to split anyway",
                           HpuPerformanceWarning, stacklevel=4)
         run = execute_plan(program, values, plan, device=device, y_report=y_req,
