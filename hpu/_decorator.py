@@ -267,14 +267,7 @@ class DivideAndConquer:
         return self._run(opts, args, user)
 
     def _run(self, options, args, kwargs) -> Run:
-        run = self._run_once(options, args, kwargs)
-        if os.environ.get("HPU_TRACE"):  # trace every run into that folder (hpu._trace)
-            from hpu._trace import trace_env
-
-            trace_env(run, self.__name__)
-        return run
-
-    def _run_once(self, options, args, kwargs) -> Run:
+        # no helper frame between the caller and the backends: warnings' stacklevels count
         from hpu._options import check_options
 
         o = check_options(options, f"{self.__name__}.run")
@@ -291,16 +284,22 @@ class DivideAndConquer:
 
             backend = {} if o["backend"] is None else {"backend": o["backend"]}
 
-            return run_on_devices(self, program, values, device=o["device"],
-                                  device_spec=o["cl_device"], alpha=o["alpha"], y=o["y"],
-                                  K=o["K"], strategy=o["strategy"], depth=o["depth"],
-                                  machine=o["machine"], **backend)
-        from hpu._hybrid import execute_plan
-        from hpu._plan import make_plan
+            run = run_on_devices(self, program, values, device=o["device"],
+                                 device_spec=o["cl_device"], alpha=o["alpha"], y=o["y"],
+                                 K=o["K"], strategy=o["strategy"], depth=o["depth"],
+                                 machine=o["machine"], **backend)
+        else:
+            from hpu._hybrid import execute_plan
+            from hpu._plan import make_plan
 
-        t0 = time.perf_counter()
-        plan = make_plan(program.spec, values, device="cpu", K=o["K"], machine=o["machine"])
-        return execute_plan(program, values, plan, device="cpu", t_start=t0)
+            t0 = time.perf_counter()
+            plan = make_plan(program.spec, values, device="cpu", K=o["K"], machine=o["machine"])
+            run = execute_plan(program, values, plan, device="cpu", t_start=t0)
+        if os.environ.get("HPU_TRACE"):  # trace every run into that folder (hpu._trace)
+            from hpu._trace import trace_env
+
+            trace_env(run, self.__name__)
+        return run
 
     def opencl_source(self, *args, **kwargs) -> str:
         """The OpenCL C generated for this function and these arguments' types.
