@@ -193,10 +193,11 @@ def measured_plan(strategy: str, spec, values, problem, machine, element_bytes: 
         alpha, pc, pg, used = adaptive_alpha(runs)
         if alpha is None:
             alpha = base.split_alpha if base.uses_device and base.transfer_level == y else 0.5
+            missing = " and ".join(side for side, rate in (("the CPU", pc), ("the device", pg))
+                                   if rate is None)
             reason = (f"adaptive (001): {len(runs)} remembered run(s) for this function, "
-                      f"device and size; no rate yet for "
-                      f"{'the CPU and the device' if pc is None and pg is None else 'the CPU' if pc is None else 'the device'}"
-                      f", so this run explores alpha={alpha:.3g} at y={y} and records both")
+                      f"device and size; no rate yet for {missing}, so this run explores "
+                      f"alpha={alpha:.3g} at y={y} and records both")
         else:
             reason = (f"adaptive (001): medians of the last {len(used)} runs' rates, CPU "
                       f"{pc:.4g} and device {pg:.4g} problems/s; alpha = Pc/(Pc+Pg) = "
