@@ -34,6 +34,7 @@ Errors and warnings
     DeviceUnavailableError, KernelBuildError, ProfileError
     HpuRecursionError    compiled recursion deeper than HPU_MAX_DEPTH (also a RecursionError)
     ArrayMismatchError   an array copied into one of a dtype too narrow for it (also a TypeError)
+    HistoryError         the store of measured rates (strategy="adaptive") is unreadable
     HpuPerformanceWarning a device asked for was not used, or failed and its share was redone on the CPU
 
 Everything else (modules starting with ``_``) is private and may change.
@@ -98,6 +99,7 @@ _CATALOG: dict[str, tuple[str, str | None]] = {
     "ProfileError": ("hpu._errors", "ProfileError"),
     "HpuRecursionError": ("hpu._errors", "HpuRecursionError"),
     "ArrayMismatchError": ("hpu._errors", "ArrayMismatchError"),
+    "HistoryError": ("hpu._errors", "HistoryError"),
 }
 
 __all__ = sorted(_CATALOG) + ["__version__"]

@@ -330,6 +330,7 @@ class DivideAndConquer:
         return self._run(opts, args, user)
 
     def _run(self, options, args, kwargs) -> Run:
+        # no helper frame between the caller and the backends: warnings' stacklevels count
         from hpu._options import check_options
 
         o = check_options(options, f"{self.__name__}.run")
@@ -359,16 +360,22 @@ class DivideAndConquer:
 
             backend = {} if o["backend"] is None else {"backend": o["backend"]}
 
-            return run_on_devices(self, program, values, device=o["device"],
-                                  device_spec=o["cl_device"], alpha=o["alpha"], y=o["y"],
-                                  K=o["K"], strategy=o["strategy"], depth=o["depth"],
-                                  machine=o["machine"], **backend)
-        from hpu._hybrid import execute_plan
-        from hpu._plan import make_plan
+            run = run_on_devices(self, program, values, device=o["device"],
+                                 device_spec=o["cl_device"], alpha=o["alpha"], y=o["y"],
+                                 K=o["K"], strategy=o["strategy"], depth=o["depth"],
+                                 machine=o["machine"], **backend)
+        else:
+            from hpu._hybrid import execute_plan
+            from hpu._plan import make_plan
 
-        t0 = time.perf_counter()
-        plan = make_plan(program.spec, values, device="cpu", K=o["K"], machine=o["machine"])
-        return execute_plan(program, values, plan, device="cpu", t_start=t0)
+            t0 = time.perf_counter()
+            plan = make_plan(program.spec, values, device="cpu", K=o["K"], machine=o["machine"])
+            run = execute_plan(program, values, plan, device="cpu", t_start=t0)
+        if os.environ.get("HPU_TRACE"):  # trace every run into that folder (hpu._trace)
+            from hpu._trace import trace_env
+
+            trace_env(run, self.__name__)
+        return run
 
     def opencl_source(self, *args, **kwargs) -> str:
         """The OpenCL C generated for this function and these arguments' types.
@@ -417,12 +424,23 @@ class DivideAndConquer:
             from hpu._opencl._backend import OpenCLBackend
 
             backend = o["backend"] or OpenCLBackend
+            handle = backend.select(cl_device)
+            sampler = None
+            if o["strategy"] == "minmax" and o["device"] == "hybrid":
+                # min-max samples the function (on copies), as the run does; the samples
+                # are kept, so the run after this plan executes the same split
+                from hpu._hybrid import sampler_for
+
+                sampler = sampler_for(self, self._program(values), values, handle, K=o["K"],
+                                      depth=o["depth"], backend=backend)
             if hasattr(backend, "machine"):
-                machine, contention = backend.machine(backend.select(cl_device))
+                machine, contention = backend.machine(handle)
                 return make_plan(self._parse(), values, device=o["device"], alpha=o["alpha"],
                                  y=o["y"], K=o["K"], strategy=o["strategy"], machine=machine,
-                                 contention=contention)
-            cl_device = backend.select(cl_device)
+                                 contention=contention, cl_device=handle, sampler=sampler)
+            return make_plan(self._parse(), values, device=o["device"], alpha=o["alpha"],
+                             y=o["y"], K=o["K"], strategy=o["strategy"], cl_device=handle,
+                             machine=o["machine"], sampler=sampler)
         return make_plan(self._parse(), values, device=o["device"], alpha=o["alpha"],
                          y=o["y"], K=o["K"], strategy=o["strategy"], cl_device=cl_device,
                          machine=o["machine"])

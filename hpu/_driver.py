@@ -199,20 +199,25 @@ def execute(layout: Layout, types: Types, args: Mapping[str, Any], backend: Back
         parts = list(assign(level_index, phase, m))
         tasks = {"cpu": 0, "gpu": 0}
         secs = {"cpu": 0.0, "gpu": 0.0}
+        spans: dict[str, list[float]] = {}  # kind -> [first start, last end] (for traces)
         covered = 0
         for be, start, stop in parts:
             if stop <= start:
                 continue
             t0 = time.perf_counter()
             call(be, start, stop)
-            secs[be.kind] += time.perf_counter() - t0
+            t1 = time.perf_counter()
+            secs[be.kind] += t1 - t0
             tasks[be.kind] += stop - start
             covered += stop - start
+            span = spans.setdefault(be.kind, [t0, t1])
+            span[1] = t1
         if covered != m:
             raise RuntimeError(f"assign() covered {covered} of the {m} tasks of level "
                                f"{level_index} ({phase}); it must cover [0, {m}) exactly")
+        c, g = spans.get("cpu", (None, None)), spans.get("gpu", (None, None))
         records.append(LevelRecord(level_index, phase, tasks["cpu"], tasks["gpu"],
-                                   secs["cpu"], secs["gpu"]))
+                                   secs["cpu"], secs["gpu"], c[0], c[1], g[0], g[1]))
         return tasks
 
     root = Level(0, 1, {})

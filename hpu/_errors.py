@@ -12,6 +12,7 @@ __all__ = [
     "DeviceUnavailableError",
     "KernelBuildError",
     "ProfileError",
+    "HistoryError",
     "DeviceFault",
     "StackOverflowError",
     "HpuPerformanceWarning",
@@ -67,6 +68,10 @@ class KernelBuildError(HpuError):
 
 class ProfileError(HpuError):
     """A calibration profile is missing, corrupt or stale."""
+
+
+class HistoryError(HpuError):
+    """The store of measured rates (``strategy="adaptive"``, ``hpu history``) is unreadable."""
 
 
 class DeviceFault(HpuError):

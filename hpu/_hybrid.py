@@ -75,7 +75,7 @@ def execute_plan(program, values, plan, *, device: str, fallbacks=(), y_report=N
                y=None if y_report is None else min(y_report, ex.K), K=ex.K,
                cpu_tasks=ex.leaf_tasks.get("cpu", 0), gpu_tasks=0, fallbacks=list(fallbacks),
                levels=ex.levels, transfers=(), seconds=time.perf_counter() - t_start,
-               plan=plan, level_sizes=ex.level_sizes)
+               plan=plan, level_sizes=ex.level_sizes, started=t_start)
 
 
 def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=None, y=None,
@@ -111,19 +111,28 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
         backend.host_threads(handle)
 
     contention = None
+    given_machine = machine
     if machine is None and hasattr(backend, "machine"):  # a backend that knows its device's figures itself
         machine, contention = backend.machine(handle)
+    sampler = None
+    if strategy == "minmax":
+        sampler = sampler_for(dc, program, values, handle, K=K, depth=depth, backend=backend,
+                              machine=given_machine)
     plan = make_plan(spec, values, device=device, alpha=alpha, y=y, K=K, strategy=strategy,
-                     cl_device=handle, machine=machine, contention=contention)
+                     cl_device=handle, machine=machine, contention=contention, sampler=sampler)
     if not plan.uses_device:
         y_req = y if y is not None else 0
         if plan.strategy != "given" and spec.name not in _told_cpu_only:
             _told_cpu_only.add(spec.name)  # once per function and process: a decision, not a fault
-            warnings.warn(f"hpu: {spec.name}: the model keeps everything on the CPU "
+            who = "the model" if plan.strategy in ("advanced", "basic") else \
+                f"strategy {plan.strategy!r}"
+            warnings.warn(f"hpu: {spec.name}: {who} keeps everything on the CPU "
                           f"({plan.reason}); pass alpha= and y= to split anyway",
                           HpuPerformanceWarning, stacklevel=4)
-        return execute_plan(program, values, plan, device=device, y_report=y_req,
-                            alpha=plan.split_alpha, t_start=t_start)
+        run = execute_plan(program, values, plan, device=device, y_report=y_req,
+                           alpha=plan.split_alpha, t_start=t_start)
+        _learn(run, plan, spec, values, handle, machine)
+        return run
 
     shared = {n: values[n] for n in program.layout.shared}
     cpu = cpu_backend(program, plan)
@@ -137,10 +146,47 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
     finally:
         split.abandon()
     leaf_cpu, leaf_gpu = split.leaf_split(ex.level_sizes[-1])
-    return Run(value=ex.value, device=device, alpha=plan.split_alpha, y=split.y, K=ex.K,
-               cpu_tasks=int(leaf_cpu), gpu_tasks=int(leaf_gpu), fallbacks=split.fallbacks,
-               levels=split.records(ex.levels), transfers=split.transfers(),
-               seconds=time.perf_counter() - t_start, plan=plan, level_sizes=ex.level_sizes)
+    run = Run(value=ex.value, device=device, alpha=plan.split_alpha, y=split.y, K=ex.K,
+              cpu_tasks=int(leaf_cpu), gpu_tasks=int(leaf_gpu), fallbacks=split.fallbacks,
+              levels=split.records(ex.levels), transfers=split.transfers(),
+              seconds=time.perf_counter() - t_start, plan=plan, level_sizes=ex.level_sizes,
+              started=t_start)
+    _learn(run, plan, spec, values, handle, machine)
+    return run
+
+
+def _learn(run, plan, spec, values, handle, machine) -> None:
+    """An adaptive run's measured rates go to the history its next run splits by."""
+    if plan.strategy != "adaptive":
+        return
+    from hpu._plan import problem_of
+    from hpu._strategies import record_run
+
+    record_run(run, spec, values, problem_of(spec, values)[0], handle,
+               machine if machine is not None else _machine_of(plan))
+
+
+def _machine_of(plan):
+    from hpu import model
+
+    return model.Machine(p=plan.p, g=plan.g, gamma=plan.gamma)
+
+
+def sampler_for(dc, program, values, handle, *, K=None, depth=64, backend=None,
+                machine=None):
+    """``sampler(alpha, y) -> Run``: the function run hybrid at that split on *copies* of
+    the arguments (the caller's data is untouched), for min–max's samples."""
+    import numpy as np
+
+    def sample(alpha, y):
+        copies = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in values.items()}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", HpuPerformanceWarning)
+            return run_on_devices(dc, program, copies, device="hybrid", device_spec=handle,
+                                  alpha=alpha, y=y, K=K, strategy="given", depth=depth,
+                                  backend=backend, machine=machine)  # None: OpenCL
+
+    return sample
 
 
 def cpu_backend(program, plan):

@@ -35,7 +35,7 @@ __all__ = ["RunOption", "RUN_OPTIONS", "DEVICES", "STRATEGIES", "DEFAULT_DEVICE"
 #: Where a run's tasks go.
 DEVICES = ("cpu", "gpu", "hybrid")
 #: How the model chooses the split when none is given.
-STRATEGIES = ("advanced", "basic")
+STRATEGIES = ("advanced", "basic", "minmax", "adaptive")
 #: The device a plain call uses.
 DEFAULT_DEVICE = "hybrid"
 
@@ -124,8 +124,11 @@ RUN_OPTIONS: dict[str, RunOption] = {o.name: o for o in (
               "(None: the model's)", _check_y),
     RunOption("K", None, "the cut-off level whose tasks solve whole subtrees "
               "(None: enough tasks for every core)", _check_K),
-    RunOption("strategy", "advanced", "'advanced' (004 §5.2) or 'basic' (§5.1: alpha = 0 at "
-              "level log_a(p/gamma))", _check_strategy),
+    RunOption("strategy", "advanced", "how the split is chosen when alpha and y are not "
+              "given: 'advanced' (004 §5.2), 'basic' (§5.1: alpha = 0 at level "
+              "log_a(p/gamma)), 'minmax' (002: sample c(k), g(k) on this function and size, "
+              "take argmin max(c(k), g(m-k))) or 'adaptive' (001: the median rates of this "
+              "function's last runs, kept in `hpu history`)", _check_strategy),
     RunOption("cl_device", None, "which OpenCL device: 'gpu', 'cpu', 'P:D' or part of a name "
               "(None: HPU_DEVICE or the first usable GPU, else PoCL)"),
     RunOption("depth", 64, "frames of the device solver's stack", _check_depth),

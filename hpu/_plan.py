@@ -38,7 +38,10 @@ profile, no OpenCL.  ``device="gpu"``: ``α = 0`` at ``y = 0`` with the stored
 profile (or hpu's built-in values; never a calibration).  ``device="hybrid"``
 with ``alpha`` and ``y`` given: strategy ``"given"``, the same profile.
 Otherwise the HPU model (``strategy="advanced"`` or ``"basic"``) with the
-active profile, which may calibrate once (see :func:`hpu._profile.active_profile`).
+active profile, which may calibrate once (see :func:`hpu._profile.active_profile`),
+or a measured strategy (``"minmax"``: sampled time functions, ``"adaptive"``:
+the rates of earlier runs; :mod:`hpu._strategies`), whose plan records what it
+measured in ``plan.samples`` and says why in ``plan.reason``.
 Plans are pure functions of hashable inputs and cached.
 
 When the problem size is unknown (no ``span`` and no array argument) the model
@@ -175,7 +178,7 @@ def _finish(plan: Plan, ov, *, small: bool) -> Plan:
 def make_plan(spec, values: Mapping[str, Any], *, device: str = "hybrid", alpha=None, y=None,
               K: int | None = None, strategy: str = "advanced", cl_device=None,
               machine: model.Machine | None = None, contention: float | None = None,
-              overheads=None) -> Plan:
+              overheads=None, sampler=None) -> Plan:
     """The plan a run with these options executes (see the module docstring).
 
     ``machine`` (and ``contention``) replace the profile's; ``overheads`` (an
@@ -183,6 +186,9 @@ def make_plan(spec, values: Mapping[str, Any], *, device: str = "hybrid", alpha=
     assumed checked (:func:`hpu._options.check_options`).  Unless ``K``, ``alpha`` or
     ``y`` was given or ``device="gpu"``, a problem too small to pay for the split's fixed
     costs gets ``K = 0``: one task, the sequential solver, on the calling thread.
+    ``strategy="minmax"`` and ``"adaptive"`` choose the split from measurements
+    (:mod:`hpu._strategies`); ``sampler(alpha, y) -> Run`` runs the function on copies
+    of the arguments for min–max's samples.
     """
     from hpu import _overheads
 
@@ -190,7 +196,7 @@ def make_plan(spec, values: Mapping[str, Any], *, device: str = "hybrid", alpha=
     if device == "cpu":
         ov = overheads or _overheads.Overheads()
         pl, known = _make_plan(spec, values, device, alpha, y, K, strategy, cl_device, machine,
-                               contention)
+                               contention, sampler=sampler)
         return _finish(pl, ov, small=small and known)
     rel_error = 0.0
     if machine is None:
@@ -202,20 +208,21 @@ def make_plan(spec, values: Mapping[str, Any], *, device: str = "hybrid", alpha=
         overheads = overheads or prof_ov
     ov = overheads or _overheads.Overheads(seconds_per_unit=machine.seconds_per_unit)
     pl, known = _make_plan(spec, values, device, alpha, y, K, strategy, cl_device, machine,
-                           contention, rel_error)
+                           contention, rel_error, sampler=sampler)
     return _finish(pl, ov, small=small and known)
 
 
 def _make_plan(spec, values, device, alpha, y, K, strategy, cl_device, machine, contention,
-               rel_error=0.0):
+               rel_error=0.0, *, sampler=None):
     """``(plan, size_known)`` before the fixed costs are weighed."""
     problem, eb, known = problem_of(spec, values)
     return _decide(problem, eb, known, device, alpha, y, K, strategy, machine, contention,
-                   rel_error), known
+                   rel_error, spec=spec, values=values, cl_device=cl_device,
+                   sampler=sampler), known
 
 
 def _decide(problem, eb, known, device, alpha, y, K, strategy, machine, contention,
-            rel_error=0.0):
+            rel_error=0.0, *, spec=None, values=None, cl_device=None, sampler=None):
     if device == "cpu":
         m = machine or cpu_machine()
         return _given_plan(problem, m, 1.0, None, K, eb, 1.0 if contention is None else contention,
@@ -232,7 +239,21 @@ def _decide(problem, eb, known, device, alpha, y, K, strategy, machine, contenti
                            0 if y is None else int(y), K, eb, c,
                            "the problem size is unknown (no span and no array argument), so "
                            "the model cannot split it", "given")
-    chosen = model_plan(problem, machine, strategy, eb, c, rel_error)
+    from hpu._strategies import MEASURED
+
+    if strategy in MEASURED and alpha is None and y is None:
+        import dataclasses
+
+        from hpu._strategies import measured_plan
+
+        def given_split(a, yy, reason, samples):
+            pl = _given_plan(problem, machine, float(a), int(yy), K, eb, c, reason, strategy)
+            return dataclasses.replace(pl, samples=tuple(samples))
+
+        return measured_plan(strategy, spec, values, problem, machine, eb, c, K, cl_device,
+                             sampler, given_split)
+    chosen = model_plan(problem, machine, "advanced" if strategy in MEASURED else strategy,
+                        eb, c, rel_error)
     if alpha is None and y is None and K is None:
         return chosen
     # a partial choice: the model fills in what was not given

@@ -35,6 +35,13 @@ class LevelRecord:
     gpu_tasks: int
     cpu_seconds: float
     gpu_seconds: float
+    #: when each side worked on this phase, in ``time.perf_counter()`` seconds (the host's
+    #: clock; the device's from its profiling events, moved onto the host's clock); None
+    #: when the side had no tasks or the time is unknown.  For traces (:mod:`hpu._trace`).
+    cpu_start: float | None = None
+    cpu_end: float | None = None
+    gpu_start: float | None = None
+    gpu_end: float | None = None
 
     @property
     def tasks(self) -> int:
@@ -48,6 +55,9 @@ class TransferRecord:
     direction: str
     bytes: int
     seconds: float
+    #: ``(start, end)`` of each copy (or chunk of one), in ``time.perf_counter()`` seconds;
+    #: empty when unknown
+    spans: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -68,7 +78,8 @@ class Run:
     (none on the CPU).  ``seconds``: wall time of the whole run.  ``plan``: the
     :class:`hpu.model.Plan` the run executed (its ``cutoff_level``,
     ``transfer_level``, ``split_alpha`` and per-level ``tasks``; ``None`` under
-    ``HPU_DISABLE``).  ``level_sizes``: the tasks of each level ``0..K`` as
+    ``HPU_DISABLE``; ``plan.strategy`` and ``plan.reason`` say which strategy
+    chose the split and why).  ``level_sizes``: the tasks of each level ``0..K`` as
     really expanded (a tree whose tasks are all base cases ends above the plan's
     ``cutoff_level``; otherwise ``K == plan.cutoff_level``).
     """
@@ -86,6 +97,20 @@ class Run:
     seconds: float = 0.0
     plan: Any = field(default=None, repr=False)
     level_sizes: tuple[int, ...] = ()
+    #: ``time.perf_counter()`` when the run began: the origin of the records' timestamps
+    started: float | None = field(default=None, repr=False)
+
+    def trace(self, path) -> "Path":
+        """Write this run as a Chrome/Perfetto trace (Trace Event Format JSON) to ``path``.
+
+        One track per CPU thread group and per device queue, one slice per phase
+        and level, uploads and downloads, and the plan's predicted phases as a
+        second process; open it in https://ui.perfetto.dev or chrome://tracing.
+        Returns the path written (see :mod:`hpu._trace`).
+        """
+        from hpu._trace import write_trace
+
+        return write_trace(self, path)
 
     def level_seconds(self, phase: str | None = None) -> float:
         """Wall seconds spent in ``phase`` (all phases when None), both sides added."""

@@ -30,6 +30,7 @@ its data is restored and its share redone on the CPU, recorded in ``redo`` and
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 import warnings
 from typing import Any, Mapping
@@ -138,13 +139,15 @@ class DeviceSplit:
         K = levels[-1].index
         t0 = time.perf_counter()
         self.cpu.leaf(levels[K], starts[K], levels[K].size, self._shared)
-        self.redo.append(LevelRecord(K, "leaf", levels[K].size - starts[K], 0,
-                                     time.perf_counter() - t0, 0.0))
+        t1 = time.perf_counter()
+        self.redo.append(LevelRecord(K, "leaf", levels[K].size - starts[K], 0, t1 - t0, 0.0,
+                                     t0, t1))
         for i in range(K - 1, y - 1, -1):
             t0 = time.perf_counter()
             self.cpu.combine(levels[i], levels[i + 1], starts[i], levels[i].size, self._shared)
-            self.redo.append(LevelRecord(i, "combine", levels[i].size - starts[i], 0,
-                                         time.perf_counter() - t0, 0.0))
+            t1 = time.perf_counter()
+            self.redo.append(LevelRecord(i, "combine", levels[i].size - starts[i], 0, t1 - t0,
+                                         0.0, t0, t1))
 
     def abandon(self) -> None:
         """An error ended the run elsewhere: leave nothing queued on the device."""
@@ -162,12 +165,16 @@ class DeviceSplit:
 
     def records(self, executed) -> tuple[LevelRecord, ...]:
         """The driver's records with the device's kernel times, then the CPU's redo."""
-        ev = self.device.event_seconds() if self.active and not self.fallbacks else {}
+        ok = self.active and not self.fallbacks
+        ev = self.device.event_seconds() if ok else {}
+        # when the device ran each phase, on the host's clock (a backend may not know)
+        spans = self.device.event_spans() if ok and hasattr(self.device, "event_spans") else {}
         out = []
         for r in executed:
-            if r.gpu_tasks and (r.level, r.phase) in ev:
-                r = LevelRecord(r.level, r.phase, r.cpu_tasks, r.gpu_tasks, r.cpu_seconds,
-                                ev[(r.level, r.phase)])
+            key = (r.level, r.phase)
+            if r.gpu_tasks and key in ev:
+                start, end = spans.get(key, (r.gpu_start, r.gpu_end))
+                r = dataclasses.replace(r, gpu_seconds=ev[key], gpu_start=start, gpu_end=end)
             out.append(r)
         out.extend(self.redo)
         return tuple(out)

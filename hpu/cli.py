@@ -21,7 +21,7 @@ from hpu._errors import HpuError
 __all__ = ["main", "build_parser"]
 
 #: Subcommand modules, in the order ``hpu --help`` lists them.
-COMMANDS = ("plan", "run", "calibrate", "info", "devices")
+COMMANDS = ("plan", "run", "calibrate", "info", "devices", "history")
 
 
 def _load(name: str):

@@ -16,7 +16,7 @@ import numpy as np
 
 from hpu import model
 
-__all__ = ["plot_division"]
+__all__ = ["plot_division", "gantt"]
 
 
 def _matplotlib():
@@ -82,4 +82,46 @@ def plot_division(problem: model.Problem, machine: model.Machine, ax=None, alpha
     fig.suptitle(f"a = {problem.a}, b = {problem.b:g}, f(n) = {problem.cost.text}, "
                  f"n = {problem.n}, p = {machine.p:g}, g = {machine.g:g}, "
                  f"gamma = {machine.gamma:.4g}")
+    return fig
+
+
+def gantt(run, ax=None):
+    """Draw ``run`` as a Gantt chart (what :meth:`hpu.Run.trace` writes) and return the Figure.
+
+    One row per track of the trace (CPU threads, device queue, transfers, then
+    the plan's predicted phases), one bar per slice, labelled with its level and
+    phase; seconds from the run's start on the x axis.  Drawing the same events
+    as the trace file keeps the picture and the file in agreement.
+    """
+    from hpu._trace import trace_events
+
+    Figure = _matplotlib()
+    data = trace_events(run)
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in data["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    slices = [e for e in data["traceEvents"] if e["ph"] == "X"]
+    rows = sorted({(e["pid"], e["tid"]) for e in slices})
+    if ax is None:
+        fig = Figure(figsize=(10, 1.0 + 0.6 * max(len(rows), 1)), layout="constrained")
+        ax = fig.subplots()
+    else:
+        fig = ax.figure
+    colours = {"count": "C0", "fill": "C1", "leaf": "C2", "combine": "C3"}
+    for row, key in enumerate(rows):
+        for e in (e for e in slices if (e["pid"], e["tid"]) == key):
+            phase = e["args"].get("phase")
+            colour = colours.get(phase, "C4" if e["cat"] == "link" else "C7")
+            ax.broken_barh([(e["ts"] * 1e-6, max(e["dur"], 0.0) * 1e-6)], (row - 0.4, 0.8),
+                           facecolors=colour, edgecolor="k", linewidth=0.3,
+                           alpha=0.5 if key[0] != 1 else 1.0)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([names.get(k, f"{k[0]}:{k[1]}") for k in rows])
+    ax.set_ylim(-0.6, max(len(rows), 1) - 0.4)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds from the run's start")
+    plan = run.plan
+    title = f"{run.device}: K={run.K}, alpha={run.alpha}, y={run.y}, {run.seconds:.4g} s"
+    if plan is not None:
+        title += f" (strategy {plan.strategy})"
+    ax.set_title(title)
     return fig

@@ -1013,7 +1013,7 @@ def _overlap(cpu: float, dev_start: float, dev: float, contention: float) -> tup
 
 
 def _simulate(problem: Problem, machine: Machine, cpu_tasks: int, y: int, K: int | None,
-              element_bytes: int, contention: float) -> Schedule:
+              element_bytes: int, contention: float, chunks: int = 1) -> Schedule:
     t = _tree(problem)
     it = _integer(problem)
     a = problem.a
@@ -1032,15 +1032,22 @@ def _simulate(problem: Problem, machine: Machine, cpu_tasks: int, y: int, K: int
         one_way = machine.latency_s + machine.seconds_per_byte * nbytes
     else:
         nbytes, one_way = 0, 0.0
-    cpu_end, dev_end = _overlap(cpu_t, one_way, dev_t, contention)
-    join = max(cpu_end, dev_end + one_way if dev_tasks > 0 else 0.0)
+    # the overlap term: with the device's data copied in ``chunks`` pieces, each piece's
+    # kernels run while the next piece uploads and the previous one downloads (a three-stage
+    # pipeline of equal pieces): only the first upload piece is before the device's compute
+    # and only the last download piece after it; in between the slowest stage sets the pace.
+    # chunks = 1: one upload before, one download after (no overlap).
+    lead = tail = one_way / chunks
+    body = dev_t / chunks + (chunks - 1) * max(one_way, dev_t) / chunks
+    cpu_end, dev_end = _overlap(cpu_t, lead, body, contention)
+    join = max(cpu_end, dev_end + tail if dev_tasks > 0 else 0.0)
     upper = sum(_rounds(a ** i, machine.p) * it.f[i] for i in range(y)) * scale
     total = join + upper
     phases = [Phase("cpu share", "cpu", 0.0, cpu_end)]
     if dev_tasks > 0:
-        phases += [Phase("upload", "link", 0.0, one_way),
-                   Phase("device share", "device", one_way, dev_end),
-                   Phase("download", "link", dev_end, dev_end + one_way)]
+        phases += [Phase("upload", "link", 0.0, lead),
+                   Phase("device share", "device", lead, dev_end),
+                   Phase("download", "link", dev_end, dev_end + tail)]
     if y > 0:
         phases.append(Phase("upper levels", "cpu", join, total))
     # per level: the upper levels on the CPU, then each share's levels with its contention
@@ -1053,7 +1060,7 @@ def _simulate(problem: Problem, machine: Machine, cpu_tasks: int, y: int, K: int
                            scale * ((dev_end - one_way) / dev_t if dev_t > 0 else 1.0))
     return Schedule(
         alpha=cpu_tasks / m, y=y, K=K, cpu_tasks=cpu_tasks, device_tasks=dev_tasks,
-        cpu_share_time=cpu_end, device_share_time=(dev_end - one_way) if dev_tasks else 0.0,
+        cpu_share_time=cpu_end, device_share_time=(dev_end - lead) if dev_tasks else 0.0,
         transfer_time=2 * one_way, upper_levels_time=upper, total_time=total,
         device_work_fraction=dev_w / (t.leaves + t.work(0.0, t.L)) if dev_tasks else 0.0,
         transfer_bytes=2 * nbytes, time_unit=machine.time_unit, phases=tuple(phases),
@@ -1075,7 +1082,7 @@ def _check_run_options(element_bytes, contention) -> tuple[int, float]:
 
 
 def simulate(problem: Problem, machine: Machine, *, alpha: float, y: int, K: int | None = None,
-             element_bytes: int = 4, contention: float = 1.0) -> Schedule:
+             element_bytes: int = 4, contention: float = 1.0, chunks: int = 1) -> Schedule:
     """Predict the phases of a run split at integer level ``y``.
 
     The ``a**y`` tasks at level ``y`` split: ``⌈α·a**y⌉`` on the CPU, the rest
@@ -1088,6 +1095,14 @@ def simulate(problem: Problem, machine: Machine, *, alpha: float, y: int, K: int
     each, with bytes = ``element_bytes`` × its elements (``a**y−⌈α a**y⌉``
     tasks of ``n/b**y`` elements, at most ``n``).  While both compute they
     run ``contention`` times slower.  Then the CPU runs levels ``y−1..0``.
+
+    ``chunks`` > 1 models the overlap of a device with its own memory
+    (:attr:`hpu._opencl._backend.OpenCLBackend.transfer_chunks`): the data moves in
+    ``chunks`` equal pieces pipelined with the kernels, so the device's share takes
+    ``(u + d + w)/C + (C − 1)·max(u, d, w)/C`` from its first upload to its last
+    download (``u``, ``w`` the upload and download, ``d`` its compute) instead of
+    ``u + d + w``; ``phases`` then show only the first upload piece and the last
+    download piece outside the device's compute.
     """
     alpha = _check_alpha(alpha)
     eb, c = _check_run_options(element_bytes, contention)
@@ -1095,7 +1110,10 @@ def simulate(problem: Problem, machine: Machine, *, alpha: float, y: int, K: int
     y = _check_level(y, "y", 0, D)
     if K is not None:
         K = _check_level(K, "K", y, D)
-    return _simulate(problem, machine, tasks_on_cpu(alpha, problem.a ** y), y, K, eb, c)
+    if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+        raise ValueError(f"chunks = {chunks!r} must be an int >= 1: the pieces the device's "
+                         "data is copied in; pass chunks = 1 for no overlap")
+    return _simulate(problem, machine, tasks_on_cpu(alpha, problem.a ** y), y, K, eb, c, chunks)
 
 
 @dataclass(frozen=True)
@@ -1272,6 +1290,10 @@ class Plan:
     level_times: tuple[LevelTime, ...] = field(default=(), repr=False)
     #: the transfer cost of the chosen split, one way (``λ + δ·bytes``, in ``time_unit``)
     transfer_one_way: float = 0.0
+    #: what a measured strategy measured (``hpu._strategies``): ``"minmax"``: ``(k, c(k),
+    #: g(m−k))`` per sampled split, in seconds; ``"adaptive"``: ``(cpu_rate, device_rate)``
+    #: per remembered run, in problems per second; empty for the model's strategies
+    samples: tuple[tuple[float, ...], ...] = field(default=(), repr=False)
 
     @property
     def speedup(self) -> float:

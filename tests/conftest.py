@@ -39,6 +39,9 @@ def pytest_configure(config):
     config_home = tempfile.mkdtemp(prefix="hpu-test-config-")
     _made.append(config_home)
     os.environ["XDG_CONFIG_HOME"] = config_home
+    history = tempfile.mkdtemp(prefix="hpu-test-history-")  # strategy="adaptive"'s rates
+    _made.append(history)
+    os.environ["HPU_HISTORY_DIR"] = history
     os.environ.pop("HPU_PROFILE", None)
     os.environ.setdefault("HPU_NO_AUTOCALIBRATE", "1")
     if os.environ.get("HPU_REQUIRE_OPENCL", "") not in ("", "0"):

@@ -44,7 +44,7 @@ HELP = ("run a ready algorithm on random data: hybrid, CPU, OpenCL, one core and
 DEVICES = ("hybrid", "cpu", "gpu")
 DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float32", "float64")
-STRATEGIES = ("advanced", "basic")
+from hpu._options import STRATEGIES  # noqa: E402 - the one list of strategies
 
 _HPU_LABELS = {
     "hybrid": "hybrid (CPU + OpenCL)",
@@ -81,7 +81,9 @@ def add_arguments(parser) -> None:
                         help="the hybrid's transfer level, an integer >= 0 "
                              "(default: the HPU model's choice)")
     parser.add_argument("--strategy", default="advanced", metavar="S",
-                        help="the model's division: advanced (004 5.2, default) or basic (5.1)")
+                        help="how the hybrid split is chosen: advanced (004 5.2, default), "
+                             "basic (5.1), minmax (sampled c(k), g(k)) or adaptive (the "
+                             "rates of earlier runs, see `hpu history`)")
     parser.add_argument("--cl-device", default=None, metavar="D",
                         help="OpenCL device: 'gpu', 'cpu', 'P:D' or part of a name "
                              "(see `hpu devices`); default HPU_DEVICE or the first GPU, else PoCL")
@@ -103,6 +105,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--explain", action="store_true",
                         help="also set the plan's predicted time of each level and phase beside "
                              "the measured one (the hybrid's last run, else the only device's)")
+    parser.add_argument("--trace", default=None, metavar="FILE",
+                        help="write the last timed run of the leading device (hybrid, else "
+                             "cpu, else gpu) as a Chrome/Perfetto trace JSON to FILE "
+                             "(open it in https://ui.perfetto.dev)")
 
 
 def _bad(flag: str, text, expected: str, example: str) -> _BadValue:
@@ -630,6 +636,20 @@ def main(args) -> int:
             seen.append(text)  # once, not once per run; fallbacks are listed on their own
     report = _Report(report.options, report.rows, report.skipped, report.opencl_device,
                      report.threads, report.reference, report.data, tuple(seen))
+    trace = getattr(args, "trace", None)
+    if trace:
+        run = report.main_run()
+        if run is None:
+            print(f"hpu run: error: --trace {trace}: no hpu device ran (all were skipped: "
+                  f"{'; '.join(report.skipped.values())}); pass --device cpu", file=sys.stderr)
+            return 3
+        try:
+            written = run.trace(trace)
+        except OSError as err:
+            print(f"hpu run: error: --trace {trace}: cannot write the trace ({err}); pass a "
+                  "writable path", file=sys.stderr)
+            return 2
+        print(f"hpu run: trace of the {run.device} run written to {written}", file=sys.stderr)
     if o.json:
         print(json.dumps(report.to_dict()))
     else:

@@ -90,6 +90,16 @@ class _Compiled:
             self._local.objects = got
         return got
 
+    def transfer_queue(self):
+        """The calling thread's second queue, for copies pipelined with the kernels."""
+        q = getattr(self._local, "transfer_queue", None)
+        if q is None:
+            cl = _cl()
+            q = cl.CommandQueue(self.ctx, self.device,
+                                properties=cl.command_queue_properties.PROFILING_ENABLE)
+            self._local.transfer_queue = q
+        return q
+
 
 _compiled_lock = threading.Lock()
 
@@ -123,6 +133,7 @@ class _Transfer:
     nbytes: int = 0
     seconds: float = 0.0
     events: list = field(default_factory=list)
+    spans: list = field(default_factory=list)   #: host (start, end) of each copy or step
 
 
 class OpenCLBackend:
@@ -135,6 +146,9 @@ class OpenCLBackend:
     """
 
     kind = "gpu"
+    #: pieces the device's data is copied in, each overlapping the kernels of the others
+    #: (devices with their own memory, with a span); 1: one upload before, one download after
+    transfer_chunks = 4
 
     @classmethod
     def select(cls, spec=None):
@@ -159,6 +173,7 @@ class OpenCLBackend:
         self.device = device
         self.depth = depth
         built = compiled_for(program, self.shared, device, depth)
+        self._built = built
         self.translated = built.translated
         self.ctx = built.ctx
         self.cl_program = built.cl_program
@@ -174,11 +189,14 @@ class OpenCLBackend:
         self._bufs: dict = {}
         self._levels = None
         self._events: dict = {}
+        self._first: tuple | None = None   # (host perf_counter at the first enqueue, its event)
         self.failed: str | None = None
         self.upload = _Transfer("host->device")
         self.download = _Transfer("device->host")
         self._snapshots: dict[str, np.ndarray] = {}
         self._span = None
+        self._pipelined = False
+        self._deferred: dict[str, np.ndarray] = {}   # arrays uploaded chunk by chunk
 
     # -- setup -----------------------------------------------------------------
     def prepare(self, levels, starts: Mapping[int, int], y: int, span) -> None:
@@ -193,6 +211,11 @@ class OpenCLBackend:
         arrays = {n: self.shared[n] for n in self.layout.arrays}
         written = self.program.closure.written
         self._span = span
+        self._pipelined = (not self.unified and span is not None and self.transfer_chunks > 1
+                           and span[1] > span[0] and levels[-1].size > starts[levels[-1].index]
+                           and self._task_span(levels[y], starts[y], starts[y] + 1) is not None)
+        if self._pipelined:
+            self.tqueue = self._built.transfer_queue()
         t0 = time.perf_counter()
         for name, arr in arrays.items():
             if name in written:  # what the device may change, kept until it is done
@@ -211,7 +234,9 @@ class OpenCLBackend:
                     continue
                 buf = cl.Buffer(self.ctx, mf.READ_WRITE, max(arr.nbytes, 1))
                 lo, hi = (0, arr.size) if span is None else span
-                if hi > lo:
+                if self._pipelined:  # uploaded in pieces by the leaf phase
+                    self._deferred[name] = arr
+                elif hi > lo:
                     # without a span the CPU starts on the same arrays right after: the upload
                     # must be complete before it does (blocking); with one it is disjoint
                     ev = cl.enqueue_copy(self.queue, buf, arr[lo:hi],
@@ -227,7 +252,9 @@ class OpenCLBackend:
                 self._level_buffers(lv)
         except Exception as err:  # noqa: BLE001 - any driver failure means: redo on the CPU
             self._fail(f"uploading to the device failed: {err}")
-        self.upload.seconds += time.perf_counter() - t0
+        t1 = time.perf_counter()
+        self.upload.seconds += t1 - t0
+        self.upload.spans.append((t0, t1))
 
     def _level_buffers(self, lv) -> None:
         cl = self._cl
@@ -272,13 +299,81 @@ class OpenCLBackend:
         try:
             if self.inject_fault and self._enqueued >= 1:
                 raise DeviceFault(f"{FAULT_ENV} is set: the device fails after its first enqueue")
-            args = self.translated.kernel_args(name, values, start, stop)
-            kernel.set_args(*args)
-            ev = self._cl.enqueue_nd_range_kernel(self.queue, kernel, (stop - start,), self.local)
-            self._events[(lv.index, phase)] = ev
+            first = self._pipelined and phase == "leaf"
+            last = self._pipelined and lv.index == self._y
+            ranges = _pieces(start, stop, self.transfer_chunks) if first or last \
+                else [(start, stop)]
+            ups = self._cuts(lv, ranges) if first else None
+            downs = self._cuts(lv, ranges) if last else None
+            for j, (t0, t1) in enumerate(ranges):
+                wait = self._upload_piece(*ups[j]) if first else None
+                args = self.translated.kernel_args(name, values, t0, t1)
+                kernel.set_args(*args)
+                ev = self._cl.enqueue_nd_range_kernel(self.queue, kernel, (t1 - t0,),
+                                                      self.local, wait_for=wait)
+                self._events.setdefault((lv.index, phase), []).append(ev)
+                if self._first is None:  # to set the device's clock against the host's
+                    self._first = (time.perf_counter(), ev)
+                if last:
+                    self._download_piece(*downs[j], ev)
             self._enqueued += 1
         except Exception as err:  # noqa: BLE001
             self._fail(f"level {lv.index} {phase} failed on the device: {err}")
+
+    # -- pipelined copies (devices with their own memory) -------------------------
+    def _task_span(self, lv, t0: int, t1: int):
+        """``(lo, hi)`` of the data tasks ``[t0, t1)`` of level ``lv`` touch (None: unknown)."""
+        spec = self.program.spec
+        if spec.span is not None:
+            lo_name, hi_name = spec.span
+            lo = lv.params[lo_name][t0:t1].min() if lo_name in lv.params \
+                else self.shared.get(lo_name)
+            hi = lv.params[hi_name][t0:t1].max() if hi_name in lv.params \
+                else self.shared.get(hi_name)
+            return None if lo is None or hi is None else (max(int(lo), 0), int(hi))
+        from hpu._views import device_span
+
+        arrays = tuple(self.layout.arrays)
+        return device_span(spec, arrays, {k: v[:t1] for k, v in lv.params.items()}, t0,
+                           self.shared)
+
+    def _cuts(self, lv, ranges):
+        """``(lo, hi)`` per task range: consecutive pieces of the device's span, the ``j``-th
+        ending where the tasks of ranges ``0..j`` end (the last at the span's end), so that
+        the pieces tile the span exactly and piece ``j`` completes what ranges ``<= j`` use
+        (the copies run in order on one queue)."""
+        lo, hi = self._span
+        cuts, cut = [], lo
+        for j, (t0, t1) in enumerate(ranges):
+            got = self._task_span(lv, t0, t1)
+            end = hi if j == len(ranges) - 1 or got is None else min(max(cut, got[1]), hi)
+            cuts.append((cut, end))
+            cut = end
+        return cuts
+
+    def _upload_piece(self, lo: int, hi: int):
+        evs = []
+        if hi > lo:
+            for name, arr in self._deferred.items():
+                ev = self._cl.enqueue_copy(self.tqueue, self._bufs[name], arr[lo:hi],
+                                           dst_offset=lo * arr.itemsize, is_blocking=False)
+                self.upload.events.append(ev)
+                self.upload.nbytes += (hi - lo) * arr.itemsize
+                evs.append(ev)
+        return evs or None
+
+    def _download_piece(self, lo: int, hi: int, after) -> None:
+        if hi <= lo:
+            return
+        for name in self.layout.arrays:
+            if name not in self._snapshots:  # never written by the function
+                continue
+            arr = self.shared[name]
+            ev = self._cl.enqueue_copy(self.tqueue, arr[lo:hi], self._bufs[name],
+                                       src_offset=lo * arr.itemsize, is_blocking=False,
+                                       wait_for=[after])
+            self.download.events.append(ev)
+            self.download.nbytes += (hi - lo) * arr.itemsize
 
     def leaf(self, level, start, stop, shared) -> None:
         if self.failed is not None:
@@ -308,6 +403,8 @@ class OpenCLBackend:
             self._fail(f"{FAULT_ENV} is set: the device fails after its first enqueue")
         try:
             self.queue.finish()  # the device's compute: not part of the download's time
+            if self._pipelined:
+                self.tqueue.finish()  # the pieces copied while the kernels ran
         except Exception as err:  # noqa: BLE001
             self._fail(f"the device failed while running: {err}")
         t0 = time.perf_counter()
@@ -327,7 +424,9 @@ class OpenCLBackend:
             raise
         except Exception as err:  # noqa: BLE001
             raise DeviceFault(f"downloading from the device failed: {err}") from None
-        self.download.seconds += time.perf_counter() - t0
+        t1 = time.perf_counter()
+        self.download.seconds += t1 - t0
+        self.download.spans.append((t0, t1))
 
     def _download(self) -> None:
         cl = self._cl
@@ -337,7 +436,7 @@ class OpenCLBackend:
             arr = self.shared[name]
             if self._span is not None:
                 lo, hi = self._span
-                if hi > lo:
+                if hi > lo and not self._pipelined:  # pipelined: already copied in pieces
                     cl.enqueue_copy(self.queue, arr[lo:hi], self._bufs[name],
                                     src_offset=lo * arr.itemsize, is_blocking=True)
                     self.download.nbytes += (hi - lo) * arr.itemsize
@@ -357,19 +456,22 @@ class OpenCLBackend:
                                 src_offset=s * res.itemsize, is_blocking=True)
                 self.download.nbytes += (lv.size - s) * res.itemsize
 
+    def _drain(self) -> None:
+        """Wait for both queues; never raises."""
+        for q in (self.queue, getattr(self, "tqueue", None)):
+            try:
+                if q is not None:
+                    q.finish()
+            except Exception:  # noqa: BLE001
+                pass
+
     def cancel(self) -> None:
         """Leave nothing queued (an error elsewhere ended the run); never raises."""
-        try:
-            self.queue.finish()
-        except Exception:  # noqa: BLE001
-            pass
+        self._drain()
 
     def restore(self) -> None:
         """Put the device share's original data back (before a CPU redo)."""
-        try:
-            self.queue.finish()
-        except Exception:  # noqa: BLE001 - a broken queue must not stop the restore
-            pass
+        self._drain()  # a broken queue must not stop the restore
         for name, snap in self._snapshots.items():
             arr = self.shared[name]
             lo, hi = (0, arr.size) if self._span is None else self._span
@@ -377,25 +479,70 @@ class OpenCLBackend:
 
     def event_seconds(self) -> dict:
         out = {}
-        for key, ev in self._events.items():
+        for key, evs in self._events.items():
+            try:  # a phase run in pieces: its kernels' time added
+                out[key] = sum((ev.profile.end - ev.profile.start) * 1e-9 for ev in evs)
+            except Exception:  # noqa: BLE001
+                pass
+        return out
+
+    def _clock(self):
+        """Host seconds (``time.perf_counter()``) at the device's time 0, or None."""
+        if self._first is None:
+            return None
+        host, first = self._first
+        queued = _profile_ns(first, "queued")
+        return host - queued * 1e-9 if queued else None
+
+    def event_spans(self) -> dict:
+        """``{(level, phase): (start, end)}`` of each kernel on the host's clock
+        (``time.perf_counter()``), from its profiling event; for traces."""
+        out = {}
+        clock = self._clock()
+        if clock is None:
+            return out
+        for key, evs in self._events.items():
             try:
-                out[key] = (ev.profile.end - ev.profile.start) * 1e-9
+                out[key] = (clock + min(ev.profile.start for ev in evs) * 1e-9,
+                            clock + max(ev.profile.end for ev in evs) * 1e-9)
             except Exception:  # noqa: BLE001
                 pass
         return out
 
     def transfers(self) -> tuple[TransferRecord, ...]:
         recs = []
+        clock = self._clock()
         for t in (self.upload, self.download):
             secs = t.seconds
             ev_secs = 0.0
+            spans = list(t.spans)
             for ev in t.events:
                 try:
                     ev_secs += (ev.profile.end - ev.profile.start) * 1e-9
+                    if clock is not None:  # each copy (or piece) when the device made it
+                        spans.append((clock + ev.profile.start * 1e-9,
+                                      clock + ev.profile.end * 1e-9))
                 except Exception:  # noqa: BLE001
                     pass
-            recs.append(TransferRecord(t.direction, int(t.nbytes), float(max(secs, ev_secs))))
+            recs.append(TransferRecord(t.direction, int(t.nbytes), float(max(secs, ev_secs)),
+                                       tuple(sorted(spans))))
         return tuple(recs)
+
+
+def _pieces(start: int, stop: int, chunks: int) -> list[tuple[int, int]]:
+    """``[start, stop)`` in at most ``chunks`` consecutive, nearly equal, non-empty ranges."""
+    n = stop - start
+    c = max(1, min(chunks, n))
+    cuts = [start + (n * j) // c for j in range(c + 1)]
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def _profile_ns(ev, what: str) -> int:
+    """A profiling time of ``ev`` in the device's nanoseconds (0 when unavailable yet)."""
+    try:
+        return int(getattr(ev.profile, what))
+    except Exception:  # noqa: BLE001 - not yet known (queued) or not profiled
+        return 0
 
 
 def _nonempty(arr: np.ndarray) -> np.ndarray:
