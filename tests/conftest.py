@@ -19,6 +19,7 @@ import os
 import shutil
 import tempfile
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 _made: list[str] = []
@@ -60,3 +61,22 @@ def pytest_unconfigure(config):
     for path in _made:
         os.environ.pop("HPU_CACHE_DIR", None)
         shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def discrete(monkeypatch):
+    """The OpenCL backend as on a discrete GPU: its own buffers, explicit copies (PoCL shares
+    the host's memory, so the copy path is tested by turning ``unified`` off).  Returns the
+    backends built while the fixture is active."""
+    from hpu._opencl._backend import OpenCLBackend
+
+    built = []
+    original = OpenCLBackend.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        self.unified = False
+        built.append(self)
+
+    monkeypatch.setattr(OpenCLBackend, "__init__", init)
+    return built

@@ -306,21 +306,6 @@ def test_a_device_sharing_host_memory_is_used_zero_copy():
                                                              "device->host": 0}
 
 
-@pytest.fixture
-def discrete(monkeypatch):
-    """The OpenCL backend as on a discrete GPU: its own buffers, explicit copies."""
-    built = []
-    original = OpenCLBackend.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        self.unified = False
-        built.append(self)
-
-    monkeypatch.setattr(OpenCLBackend, "__init__", init)
-    return built
-
-
 def _level_array_bytes(program, sizes, y, K):
     """Bytes of the level arrays the device reads at levels y..K (parameters; offsets and
     carried names on the levels that were divided)."""

@@ -21,21 +21,6 @@ from hpu._opencl._backend import OpenCLBackend, _pieces
 SPLITS = [(0.0, 0), (0.0, 2), (0.5, 1), (0.25, 3), (0.75, 2)]
 
 
-@pytest.fixture
-def discrete(monkeypatch):
-    """The OpenCL backend as on a discrete GPU: its own buffers, explicit copies."""
-    built = []
-    original = OpenCLBackend.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        self.unified = False
-        built.append(self)
-
-    monkeypatch.setattr(OpenCLBackend, "__init__", init)
-    return built
-
-
 def _run(name, n, seed, alpha, y, chunks, monkeypatch):
     monkeypatch.setattr(OpenCLBackend, "transfer_chunks", chunks)
     alg = _registry.get(name)

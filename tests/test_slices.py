@@ -247,23 +247,6 @@ def test_a_view_used_as_a_value_is_refused():
 
 # ---------------------------------------------------------------- transfers
 
-@pytest.fixture
-def discrete(monkeypatch):
-    """The OpenCL backend as on a discrete GPU: its own buffers, explicit copies."""
-    from hpu._hybrid import OpenCLBackend
-
-    built = []
-    original = OpenCLBackend.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        self.unified = False
-        built.append(self)
-
-    monkeypatch.setattr(OpenCLBackend, "__init__", init)
-    return built
-
-
 def _halves(n, y):
     """The views of level y when every task splits a[:len//2], a[len//2:] (base cases kept)."""
     out = [(0, n)]
