@@ -58,7 +58,7 @@ import numpy as np
 
 from hpu import model
 
-__all__ = ["make_plan", "model_plan", "problem_of", "cpu_machine", "Plan"]
+__all__ = ["make_plan", "model_plan", "problem_of", "cpu_machine", "copy_chunks", "Plan"]
 
 Plan = model.Plan
 
@@ -103,21 +103,36 @@ def _cpu_machine(p: int) -> model.Machine:
     return model.Machine(p=p, g=1, gamma=1.0)
 
 
+def copy_chunks(spec, cl_device) -> int:
+    """The pieces a run of ``spec`` on ``cl_device`` copies the device's data in
+    (:func:`hpu.model.copy_chunks`, with what the OpenCL backend decides by: its
+    ``unified_memory(device)`` and ``transfer_chunks``); 1 without an OpenCL device."""
+    if cl_device is None or not hasattr(cl_device, "host_unified_memory"):
+        return 1
+    from hpu._opencl._backend import OpenCLBackend
+
+    span = spec is not None and (spec.span is not None or bool(getattr(spec, "views", ())))
+    return model.copy_chunks(unified=OpenCLBackend.unified_memory(cl_device), span=span,
+                             chunks=OpenCLBackend.transfer_chunks)
+
+
 @functools.lru_cache(maxsize=256)
-def model_plan(problem, machine, strategy, element_bytes, contention, rel_error=0.0):
+def model_plan(problem, machine, strategy, element_bytes, contention, rel_error=0.0, chunks=1):
     """The model's choice for a problem (what a run with ``alpha=y=K=None`` executes and
     what ``hpu plan ALGORITHM`` prints).  Pure and cached: it costs milliseconds (it
-    simulates many integer splits), which a run must not pay on every call."""
+    simulates many integer splits), which a run must not pay on every call.  ``chunks``:
+    :func:`copy_chunks` of the run."""
     return model.plan(problem, machine, strategy, element_bytes=element_bytes,
-                      contention=contention, rel_error=rel_error)
+                      contention=contention, rel_error=rel_error, chunks=chunks)
 
 
 @functools.lru_cache(maxsize=256)
-def _given_plan(problem, machine, alpha, y, K, element_bytes, contention, reason, strategy):
+def _given_plan(problem, machine, alpha, y, K, element_bytes, contention, reason, strategy,
+                chunks=1):
     import dataclasses
 
     pl = model.given_plan(problem, machine, alpha=alpha, y=y, K=K, element_bytes=element_bytes,
-                          contention=contention, reason=reason)
+                          contention=contention, reason=reason, chunks=chunks)
     return pl if strategy == "given" else dataclasses.replace(pl, strategy=strategy)
 
 
@@ -216,13 +231,14 @@ def _make_plan(spec, values, device, alpha, y, K, strategy, cl_device, machine, 
                rel_error=0.0, *, sampler=None):
     """``(plan, size_known)`` before the fixed costs are weighed."""
     problem, eb, known = problem_of(spec, values)
+    chunks = copy_chunks(spec, cl_device) if device != "cpu" else 1
     return _decide(problem, eb, known, device, alpha, y, K, strategy, machine, contention,
                    rel_error, spec=spec, values=values, cl_device=cl_device,
-                   sampler=sampler), known
+                   sampler=sampler, chunks=chunks), known
 
 
 def _decide(problem, eb, known, device, alpha, y, K, strategy, machine, contention,
-            rel_error=0.0, *, spec=None, values=None, cl_device=None, sampler=None):
+            rel_error=0.0, *, spec=None, values=None, cl_device=None, sampler=None, chunks=1):
     if device == "cpu":
         m = machine or cpu_machine()
         return _given_plan(problem, m, 1.0, None, K, eb, 1.0 if contention is None else contention,
@@ -230,10 +246,10 @@ def _decide(problem, eb, known, device, alpha, y, K, strategy, machine, contenti
     c = 1.0 if contention is None else float(contention)
     if device == "gpu":
         return _given_plan(problem, machine, 0.0, 0, K, eb, c,
-                           "device='gpu': every leaf and combine on the device", "given")
+                           "device='gpu': every leaf and combine on the device", "given", chunks)
     if alpha is not None and y is not None:
         return _given_plan(problem, machine, float(alpha), int(y), K, eb, c,
-                           f"alpha={alpha} and y={y} were given", "given")
+                           f"alpha={alpha} and y={y} were given", "given", chunks)
     if not known:
         return _given_plan(problem, machine, 1.0 if alpha is None else float(alpha),
                            0 if y is None else int(y), K, eb, c,
@@ -247,13 +263,14 @@ def _decide(problem, eb, known, device, alpha, y, K, strategy, machine, contenti
         from hpu._strategies import measured_plan
 
         def given_split(a, yy, reason, samples):
-            pl = _given_plan(problem, machine, float(a), int(yy), K, eb, c, reason, strategy)
+            pl = _given_plan(problem, machine, float(a), int(yy), K, eb, c, reason, strategy,
+                             chunks)
             return dataclasses.replace(pl, samples=tuple(samples))
 
         return measured_plan(strategy, spec, values, problem, machine, eb, c, K, cl_device,
-                             sampler, given_split)
+                             sampler, given_split, chunks=chunks)
     chosen = model_plan(problem, machine, "advanced" if strategy in MEASURED else strategy,
-                        eb, c, rel_error)
+                        eb, c, rel_error, chunks)
     if alpha is None and y is None and K is None:
         return chosen
     # a partial choice: the model fills in what was not given
@@ -264,4 +281,4 @@ def _decide(problem, eb, known, device, alpha, y, K, strategy, machine, contenti
                       if v is not None)
     return _given_plan(problem, machine, a, yy, K, eb, c,
                        f"{chosen.reason}; {given} given", strategy if alpha is None
-                       and y is None else "given")
+                       and y is None else "given", chunks)

@@ -175,7 +175,8 @@ def adaptive_alpha(runs, window: int | None = None):
 
 # ----------------------------------------------------------------------------- planning
 def measured_plan(strategy: str, spec, values, problem, machine, element_bytes: int,
-                  contention: float, K, cl_device, sampler: Sampler | None, given_plan):
+                  contention: float, K, cl_device, sampler: Sampler | None, given_plan, *,
+                  chunks: int = 1):
     """The plan of ``strategy`` (``"minmax"`` or ``"adaptive"``) for this call.
 
     ``given_plan(alpha, y, reason, samples)`` makes the plan of a chosen split (the
@@ -183,7 +184,7 @@ def measured_plan(strategy: str, spec, values, problem, machine, element_bytes: 
     only samples cached by an earlier run can be used).
     """
     base = model.plan(problem, machine, "advanced", element_bytes=element_bytes,
-                      contention=contention)
+                      contention=contention, chunks=chunks)
     y = split_level(problem, base)
     key, _ = history_key(spec, values, problem, cl_device, machine)
     if strategy == "adaptive":

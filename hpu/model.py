@@ -126,6 +126,9 @@ __all__ = [
     "DEVICE_TASKS_PER_CORE",
     "MAX_LEVEL_TASKS",
     "simulate",
+    "TRANSFER_CHUNKS",
+    "copy_chunks",
+    "overlapped_device_time",
     "SplitCandidate",
     "SplitSearch",
     "best_split",
@@ -1012,6 +1015,50 @@ def _overlap(cpu: float, dev_start: float, dev: float, contention: float) -> tup
     return dev_end + (left - dev), dev_end
 
 
+#: Pieces a device with its own memory copies its share in, each overlapping the kernels of
+#: the others (003); :attr:`hpu._opencl._backend.OpenCLBackend.transfer_chunks` starts here.
+TRANSFER_CHUNKS = 4
+
+
+def copy_chunks(*, unified: bool, span: bool, chunks: int = TRANSFER_CHUNKS) -> int:
+    """The pieces a run copies the device's data in: ``chunks`` when its copies are pipelined
+    with its kernels, else 1 (one upload before, one download after).
+
+    They are pipelined when the device has memory of its own (not ``unified``: a device
+    sharing the host's memory copies nothing, so there is nothing to overlap), the
+    function says which data its tasks touch (``span``: a ``span=`` or NumPy-slice
+    function, so a piece of the data can be matched to a range of tasks), and ``chunks``
+    > 1.  The backend decides with this function and the planner predicts with it, so a
+    plan cannot price an overlap the run does not do, nor miss one it does.
+    """
+    return int(chunks) if (not unified and span and int(chunks) > 1) else 1
+
+
+def overlapped_device_time(upload: float, compute: float, download: float,
+                           chunks: int) -> float:
+    """The device share's time from its first upload to its last download when its data
+    moves in ``chunks`` equal pieces pipelined with its kernels (003)::
+
+        upload/c + max((c − 1)/c · (upload + download), compute) + download/c
+
+    Only the first piece's upload comes before any kernel and only the last piece's
+    download after the last; in between the copies of the other pieces (one transfer
+    queue: uploads and downloads share it, so their times add) run while the kernels
+    compute, and the slower of the two sets the pace.  ``chunks = 1`` is
+    ``upload + compute + download``: no overlap.  All times in one unit.
+    """
+    if isinstance(chunks, bool) or not isinstance(chunks, Integral) or chunks < 1:
+        raise ValueError(f"chunks = {chunks!r} must be an int >= 1: the pieces the device's "
+                         "data is copied in; pass chunks = 1 for no overlap")
+    for name, v in (("upload", upload), ("compute", compute), ("download", download)):
+        if not (isinstance(v, Real) and v >= 0 and math.isfinite(v)):
+            raise ValueError(f"{name} = {v!r} must be a finite number >= 0 (a duration); "
+                             f"pass {name} = 0 for none")
+    c = int(chunks)
+    rest = (c - 1) / c * (upload + download)
+    return upload / c + max(rest, compute) + download / c
+
+
 def _simulate(problem: Problem, machine: Machine, cpu_tasks: int, y: int, K: int | None,
               element_bytes: int, contention: float, chunks: int = 1) -> Schedule:
     t = _tree(problem)
@@ -1032,13 +1079,12 @@ def _simulate(problem: Problem, machine: Machine, cpu_tasks: int, y: int, K: int
         one_way = machine.latency_s + machine.seconds_per_byte * nbytes
     else:
         nbytes, one_way = 0, 0.0
-    # the overlap term: with the device's data copied in ``chunks`` pieces, each piece's
-    # kernels run while the next piece uploads and the previous one downloads (a three-stage
-    # pipeline of equal pieces): only the first upload piece is before the device's compute
-    # and only the last download piece after it; in between the slowest stage sets the pace.
+    # the overlap term (overlapped_device_time): with the device's data copied in ``chunks``
+    # pieces only the first upload piece is before the device's compute and only the last
+    # download piece after it; in between the other copies and the kernels overlap.
     # chunks = 1: one upload before, one download after (no overlap).
     lead = tail = one_way / chunks
-    body = dev_t / chunks + (chunks - 1) * max(one_way, dev_t) / chunks
+    body = overlapped_device_time(one_way, dev_t, one_way, chunks) - lead - tail
     cpu_end, dev_end = _overlap(cpu_t, lead, body, contention)
     join = max(cpu_end, dev_end + tail if dev_tasks > 0 else 0.0)
     upper = sum(_rounds(a ** i, machine.p) * it.f[i] for i in range(y)) * scale
@@ -1057,7 +1103,7 @@ def _simulate(problem: Problem, machine: Machine, cpu_tasks: int, y: int, K: int
     levels += _side_levels(it, a, cpu_tasks, y, K, machine.p, 1.0, "cpu",
                            scale * (cpu_end / cpu_t if cpu_t > 0 else 1.0))
     levels += _side_levels(it, a, dev_tasks, y, K, machine.g, machine.gamma, "device",
-                           scale * ((dev_end - one_way) / dev_t if dev_t > 0 else 1.0))
+                           scale * ((dev_end - lead) / dev_t if dev_t > 0 else 1.0))
     return Schedule(
         alpha=cpu_tasks / m, y=y, K=K, cpu_tasks=cpu_tasks, device_tasks=dev_tasks,
         cpu_share_time=cpu_end, device_share_time=(dev_end - lead) if dev_tasks else 0.0,
@@ -1097,9 +1143,10 @@ def simulate(problem: Problem, machine: Machine, *, alpha: float, y: int, K: int
     run ``contention`` times slower.  Then the CPU runs levels ``y−1..0``.
 
     ``chunks`` > 1 models the overlap of a device with its own memory
-    (:attr:`hpu._opencl._backend.OpenCLBackend.transfer_chunks`): the data moves in
-    ``chunks`` equal pieces pipelined with the kernels, so the device's share takes
-    ``(u + d + w)/C + (C − 1)·max(u, d, w)/C`` from its first upload to its last
+    (:attr:`hpu._opencl._backend.OpenCLBackend.transfer_chunks`; :func:`copy_chunks`
+    says when a run does it): the data moves in ``chunks`` equal pieces pipelined with
+    the kernels, so the device's share takes :func:`overlapped_device_time`
+    ``u/C + max((C − 1)/C·(u + w), d) + w/C`` from its first upload to its last
     download (``u``, ``w`` the upload and download, ``d`` its compute) instead of
     ``u + d + w``; ``phases`` then show only the first upload piece and the last
     download piece outside the device's compute.
@@ -1110,10 +1157,27 @@ def simulate(problem: Problem, machine: Machine, *, alpha: float, y: int, K: int
     y = _check_level(y, "y", 0, D)
     if K is not None:
         K = _check_level(K, "K", y, D)
-    if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+    chunks = _check_chunks(chunks)
+    return _simulate(problem, machine, tasks_on_cpu(alpha, problem.a ** y), y, K, eb, c, chunks)
+
+
+def _check_chunks(chunks) -> int:
+    if isinstance(chunks, bool) or not isinstance(chunks, Integral) or chunks < 1:
         raise ValueError(f"chunks = {chunks!r} must be an int >= 1: the pieces the device's "
                          "data is copied in; pass chunks = 1 for no overlap")
-    return _simulate(problem, machine, tasks_on_cpu(alpha, problem.a ** y), y, K, eb, c, chunks)
+    return int(chunks)
+
+
+def _overlap_note(problem: Problem, machine: Machine, chosen: Schedule, eb: int, c: float,
+                  chunks: int) -> str:
+    """What ``plan.reason`` says of a split whose copies are pipelined (empty otherwise)."""
+    if chunks <= 1 or chosen.device_tasks == 0:
+        return ""
+    serial = _simulate(problem, machine, chosen.cpu_tasks, chosen.y, chosen.K, eb, c, 1)
+    unit = "model units" if machine.time_unit == "unit" else "s"
+    return (f"; transfers overlapped in {chunks} chunks with the device's kernels "
+            f"(predicted {chosen.total_time:.4g} {unit}, {serial.total_time:.4g} {unit} "
+            "with one upload before and one download after)")
 
 
 @dataclass(frozen=True)
@@ -1140,7 +1204,7 @@ def _better(s: Schedule, best: Schedule) -> bool:
 
 
 def best_split(problem: Problem, machine: Machine, *, K: int | None = None, element_bytes: int = 4,
-               contention: float = 1.0, alphas=None, ys=None) -> SplitSearch:
+               contention: float = 1.0, alphas=None, ys=None, chunks: int = 1) -> SplitSearch:
     """The integer split ``(α, y)`` with the smallest simulated time.
 
     Default search: every level ``y`` in ``0..D`` with ``α`` over
@@ -1154,9 +1218,11 @@ def best_split(problem: Problem, machine: Machine, *, K: int | None = None, elem
     bytes wins (equal totals arise when the device's time is set by its
     unsaturated levels; fewer bytes then means a better balanced split).  A
     ``K`` deeper than a candidate's ``y`` is used as given; shallower ones
-    fall back to the default cut-off.
+    fall back to the default cut-off.  ``chunks``: the pieces the device's data is
+    copied in (:func:`copy_chunks`; every candidate is priced with that overlap).
     """
     eb, c = _check_run_options(element_bytes, contention)
+    chunks = _check_chunks(chunks)
     D = _tree(problem).D
     a = problem.a
     if K is not None:
@@ -1167,7 +1233,7 @@ def best_split(problem: Problem, machine: Machine, *, K: int | None = None, elem
         key = (y, cpu)
         if key not in seen:
             k = K if K is not None and K >= y else None
-            seen[key] = _simulate(problem, machine, cpu, y, k, eb, c)
+            seen[key] = _simulate(problem, machine, cpu, y, k, eb, c, chunks)
         return seen[key]
 
     user_grid = alphas is not None or ys is not None
@@ -1294,6 +1360,9 @@ class Plan:
     #: g(m−k))`` per sampled split, in seconds; ``"adaptive"``: ``(cpu_rate, device_rate)``
     #: per remembered run, in problems per second; empty for the model's strategies
     samples: tuple[tuple[float, ...], ...] = field(default=(), repr=False)
+    #: the pieces the device's data is copied in, pipelined with its kernels
+    #: (:func:`copy_chunks`; 1: one upload before, one download after)
+    transfer_chunks: int = 1
 
     @property
     def speedup(self) -> float:
@@ -1328,7 +1397,7 @@ WEAK_DEVICE_MIN_GAIN = 1.05
 
 
 def plan(problem: Problem, machine: Machine, strategy: str = "advanced", *, element_bytes: int = 4,
-         contention: float = 1.0, rel_error: float = 0.0) -> Plan:
+         contention: float = 1.0, rel_error: float = 0.0, chunks: int = 1) -> Plan:
     """The division for ``problem`` on ``machine`` by ``strategy`` (``"advanced"`` or ``"basic"``).
 
     Advanced: ``α*``, ``y`` from :func:`advanced_division`, the integer split
@@ -1339,16 +1408,19 @@ def plan(problem: Problem, machine: Machine, strategy: str = "advanced", *, elem
     predicted time (``Profile.time_rel_error``); a split whose predicted gain
     over the CPU alone lies within it (:func:`hpu._stats.within_noise`) is a
     tie, settled the same way every time -- the CPU alone -- and ``reason``
-    says so, so that calibrations of one machine do not flip the plan.
+    says so, so that calibrations of one machine do not flip the plan.  ``chunks``: the
+    pieces the run copies the device's data in (:func:`copy_chunks`); every split, the
+    device alone included, is priced with that overlap, and ``reason`` says so.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy = {strategy!r} is unknown: expected one of "
                          f"{', '.join(STRATEGIES)}; pass strategy='advanced'")
     eb, c = _check_run_options(element_bytes, contention)
+    chunks = _check_chunks(chunks)
     t = _tree(problem)
     scale = machine.unit_scale
     cpu_only = _simulate(problem, machine, 1, 0, None, eb, c)
-    dev_only = _simulate(problem, machine, 0, 0, None, eb, c)
+    dev_only = _simulate(problem, machine, 0, 0, None, eb, c, chunks)
     seq = total_work(problem) * scale
     if strategy == "advanced":
         div = advanced_division(problem, machine)
@@ -1356,14 +1428,16 @@ def plan(problem: Problem, machine: Machine, strategy: str = "advanced", *, elem
         t_cpu, t_gpu = div.t_cpu, div.t_gpu
         chosen = cpu_only
         if div.uses_device:
-            chosen = best_split(problem, machine, element_bytes=eb, contention=c).best
+            chosen = best_split(problem, machine, element_bytes=eb, contention=c,
+                                chunks=chunks).best
             if chosen.device_tasks == 0:
                 reason += ("; but no integer split beats the CPU alone in the simulator, "
                            "so the run keeps everything on the CPU")
         elif machine.gamma * machine.g <= machine.p and t.leaves > machine.p:
             # γ·g <= p says the device is not faster than the CPU; working at the same time
             # their speeds still add up (a sub-device beside Numba on the other cores: issue 14)
-            found = best_split(problem, machine, element_bytes=eb, contention=c).best
+            found = best_split(problem, machine, element_bytes=eb, contention=c,
+                               chunks=chunks).best
             if found.device_tasks > 0 and found.total_time * WEAK_DEVICE_MIN_GAIN < cpu_only.total_time:
                 chosen = found
                 reason += (f"; but both sides working at once beat the CPU alone in the simulator "
@@ -1376,7 +1450,7 @@ def plan(problem: Problem, machine: Machine, strategy: str = "advanced", *, elem
         t_gpu = sum(r.t_gpu for r in div.levels if r.unit == "device")
         chosen = cpu_only
         if div.uses_device:
-            chosen = _simulate(problem, machine, 0, div.transfer_level, None, eb, c)
+            chosen = _simulate(problem, machine, 0, div.transfer_level, None, eb, c, chunks)
     if chosen.device_tasks > 0 and rel_error > 0:
         from hpu._stats import within_noise
 
@@ -1385,9 +1459,10 @@ def plan(problem: Problem, machine: Machine, strategy: str = "advanced", *, elem
                        f" is within the calibration's uncertainty (±{100 * rel_error:.2g} % per "
                        "prediction), a tie, which the plan always settles for the CPU alone")
             chosen = cpu_only
+    reason += _overlap_note(problem, machine, chosen, eb, c, chunks)
     return _plan_of(problem, machine, strategy, chosen, alpha=alpha, y=y, frac=frac,
                     reason=reason, t_cpu=t_cpu, t_gpu=t_gpu, cpu_only=cpu_only,
-                    dev_only=dev_only, seq=seq)
+                    dev_only=dev_only, seq=seq, chunks=chunks)
 
 
 def _split_tasks(problem: Problem, s: Schedule) -> tuple[tuple[int, int], ...]:
@@ -1400,7 +1475,7 @@ def _split_tasks(problem: Problem, s: Schedule) -> tuple[tuple[int, int], ...]:
 
 
 def _plan_of(problem, machine, strategy, chosen, *, alpha, y, frac, reason, t_cpu, t_gpu,
-             cpu_only, dev_only, seq, split_alpha=None) -> Plan:
+             cpu_only, dev_only, seq, split_alpha=None, chunks=1) -> Plan:
     t = _tree(problem)
     uses = chosen.device_tasks > 0
     first = chosen.y if uses else None
@@ -1416,22 +1491,25 @@ def _plan_of(problem, machine, strategy, chosen, *, alpha, y, frac, reason, t_cp
         n=problem.n, a=problem.a, b=problem.b, cost=problem.cost.text, height=t.L,
         uses_device=uses, reason=reason, levels=levels, tasks=_split_tasks(problem, chosen),
         phases=chosen.phases, level_times=chosen.level_times,
-        transfer_one_way=chosen.transfer_time / 2)
+        transfer_one_way=chosen.transfer_time / 2,
+        transfer_chunks=chunks if uses else 1)
 
 
 def given_plan(problem: Problem, machine: Machine, *, alpha: float, y: int | None,
                K: int | None = None, element_bytes: int = 4, contention: float = 1.0,
-               reason: str = "the split was given") -> Plan:
+               reason: str = "the split was given", chunks: int = 1) -> Plan:
     """The plan of a split chosen by the caller (strategy ``"given"``).
 
     ``alpha`` of level ``y``'s tasks stay on the CPU (``⌈α·a**y⌉``, as
     :func:`tasks_on_cpu` rounds), the rest go to the device; ``y`` beyond the
     tree is clamped to its depth and, with ``K`` given, to ``K`` (the split
     cannot start below the cut-off).  ``y=None`` means level 0.  ``K=None``:
-    :func:`cutoff_level`.  ``split_alpha`` is ``alpha`` exactly as given.
+    :func:`cutoff_level`.  ``split_alpha`` is ``alpha`` exactly as given.  ``chunks``:
+    the pieces the run copies the device's data in (:func:`copy_chunks`).
     """
     alpha = _check_alpha(alpha)
     eb, c = _check_run_options(element_bytes, contention)
+    chunks = _check_chunks(chunks)
     D = _tree(problem).D
     yy = 0 if y is None else min(int(y), D)
     given_K = None if K is None else int(K)
@@ -1439,13 +1517,15 @@ def given_plan(problem: Problem, machine: Machine, *, alpha: float, y: int | Non
         K = min(int(K), D)   # the model's tree ends at D; a deeper K is kept as given below
         yy = min(yy, K)
     cpu = tasks_on_cpu(alpha, problem.a ** yy)
-    chosen = _simulate(problem, machine, cpu, yy, K, eb, c)
+    chosen = _simulate(problem, machine, cpu, yy, K, eb, c, chunks)
     cpu_only = _simulate(problem, machine, 1, 0, K, eb, c)
-    dev_only = _simulate(problem, machine, 0, 0, K, eb, c)
+    dev_only = _simulate(problem, machine, 0, 0, K, eb, c, chunks)
+    reason += _overlap_note(problem, machine, chosen, eb, c, chunks)
     plan = _plan_of(problem, machine, "given", chosen, alpha=alpha, y=float(yy),
                     frac=chosen.device_work_fraction, reason=reason, t_cpu=chosen.cpu_share_time,
                     t_gpu=chosen.device_share_time, cpu_only=cpu_only, dev_only=dev_only,
-                    seq=total_work(problem) * machine.unit_scale, split_alpha=alpha)
+                    seq=total_work(problem) * machine.unit_scale, split_alpha=alpha,
+                    chunks=chunks)
     if given_K is not None and given_K > D:
         # the caller's K stands (a real tree may be deeper than the model's); the run stops
         # where every task is a base case

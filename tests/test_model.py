@@ -583,3 +583,44 @@ def test_model_imports_without_heavy_dependencies():
             "if k in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# ------------------------------------------------------------------ the overlap term (issue 16)
+
+@pytest.mark.parametrize("upload,compute,download,chunks,want", [
+    (4.0, 10.0, 4.0, 1, 18.0),   # no overlap: 4 + 10 + 4
+    (4.0, 10.0, 4.0, 4, 12.0),   # compute-bound: 1 + max(6, 10) + 1
+    (4.0, 1.0, 4.0, 4, 8.0),     # copy-bound: 1 + max(6, 1) + 1, the copies serialise
+    (3.0, 6.0, 1.0, 2, 8.0),     # 1.5 + max(2, 6) + 0.5
+    (0.0, 5.0, 0.0, 8, 5.0),     # nothing to copy
+])
+def test_overlapped_device_time_against_hand_computed_values(upload, compute, download, chunks,
+                                                             want):
+    assert M.overlapped_device_time(upload, compute, download, chunks) == pytest.approx(want)
+
+
+@given(u=st.floats(0, 10), d=st.floats(0, 10), w=st.floats(0, 10), c=st.integers(1, 32))
+def test_overlapped_device_time_is_between_the_slowest_stage_and_no_overlap(u, d, w, c):
+    t = M.overlapped_device_time(u, d, w, c)
+    assert max(d, u + w) * (1 - 1e-12) - 1e-12 <= t <= (u + d + w) * (1 + 1e-12) + 1e-12
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_overlapped_device_time_rejects_bad_chunks(bad):
+    with pytest.raises(ValueError, match=f"chunks = {bad!r}"):
+        M.overlapped_device_time(1.0, 1.0, 1.0, bad)
+
+
+def test_the_plan_prices_the_overlap_and_says_so():
+    problem = M.Problem(a=2, b=2, cost="n", n=1 << 22)
+    machine = M.Machine(p=4, g=1024, gamma=1 / 50, latency_s=1e-5, seconds_per_byte=1e-9,
+                        seconds_per_unit=1e-9)
+    one = M.plan(problem, machine, element_bytes=8)
+    four = M.plan(problem, machine, element_bytes=8, chunks=4)
+    assert four.uses_device and four.transfer_chunks == 4 and one.transfer_chunks == 1
+    assert four.predicted_time < one.predicted_time
+    assert "transfers overlapped in 4 chunks" in four.reason
+    assert "overlapped" not in one.reason
+    given = M.given_plan(problem, machine, alpha=0.5, y=3, element_bytes=8, chunks=4)
+    sim = M.simulate(problem, machine, alpha=0.5, y=3, element_bytes=8, chunks=4)
+    assert given.predicted_time == pytest.approx(sim.total_time)

@@ -108,11 +108,44 @@ def test_the_simulated_pipeline_follows_the_documented_overlap_term(latency, per
     span = [p for p in piped.phases if p.unit in ("link", "device")]
     first, last = min(p.start for p in span), max(p.end for p in span)
     if one.cpu_share_time <= u:  # no contention while both compute: the formula exactly
-        want = (u + d + u) / chunks + (chunks - 1) * max(u, d) / chunks
+        want = u / chunks + max((chunks - 1) / chunks * 2 * u, d) + u / chunks
         assert last - first == pytest.approx(want, rel=1e-9, abs=1e-15)
+        assert want == pytest.approx(model.overlapped_device_time(u, d, u, chunks))
 
 
 def test_chunks_must_be_a_positive_int():
     machine = model.Machine(p=4, g=1024, gamma=1 / 50)
     with pytest.raises(ValueError, match="chunks = 0"):
         model.simulate(PROBLEM, machine, alpha=0.5, y=2, chunks=0)
+
+
+# ------------------------------------------------------------------ plan and run agree
+
+@pytest.mark.parametrize("unified,span,chunks,want", [
+    (False, True, 4, 4), (True, True, 4, 1), (False, False, 4, 1), (False, True, 1, 1)])
+def test_copy_chunks_is_the_backends_rule(unified, span, chunks, want):
+    assert model.copy_chunks(unified=unified, span=span, chunks=chunks) == want
+
+
+def _mergesort_plan(n, **options):
+    alg = _registry.get("mergesort")
+    x = alg.make_input(n, np.int32, 2)
+    args = alg.prepare(x).args(x)
+    return alg.function.options(device="hybrid", **options).plan(*args), alg, x, args
+
+
+def test_on_shared_memory_the_plan_prices_no_overlap():
+    plan, *_ = _mergesort_plan(1 << 14, alpha=0.5, y=2)
+    assert plan.transfer_chunks == 1
+    assert "overlapped" not in plan.reason
+
+
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_the_plan_prices_the_overlap_the_run_does(discrete, monkeypatch, chunks):
+    monkeypatch.setattr(OpenCLBackend, "transfer_chunks", chunks)
+    plan, alg, x, args = _mergesort_plan(1 << 14, alpha=0.5, y=2)
+    run = alg.function.options(device="hybrid", alpha=0.5, y=2).run(*args)
+    assert discrete[-1]._pipelined == (plan.transfer_chunks > 1)
+    assert plan.transfer_chunks == chunks
+    assert ("transfers overlapped in 3 chunks" in plan.reason) == (chunks == 3)
+    assert run.plan.transfer_chunks == plan.transfer_chunks

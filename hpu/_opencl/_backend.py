@@ -50,6 +50,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from hpu import model
 from hpu._errors import DeviceFault, StackOverflowError
 from hpu._opencl._levels import COMBINE, LEAF
 from hpu._run import TransferRecord
@@ -148,7 +149,15 @@ class OpenCLBackend:
     kind = "gpu"
     #: pieces the device's data is copied in, each overlapping the kernels of the others
     #: (devices with their own memory, with a span); 1: one upload before, one download after
-    transfer_chunks = 4
+    transfer_chunks = model.TRANSFER_CHUNKS
+
+    @classmethod
+    def unified_memory(cls, device) -> bool:
+        """Whether ``device`` uses the host's memory (a CPU device, an integrated GPU): then
+        buffers wrap the caller's arrays and nothing is copied.  The planner asks the same
+        (:func:`hpu._plan.copy_chunks`)."""
+        cl = _cl()
+        return bool(device.host_unified_memory) or bool(device.type & cl.device_type.CPU)
 
     @classmethod
     def select(cls, spec=None):
@@ -180,7 +189,7 @@ class OpenCLBackend:
         # a queue and kernels per thread (kernel arguments are per object), built once
         self.queue, self.k_leaf, self.k_combine = built.for_this_thread()
         self.LEAF, self.COMBINE = LEAF, COMBINE
-        self.unified = bool(device.host_unified_memory) or bool(device.type & cl.device_type.CPU)
+        self.unified = self.unified_memory(device)
         # a work-group runs on one thread of a CPU device: groups of one task spread tasks
         # over its cores; on a GPU the driver picks the group size
         self.local = (1,) if device.type & cl.device_type.CPU else None
@@ -211,7 +220,9 @@ class OpenCLBackend:
         arrays = {n: self.shared[n] for n in self.layout.arrays}
         written = self.program.closure.written
         self._span = span
-        self._pipelined = (not self.unified and span is not None and self.transfer_chunks > 1
+        # model.copy_chunks: the one rule the planner prices the overlap by
+        self._pipelined = (model.copy_chunks(unified=self.unified, span=span is not None,
+                                             chunks=self.transfer_chunks) > 1
                            and span[1] > span[0] and levels[-1].size > starts[levels[-1].index]
                            and self._task_span(levels[y], starts[y], starts[y] + 1) is not None)
         if self._pipelined:
