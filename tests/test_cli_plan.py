@@ -150,3 +150,69 @@ def test_text_output_says_when_the_device_is_not_used(capsys):
     assert main(["plan", "--p", "64", "--g", "1024"]) == 0  # gamma*g = 6.4 < 64
     out = capsys.readouterr().out
     assert "not used" in out and "=" not in "".join(re.findall(r"\|[#=]+", out))
+
+
+# ------------------------------------------------------------------ measured strategies (issue 16)
+
+def _mergesort_args(n):
+    import numpy as np
+
+    from hpu._commands import _plugins
+
+    alg = _plugins.get("mergesort")
+    x = alg.make_input(n, np.int32, 0)  # the keys `hpu plan` makes
+    return alg, alg.prepare(x).args(x)
+
+
+def test_adaptive_plan_reads_the_history_as_the_next_run_would(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("HPU_HISTORY_DIR", str(tmp_path))
+    d = _run_json(capsys, "mergesort", "--n", "2^15", "--strategy", "adaptive")
+    assert d["strategy"] == "adaptive" and "explores" in d["reason"]
+    assert d["algorithm"] == "mergesort" and d["n"] == 2**15
+    alg, args = _mergesort_args(2**15)
+    hybrid = alg.function.options(device="hybrid", strategy="adaptive")
+    for _ in range(2):  # each run records both sides' rates
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            hybrid.run(*[a.copy() if hasattr(a, "copy") else a for a in args])
+    d = _run_json(capsys, "mergesort", "--n", "2^15", "--strategy", "adaptive")
+    want = hybrid.plan(*args)
+    assert "medians of the last 2 runs" in d["reason"]
+    assert d["reason"] == want.reason
+    assert (d["split_alpha"], d["transfer_level"]) == (want.split_alpha, want.transfer_level)
+    assert 0 < d["split_alpha"] < 1
+
+
+def test_minmax_plan_samples_and_gives_the_runs_split(capsys):
+    d = _run_json(capsys, "mergesort", "--n", "2^14", "--strategy", "minmax")
+    assert d["strategy"] == "minmax" and d["reason"].startswith("min-max (002)")
+    assert len(d["samples"]) == 3
+    m = 2 ** d["transfer_level"] if d["transfer_level"] is not None else 1
+    assert round(d["split_alpha"] * m) == pytest.approx(d["split_alpha"] * m)
+    alg, args = _mergesort_args(2**14)
+    want = alg.function.options(device="hybrid", strategy="minmax").plan(*args)
+    assert d["split_alpha"] == want.split_alpha and d["reason"] == want.reason
+
+
+def test_measured_strategy_text_names_the_strategy_and_why(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("HPU_HISTORY_DIR", str(tmp_path))
+    assert main(["plan", "mergesort", "--n", "4096", "--strategy", "adaptive"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"strategy\s+adaptive\s+\(001, the rate history\)", out)
+    assert "adaptive (001)" in out and str(tmp_path) in out
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--strategy", "minmax"], "needs a ready algorithm"),
+    (["--a", "3", "--strategy", "adaptive"], "needs a ready algorithm"),
+    (["mergesort", "--p", "3", "--strategy", "adaptive"], "--p cannot be used"),
+    (["mergesort", "--paper", "--gamma", "1", "--strategy", "minmax"],
+     "--gamma, --paper cannot be used"),
+    (["mergesort", "--strategy", "fastest"], "expected one of advanced, basic, minmax, adaptive"),
+])
+def test_measured_strategy_bad_uses_are_one_line_errors(capsys, args, words):
+    assert main(["plan", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hpu plan: error:") and words in err and err.count("\n") == 1

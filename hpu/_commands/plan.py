@@ -14,6 +14,14 @@ work, so the predicted times are in seconds; with no profile the first call
 calibrates quickly once and says so, ``HPU_NO_AUTOCALIBRATE=1`` uses built-in
 values).  Without an algorithm, or with ``--paper``, the defaults are the
 worked example of 004 §5.2.2 (p = 4, g = 2^12, γ = 1/160, n = 2^24).
+
+The measured strategies (``--strategy minmax`` or ``adaptive``, issue 16) choose
+the split from timings, not from the machine's figures, so they need a ready
+ALGORITHM and the OpenCL device a run would use: ``hpu plan mergesort
+--strategy adaptive`` reads the rate history exactly as the next run would
+(``hpu history`` shows it) and ``--strategy minmax`` samples the function on
+``--n`` random keys as a run does (about four runs of it).  Both print the split
+that run would execute and why; the shape and machine flags do not apply.
 """
 from __future__ import annotations
 
@@ -33,6 +41,9 @@ _DEFAULTS = {"a": "2", "b": "2", "cost": "n", "n": "16777216", "p": "4", "g": "4
              "gamma": "1/160"}
 
 _BAR = 48
+
+#: the strategies that measure the function instead of asking the model (hpu._strategies)
+MEASURED = ("minmax", "adaptive")
 
 
 class _BadValue(Exception):
@@ -106,7 +117,9 @@ def add_arguments(parser) -> None:
                         help="whose profile to read: an OpenCL device as `hpu devices` lists it "
                              "(the name `hpu run` uses; --device is the old spelling)")
     parser.add_argument("--strategy", default="advanced", metavar="S",
-                        help="advanced (004 5.2, default) or basic (004 5.1)")
+                        help="advanced (004 5.2, default), basic (004 5.1), or, with "
+                             "ALGORITHM, minmax (002: sampled on --n keys) or adaptive "
+                             "(001: the rate history of earlier runs)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -180,7 +193,8 @@ def _inputs(args) -> tuple[model.Problem, model.Machine, str]:
     strategy = str(args.strategy).strip().lower()
     if strategy not in model.STRATEGIES:
         raise _BadValue(f"--strategy {args.strategy!r} is unknown: expected one of "
-                        f"{', '.join(model.STRATEGIES)}; pass e.g. --strategy advanced")
+                        f"{', '.join(model.STRATEGIES + MEASURED)}; pass e.g. --strategy "
+                        "advanced")
     try:
         return model.Problem(a, b, cost, n), model.Machine(p, g, gamma, **extra), strategy
     except ValueError as err:  # what only the model can check, e.g. n too large
@@ -235,9 +249,14 @@ def render_text(plan: model.Plan, algorithm: str | None = None) -> str:
         f"gamma = {_fraction_text(plan.gamma)}",
         "",
     ]
-    section = "004 5.2" if plan.strategy == "advanced" else "004 5.1"
+    section = {"advanced": "004 5.2", "basic": "004 5.1", "minmax": "002, sampled",
+               "adaptive": "001, the rate history"}.get(plan.strategy, "given")
     rows = [("strategy", plan.strategy, f"({section})")]
-    if plan.strategy == "advanced":
+    if plan.strategy in MEASURED:
+        rows.append(("alpha", f"{plan.split_alpha:.4f}",
+                     "the CPU's share of level y's tasks, from the measurements"))
+        rows.append(("y", f"{plan.y:g}", "the level the split is made at"))
+    elif plan.strategy == "advanced":
         rows.append(("alpha*", f"{plan.alpha:.4f}", "the CPU's share of the tasks below level y"))
         rows.append(("y", f"{plan.y:.4f}", "the level the device reaches (continuous model)"))
     else:
@@ -291,7 +310,63 @@ def _picture(plan: model.Plan) -> list[str]:
     return out
 
 
+def _measured(args, strategy: str) -> int:
+    """``--strategy minmax|adaptive``: the plan the run of ALGORITHM on ``--n`` random keys
+    would execute, from the same measurements (see the module docstring)."""
+    if args.algorithm is None or args.algorithm not in _names():
+        raise _BadValue(f"--strategy {strategy} measures a real function, so it needs a ready "
+                        f"algorithm: expected one of {', '.join(_names())}; pass e.g. "
+                        f"`hpu plan mergesort --strategy {strategy}`")
+    given = [f"--{f}" for f in ("a", "b", "cost", "p", "g", "gamma")
+             if getattr(args, f) is not None] + (["--paper"] if args.paper else [])
+    if given:
+        raise _BadValue(f"--strategy {strategy} takes the split from timings of the function "
+                        f"on this machine, so {', '.join(given)} cannot be used with it: leave "
+                        f"{'it' if len(given) == 1 else 'them'} out, or use --strategy advanced "
+                        "to plan from a shape and machine given by hand")
+    n = _integer(args.n, "--n", "an integer >= 1 (input size)", "16777216", 1)
+    import warnings
+
+    import numpy as np
+
+    from hpu._commands import _plugins
+    from hpu._errors import HpuError, HpuPerformanceWarning
+
+    alg = _plugins.get(args.algorithm)
+    x = alg.make_input(n, np.int32, 0)
+    call = alg.prepare(x).args(x)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", HpuPerformanceWarning)
+            plan = alg.function.options(device="hybrid", strategy=strategy,
+                                        cl_device=args.device).plan(*call)
+    except HpuError as err:
+        raise _BadValue(str(err)) from None
+    if args.json:
+        d = plan.to_dict()
+        d.update(algorithm=args.algorithm, machine="measured")
+        print(json.dumps(d))
+        return 0
+    print(render_text(plan, args.algorithm))
+    if strategy == "adaptive":
+        from hpu._history import history_dir
+
+        print(f"\nrates from the history in {history_dir()} (`hpu history show` lists them; "
+              "every adaptive run adds its own)")
+    else:
+        print("\nsamples (k CPU tasks, c(k) s, g(m-k) s): "
+              + "; ".join(f"({int(k)}, {c:.4g}, {g:.4g})" for k, c, g in plan.samples))
+    return 0
+
+
 def main(args) -> int:
+    strategy = str(args.strategy).strip().lower()
+    if strategy in MEASURED:
+        try:
+            return _measured(args, strategy)
+        except _BadValue as err:
+            print(f"hpu plan: error: {err}", file=sys.stderr)
+            return 2
     try:
         problem, machine, strategy = _inputs(args)
     except _BadValue as err:
