@@ -183,8 +183,11 @@ def measured_plan(strategy: str, spec, values, problem, machine, element_bytes: 
     planner's); ``sampler`` runs the function on copies (min–max only; without one,
     only samples cached by an earlier run can be used).
     """
-    base = model.plan(problem, machine, "advanced", element_bytes=element_bytes,
-                      contention=contention, chunks=chunks)
+    from hpu._plan import model_plan
+
+    # cached: the model's plan costs tens of milliseconds at 2^22 keys, which every adaptive
+    # run would otherwise pay before it starts (a tenth of a mergesort there)
+    base = model_plan(problem, machine, "advanced", element_bytes, contention, 0.0, chunks)
     y = split_level(problem, base)
     key, _ = history_key(spec, values, problem, cl_device, machine)
     if strategy == "adaptive":
