@@ -124,6 +124,7 @@ class Run:
         lines = [head]
         if self.plan is not None:  # why it ran this way (e.g. a small problem as one task)
             lines.append(f"  plan: {self.plan.reason}")
+            lines.append(f"  strategy: {self.plan.strategy}")
         for r in self.levels:
             lines.append(f"  level {r.level:>2} {r.phase:<8} cpu {r.cpu_tasks:>8} tasks "
                          f"{r.cpu_seconds:.6f} s   gpu {r.gpu_tasks:>8} tasks {r.gpu_seconds:.6f} s")

@@ -169,3 +169,23 @@ def test_the_strategy_option_is_checked():
     alg = _registry.get("sum")
     with pytest.raises(ValueError, match="'minmax', 'adaptive'"):
         alg.function.options(strategy="fastest")
+
+
+# ------------------------------------------------------------------ the Run says who chose the split
+
+@pytest.mark.parametrize("strategy,words", [("minmax", "min-max (002)"),
+                                            ("adaptive", "adaptive (001)")])
+def test_the_run_says_which_strategy_chose_the_split_and_why(strategy, words):
+    run = _checked_run("mergesort", 20000, 5, device="hybrid", strategy=strategy)
+    text = run.summary()
+    assert f"  strategy: {strategy}" in text and words in text
+    assert run.plan.reason.startswith(words)
+
+
+def test_hpu_run_prints_the_strategy_and_its_reason(capsys):
+    from hpu.cli import main
+
+    assert main(["run", "mergesort", "--n", "4096", "--device", "hybrid", "--strategy",
+                 "adaptive", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "split chosen by strategy 'adaptive': adaptive (001)" in out

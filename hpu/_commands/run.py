@@ -525,6 +525,8 @@ def render_text(report: _Report) -> str:
         y = "-" if run.y is None else run.y
         out.append(f"{who}: alpha = {run.alpha:.4g} (CPU share of level y's tasks), y = {y}, "
                    f"K = {run.K}; level-K tasks: cpu {run.cpu_tasks}, gpu {run.gpu_tasks}")
+        if run.plan is not None:  # which strategy chose the split, and why (issue 16)
+            out.append(f"split chosen by strategy {run.plan.strategy!r}: {run.plan.reason}")
         out.append(f"transfers: {transfers}")
         if getattr(run, "cluster", None) is not None:
             c = run.cluster
