@@ -216,3 +216,33 @@ def test_measured_strategy_bad_uses_are_one_line_errors(capsys, args, words):
     assert main(["plan", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("hpu plan: error:") and words in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("unified", [True, False])
+def test_algorithm_plan_prices_the_overlap_the_run_would_do(capsys, monkeypatch, tmp_path,
+                                                            unified):
+    import dataclasses
+
+    from hpu import _profile
+    from hpu._opencl._backend import OpenCLBackend
+
+    # a profile whose device is worth a share (64 work-items at 0.8 of a core)
+    key = _profile.current_key(None)
+    prof = dataclasses.replace(
+        _profile.Profile.builtin(None), p=2, g=64, gamma=0.8, latency_s=3e-6,
+        seconds_per_byte=1e-10, cpu_seconds_per_element=2.5e-9, host=key.host,
+        device=key.device, driver_version=key.driver_version, hpu_version=key.hpu_version,
+        device_shares_cpu=False, source="measured")
+    monkeypatch.setenv("HPU_PROFILE", str(tmp_path / "profile.json"))
+    _profile.save_profile(prof)
+    # False: the device as a discrete GPU (its own memory): the run would copy in pieces
+    monkeypatch.setattr(OpenCLBackend, "unified_memory", classmethod(lambda cls, d: unified))
+    d = _run_json(capsys, "mergesort", "--n", "2^20")
+    assert d["uses_device"] and d["machine"] == "profile"
+    alg, args = _mergesort_args(2**20)
+    want = alg.function.options(device="hybrid").plan(*args)
+    assert d["transfer_chunks"] == want.transfer_chunks
+    assert d["transfer_chunks"] == (1 if unified or not want.uses_device
+                                    else OpenCLBackend.transfer_chunks)
+    assert d["predicted_time"] == pytest.approx(want.predicted_time)
+    assert ("transfers overlapped" in d["reason"]) == (d["transfer_chunks"] > 1)

@@ -213,6 +213,22 @@ def _profile(args):
         raise _BadValue(str(err)) from None
 
 
+def _copy_chunks(args) -> int:
+    """The pieces a run of ALGORITHM on the profile's device copies its data in
+    (:func:`hpu._plan.copy_chunks`: more than 1 only for a device with its own memory), so
+    that the plan printed prices the overlap the run does; 1 when no device can be had."""
+    from hpu._commands import _plugins
+    from hpu._errors import HpuError
+    from hpu._opencl._backend import OpenCLBackend
+    from hpu._plan import copy_chunks
+
+    try:
+        handle = OpenCLBackend.select(args.device)
+    except HpuError:
+        return 1
+    return copy_chunks(_plugins.get(args.algorithm).function._parse(), handle)
+
+
 def _profile_path(args) -> str | None:
     """Where the profile lives (None for built-in values that were never stored)."""
     from hpu._profile import profile_path
@@ -379,7 +395,7 @@ def main(args) -> int:
     from hpu._plan import model_plan
 
     result = model_plan(problem, machine, strategy, _element_bytes(args.algorithm), contention,
-                        rel_error)
+                        rel_error, _copy_chunks(args) if prof is not None else 1)
     if args.json:
         d = result.to_dict()
         d["algorithm"] = args.algorithm
