@@ -19,7 +19,47 @@ while it waits.  hpu's breadth-first shape avoids that by construction:
    OpenCL device, hybrid as planned there), one task after another.
 3. The client waits for the level, writes the results into the caller's arrays
    and into level ``D``'s result slots, then combines levels ``D-1 .. 0`` on its
-   own CPU, as a local run does.
+   own CPU, as a local run does; or, when the plan says so, the combines run
+   on the workers (next section) and the client combines only the root.
+
+Combines on the workers
+-----------------------
+
+Combining on the client means every range's span travels to the client
+before level ``D-1`` can start, and the client's ``p`` cores run every
+combine above ``D``.  Where the data is large (or the workers many), the
+combines of levels ``D-1 .. 1`` run as Dask tasks instead, where the data
+already is: ONE task per parent, whose arguments are the futures of the tasks
+that hold its children (range tasks, or the combine tasks of the level below)
+and which of their tasks are its children.  No task waits on another: the
+scheduler starts a combine when its inputs exist (on the worker holding most
+of them), and the client submits the whole graph at once, then waits for
+level 1's tasks only.  A combine task assembles its parent's span from its
+inputs' spans (each input returns every array's span and a bit mask of what
+its subtree changed; the client adds its original slice only where the
+children's spans do not cover the parent's), runs the function's combine for
+that one parent (the CPU module's ``combine_task``, through
+:class:`hpu._cpu.CpuBackend`), and returns the parent's result and span;
+level 1's tasks return only the changed elements, which the client applies
+once every task has succeeded.  A lost combine task, or a lost output it
+needs, is recomputed by Dask from its inputs (the range tasks carry the
+client's original slices); a part that fails for good is evaluated again on
+the client from the same description (:meth:`_DaskBackend._local`).  The plan
+(:func:`plan_cluster`) compares the two: the client's combines of levels
+``1 .. D-1`` on its cores against ``W`` workers each running one combine at a
+time, plus a network message per level; ``Cluster(combine="client" |
+"workers")`` forces either, ``Cluster(combine_bytes=N)`` replaces the
+comparison by a byte threshold on the arrays the combines touch.
+
+Options
+-------
+
+Everything that changes what the function computes travels with it and is
+resolved on the client: the run options (``device``, ``K``, ``depth``, ...),
+the decorator's ``b``/``cost``/``span`` and ``boundscheck`` (``None`` resolved
+from the client's ``HPU_BOUNDSCHECK``), and ``HPU_MAX_DEPTH`` (compiled into
+the code; set on the worker while its task runs).  A bounds error on a worker
+is the same ``IndexError``, with the user's file and line, on the client.
 
 Data
 ----
@@ -71,7 +111,8 @@ Faults
   cluster with no workers runs locally with a warning and a fallback line.
 * ``HPU_INJECT_WORKER_FAULT=1`` (read on the client) kills the worker process
   that runs the first range, once; ``=always`` kills every attempt at it, until
-  Dask gives the range up (for tests of exactly these).
+  Dask gives the range up; ``=combine`` kills the worker that runs the first
+  combine task, once (for tests of exactly these).
 """
 from __future__ import annotations
 
@@ -944,7 +985,8 @@ class ClusterRun(Run):
 # ------------------------------------------------------------------------ client side
 
 class _DaskBackend:
-    """Runs the distribution level's leaf phase as one Dask task per worker range."""
+    """Runs the distribution level's leaf phase as one Dask task per worker range, and the
+    combines of the levels the plan puts on the workers as one Dask task per parent."""
 
     kind = "cpu"
 
