@@ -957,7 +957,10 @@ class ClusterRun(Run):
     None, and the leaf phase of the distribution level is booked in the
     ``cpu`` columns: the client's view (its CPU expanded and combined, its
     OpenCL device did nothing); ``cluster.workers`` has the per-worker detail,
-    each worker's own split included.
+    each worker's own split included.  When the workers combine levels
+    ``cluster.combine_level .. K-1``, those levels' records are the client's
+    too: submitting their tasks, and at ``combine_level`` waiting for every
+    task below.
     """
 
     cluster: ClusterReport | None = None
