@@ -1176,6 +1176,8 @@ class _DaskBackend:
             self._submit(task, kill_marker=marker)
             self.sent[tid] = sent
             produced.append((task, p, p + 1, plo, phi))
+        for task, *_ in below:  # the scheduler keeps what its dependents need, no longer
+            task.fut = None
         self.below = produced
         if final:
             self._collect(level, produced)
