@@ -561,7 +561,7 @@ def test_combines_as_tasks_match_plain_python(client, fn, make, ref):
     check()
 
 
-@pytest.mark.parametrize("name", ["sort", "total"])
+@pytest.mark.parametrize("name", ["sort", "sort3", "total", "count_inversions", "max_subarray"])
 def test_shipped_algorithms_with_combines_as_tasks(client, name):
     _, fn, ref, view = next(s for s in _shipped() if s[0] == name)
     x = np.random.default_rng(21).integers(-500, 500, 1500).astype(np.int32)
