@@ -7,6 +7,9 @@ Two measurements and one prediction, all in this one process:
   its subtrees with ``--device`` (default ``cpu``: Numba threads), at several n;
 * **the cluster path's overhead**: the same call without ``cluster=`` (a local
   run with the same device), and the difference;
+* **where the upper levels are combined**: on two workers, levels ``L-1 .. 0``
+  combined on the client (``Cluster(combine="client")``) against levels
+  ``L-1 .. 1`` as Dask tasks on the workers (``combine="workers"``);
 * **on paper**: the model's cluster level (:func:`hpu._dask.plan_cluster`) for
   4 and 16 nodes like this machine (its profile, or hpu's built-in values)
   over a 10 Gb/s link (δ = 8e-10 s/B; λ = 1 ms, the order of Dask's per-task
@@ -70,20 +73,27 @@ def measure(ns, repeat, device, level):
         x = data[n]
         local[n], _ = _median_run(lambda a, t: mergesort.run(a, t, 0, a.size, device=device),
                                   lambda: (x.copy(), np.empty_like(x)), repeat, np.sort(x))
-    for workers in (1, 2):
+    for workers, combines in ((1, ("client",)), (2, ("client", "workers"))):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                    dashboard_address=":0")
             client = Client(cluster)
         try:
-            for n in ns:
+            for n, combine in ((n, c) for n in ns for c in combines):
                 x = data[n]
-                where = Cluster(client, level=level)
+                where = Cluster(client, level=level, combine=combine)
                 secs, run = _median_run(
                     lambda a, t: mergesort.run(a, t, 0, a.size, device=device, cluster=where),
                     lambda: (x.copy(), np.empty_like(x)), repeat, np.sort(x))
-                rows.append({"n": n, "workers": workers, "seconds": secs,
+                rows.append({"n": n, "workers": workers, "combine": combine, "seconds": secs,
+                             "combine_on": run.cluster.combine_on,
+                             "combine_tasks": sum(w.combines for w in run.cluster.workers),
+                             "bytes_between_workers": sum(w.bytes_between
+                                                          for w in run.cluster.workers),
+                             "model_combine_seconds": {
+                                 "client": run.cluster.plan.client_combine_time,
+                                 "workers": run.cluster.plan.worker_combine_time},
                              "local_seconds": local[n], "overhead_seconds": secs - local[n],
                              "bytes_moved": run.cluster.bytes_moved,
                              "tasks": [w.tasks for w in run.cluster.workers],
@@ -123,6 +133,9 @@ def on_paper(ns, nodes_list):
                                 out_bytes=8 * n, spanned=True, nodes=nodes, network=net,
                                 local=machine, local_contention=contention)
             out.append({"n": n, "nodes": W, "level": plan.level,
+                        "combine_on": plan.combine_on,
+                        "client_combine_seconds": plan.client_combine_time,
+                        "worker_combine_seconds": plan.worker_combine_time,
                         "predicted_seconds": plan.predicted_time,
                         "local_seconds": plan.local_time,
                         "speedup": plan.local_time / plan.predicted_time,
@@ -136,22 +149,30 @@ def _pow2(n):
 
 def render(rows, paper, device):
     lines = [f"mergesort (int32), workers run device={device!r}; median seconds", "",
-             "| n | local | 1 worker | 2 workers | overhead (1 worker − local) | bytes moved |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "| n | local | 1 worker | 2 workers | 2 workers, combines on the workers | "
+             "overhead (1 worker − local) | bytes moved (2 workers: client / workers) |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for n in sorted({r["n"] for r in rows}):
         one = next(r for r in rows if r["n"] == n and r["workers"] == 1)
-        two = next(r for r in rows if r["n"] == n and r["workers"] == 2)
+        two = next(r for r in rows if r["n"] == n and r["workers"] == 2
+                   and r["combine"] == "client")
+        tw = next(r for r in rows if r["n"] == n and r["workers"] == 2
+                  and r["combine"] == "workers")
         lines.append(f"| {_pow2(n)} | {one['local_seconds']:.4f} | {one['seconds']:.4f} | "
-                     f"{two['seconds']:.4f} | {one['overhead_seconds']:+.4f} | "
-                     f"{two['bytes_moved']:,} |")
+                     f"{two['seconds']:.4f} | {tw['seconds']:.4f} ({tw['combine_tasks']} "
+                     f"tasks) | {one['overhead_seconds']:+.4f} | {two['bytes_moved']:,} / "
+                     f"{tw['bytes_moved']:,} |")
     lines += ["", "On paper: nodes like this one over 10 Gb/s "
               f"(λ = {PAPER_LATENCY_S:g} s, δ = {TEN_GBIT_S_PER_BYTE:g} s/B)", "",
-              "| n | nodes | level | predicted s | one machine s | speedup | distribute |",
-              "|---|---:|---:|---:|---:|---:|---|"]
+              "| n | nodes | level | predicted s | one machine s | speedup | distribute | "
+              "combines (levels 1..L-1: client s / workers s) |",
+              "|---|---:|---:|---:|---:|---:|---|---|"]
     for p in paper:
         lines.append(f"| {_pow2(p['n'])} | {p['nodes']} | {p['level']} | "
                      f"{p['predicted_seconds']:.4g} | {p['local_seconds']:.4g} | "
-                     f"{p['speedup']:.2f}x | {'yes' if p['distribute'] else 'declines'} |")
+                     f"{p['speedup']:.2f}x | {'yes' if p['distribute'] else 'declines'} | "
+                     f"{p['combine_on']} ({p['client_combine_seconds']:.3g} / "
+                     f"{p['worker_combine_seconds']:.3g}) |")
     return "\n".join(lines)
 
 

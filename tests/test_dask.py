@@ -483,3 +483,268 @@ def test_local_n_starts_worker_processes_here(client):
         got, run = total(x, return_run=True, cluster=Cluster("local:1", level=1), device="cpu")
     assert got == int(x.sum()) and run.cluster.distributed
     assert len(run.cluster.workers) == 1
+
+
+# ------------------------------------------------------- combines on the workers
+
+@hpu.divide_and_conquer(b=2, cost="1", span=("lo", "hi"))
+def gap_sum(a, lo, hi):
+    """The children skip the middle element, which the combine reads and writes: a parent's
+    span is not covered by its children's, so the client sends the gap's originals."""
+    if hi - lo <= 2:
+        s = 0
+        for k in range(lo, hi):
+            s += a[k]
+        return s
+    mid = (lo + hi) // 2
+    left = gap_sum(a, lo, mid)
+    right = gap_sum(a, mid + 1, hi)
+    a[mid] = a[mid] * 2
+    return left + right + a[mid]
+
+
+def _on_workers(client, level=3, **kw):
+    return Cluster(client, level=level, combine="workers", **kw)
+
+
+def _parents(run):
+    """Combine tasks expected on the workers: every task of levels 1..K-1 (the root stays)."""
+    return sum(r.cpu_tasks for r in run.levels
+               if r.phase == "combine" and 1 <= r.level < run.cluster.level)
+
+
+@pytest.mark.parametrize("opts", WORKER_DEVICES, ids=lambda o: "-".join(map(str, o.values())))
+def test_combines_as_tasks_sort_exactly(client, opts):
+    @FEW
+    @given(n=st.integers(0, 3000), seed=st.integers(0, 2**32 - 1), level=st.integers(2, 4))
+    def check(n, seed, level):
+        x = np.random.default_rng(seed).integers(-1000, 1000, n).astype(np.int32)
+        want = np.sort(x, kind="stable")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", HpuPerformanceWarning)
+            run = user_sort.run(x, np.empty_like(x), 0, n, cluster=_on_workers(client, level),
+                                **opts)
+        np.testing.assert_array_equal(x, want)
+        c = run.cluster
+        if c.level >= 2:  # a tree that reaches level 2 has parents below the root
+            assert c.combine_on == "workers" and c.combine_level == 1
+            assert sum(w.combines for w in c.workers) == _parents(run) > 0
+            leaf = next(r for r in run.levels if r.phase == "leaf")
+            assert sum(w.tasks for w in c.workers) == leaf.cpu_tasks
+        assert "combined as Dask tasks on the workers" in c.reason
+        assert run.fallbacks == [] or all("on tcp" in f for f in run.fallbacks)
+
+    check()
+
+
+@pytest.mark.parametrize("fn, make, ref", [
+    (first_argmax, lambda r, n: r.normal(size=n), lambda x: int(np.argmax(x))),
+    (scale_odd, lambda r, n: r.integers(-50, 50, n).astype(np.int64),
+     lambda x: int(np.where(x % 2 != 0, x * 3, x).sum())),
+    (gap_sum, lambda r, n: r.integers(-50, 50, n).astype(np.int64), None),
+], ids=["absolute-indices", "no-span", "uncovered-span"])
+def test_combines_as_tasks_match_plain_python(client, fn, make, ref):
+    @FEW
+    @given(n=st.integers(1, 2000), seed=st.integers(0, 2**32 - 1), level=st.integers(2, 4))
+    def check(n, seed, level):
+        x = make(np.random.default_rng(seed), n)
+        plain = x.copy()
+        want = fn.py_func(plain, 0, n) if ref is None else ref(x)
+        if ref is not None and fn is scale_odd:
+            plain = np.where(x % 2 != 0, x * 3, x)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", HpuPerformanceWarning)
+            run = fn.run(x, 0, n, cluster=_on_workers(client, level), device="cpu")
+        assert run.value == want
+        np.testing.assert_array_equal(x, plain)
+
+    check()
+
+
+@pytest.mark.parametrize("name", ["sort", "sort3", "total", "count_inversions", "max_subarray"])
+def test_shipped_algorithms_with_combines_as_tasks(client, name):
+    _, fn, ref, view = next(s for s in _shipped() if s[0] == name)
+    x = np.random.default_rng(21).integers(-500, 500, 1500).astype(np.int32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HpuPerformanceWarning)
+        got, run = fn(x, return_run=True, cluster=_on_workers(client, 3), device="cpu")
+    want = ref(x)
+    if isinstance(want, np.ndarray):
+        np.testing.assert_array_equal(view(got), want)
+    else:
+        assert view(got) == want
+    assert run.cluster.combine_on == "workers"
+    assert sum(w.combines for w in run.cluster.workers) == _parents(run)
+
+
+def test_the_plan_puts_combines_on_the_workers_above_a_byte_threshold(client):
+    x = np.random.default_rng(8).integers(0, 10**6, 2000).astype(np.int32)
+    want = np.sort(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HpuPerformanceWarning)
+        run = user_sort.run(x, np.empty_like(x), 0, x.size, device="cpu",
+                            cluster=Cluster(client, level=3, combine_bytes=x.nbytes))
+    np.testing.assert_array_equal(x, want)
+    plan = run.cluster.plan
+    assert plan.combine_on == "workers" and run.cluster.combine_on == "workers"
+    assert f"at least Cluster(combine_bytes={x.nbytes})" in plan.reason
+    assert sum(w.combines for w in run.cluster.workers) == 6
+    y = np.random.default_rng(8).integers(0, 10**6, 2000).astype(np.int32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HpuPerformanceWarning)
+        run = user_sort.run(y, np.empty_like(y), 0, y.size, device="cpu",
+                            cluster=Cluster(client, level=3, combine_bytes=10 * y.nbytes))
+    np.testing.assert_array_equal(y, want)
+    assert run.cluster.combine_on == "client" and "below Cluster(combine_bytes=" in \
+        run.cluster.plan.reason
+    assert all(w.combines == 0 for w in run.cluster.workers)
+
+
+def test_the_model_combines_on_many_workers_and_on_the_client_for_few():
+    net = Network(latency_s=1e-4, seconds_per_byte=1e-10)
+    many = _plan(net)  # 16 workers, the client's 2 cores
+    assert many.combine_on == "workers" and many.combine_level == 1
+    assert many.worker_combine_time < many.client_combine_time
+    assert "combined as Dask tasks on the workers" in many.reason
+    few = _plan(net, nodes=[_node("w0"), _node("w1")], level=4)
+    assert few.combine_on == "client" and few.combine_level == 4
+    assert few.worker_combine_time >= few.client_combine_time
+    assert "combined on the client: the model predicts" in few.reason
+    forced = _plan(net, nodes=[_node("w0"), _node("w1")], level=4, combine="workers")
+    assert forced.combine_on == "workers" and "Cluster(combine='workers')" in forced.reason
+    root_only = _plan(net, level=1, combine="workers")
+    assert root_only.combine_on == "client" and "only the root" in root_only.reason
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"combine": "gpu"}, "combine='gpu'"),
+    ({"combine_bytes": -1}, "combine_bytes=-1"),
+    ({"combine_bytes": 1.5}, "combine_bytes=1.5"),
+])
+def test_bad_combine_options_name_the_fix(kw, match):
+    with pytest.raises(ValueError, match=match):
+        Cluster("local:1", **kw)
+
+
+def test_a_worker_killed_in_the_combine_phase_is_recomputed(client, monkeypatch):
+    monkeypatch.setenv(_dask.FAULT_ENV, "combine")
+    before = set(client.scheduler_info(n_workers=-1)["workers"])
+    x = np.random.default_rng(17).integers(0, 10**6, 4000).astype(np.int32)
+    want = np.sort(x)
+    with pytest.warns(HpuPerformanceWarning, match="was lost"):
+        run = user_sort.run(x, np.empty_like(x), 0, x.size, cluster=_on_workers(client),
+                            device="cpu")
+    np.testing.assert_array_equal(x, want)
+    lost = [f for f in run.fallbacks if "was lost mid-run" in f]
+    assert len(lost) == 1 and any(w in lost[0] for w in before)
+    assert "recomputed by Dask from their inputs" in lost[0]
+    assert sum(w.combines for w in run.cluster.workers) == 6
+    monkeypatch.delenv(_dask.FAULT_ENV)
+    client.wait_for_workers(2, timeout=60)  # the nanny restarts it for the next tests
+
+
+def test_combines_lost_for_good_are_redone_here(monkeypatch):
+    import dask
+    from distributed import Client, LocalCluster
+
+    monkeypatch.setenv(_dask.FAULT_ENV, "always")
+    x = np.random.default_rng(19).integers(-99, 99, 700).astype(np.int32)
+    want = np.sort(x)
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # distributed's own, about the kill
+        with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                          dashboard_address=":0") as cl, Client(cl) as c:
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                run = user_sort.run(x, np.empty_like(x), 0, x.size, device="cpu",
+                                    cluster=Cluster(c, level=2, combine="workers"))
+    np.testing.assert_array_equal(x, want)
+    redone = [f for f in run.fallbacks if "redone on this machine" in f]
+    # level 1's two parents, both above the one range that every attempt kills
+    assert len(redone) == 2 and all("KilledWorker" in f for f in redone)
+    assert any(issubclass(w.category, HpuPerformanceWarning) for w in seen)
+    assert any(w.address == "client" and w.combines for w in run.cluster.workers)
+
+
+# ------------------------------------------------------- options on the workers
+
+HERE = os.path.abspath(__file__)
+
+
+@hpu.divide_and_conquer(b=2, cost="1", boundscheck=True)
+def poke(a, idx, lo, hi):
+    if hi - lo == 1:
+        a[idx[lo]] += 1   # LINE_POKE
+        return
+    mid = (lo + hi) // 2
+    poke(a, idx, lo, mid)
+    poke(a, idx, mid, hi)
+
+
+@hpu.divide_and_conquer(b=2, cost="1")
+def poke_default(a, idx, lo, hi):
+    if hi - lo == 1:
+        a[idx[lo]] += 1   # LINE_POKE_DEFAULT
+        return
+    mid = (lo + hi) // 2
+    poke_default(a, idx, lo, mid)
+    poke_default(a, idx, mid, hi)
+
+
+def _line(tag: str) -> int:
+    with open(HERE) as fh:
+        for k, text in enumerate(fh, 1):
+            if text.rstrip().endswith(f"# {tag}"):
+                return k
+    raise AssertionError(tag)
+
+
+@pytest.mark.parametrize("combine", ["client", "workers"])
+def test_a_bounds_error_on_a_worker_names_the_users_line(client, combine):
+    @settings(max_examples=3, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(n=st.integers(8, 200), where=st.integers(0, 10**6), over=st.integers(0, 50))
+    def check(n, where, over):
+        a = np.zeros(n, np.int64)
+        idx = np.arange(n) % n
+        idx[where % n] = n + over  # one index past the end, in some range
+        keep = a.copy()
+        with pytest.raises(IndexError) as err:
+            poke.run(a, idx, 0, n, cluster=Cluster(client, level=2, combine=combine),
+                     device="cpu")
+        msg = str(err.value)
+        assert msg.startswith(f"{HERE}:{_line('LINE_POKE')}: a[idx[lo]]: index {n + over} ")
+        assert f"out of bounds for length {n}" in msg
+        np.testing.assert_array_equal(a, keep)  # nothing written into the caller's arrays
+
+    check()
+
+
+def test_the_clients_hpu_boundscheck_reaches_the_workers(client, monkeypatch):
+    # the workers were started without HPU_BOUNDSCHECK: the client's setting decides
+    monkeypatch.setenv("HPU_BOUNDSCHECK", "1")
+    a = np.zeros(64, np.int64)
+    idx = np.arange(64)
+    idx[50] = 70
+    with pytest.raises(IndexError, match=rf"^{HERE}:{_line('LINE_POKE_DEFAULT')}: .*index 70 "):
+        poke_default.run(a, idx, 0, 64, cluster=Cluster(client, level=2), device="cpu")
+
+
+@hpu.divide_and_conquer(b=2, cost="1", span=("lo", "hi"))
+def deep_count(a, lo, hi):
+    if hi - lo == 1:
+        return 1
+    mid = (lo + hi) // 2
+    return deep_count(a, lo, mid) + deep_count(a, mid, hi)
+
+
+def test_the_clients_max_depth_reaches_the_workers(client, monkeypatch):
+    a = np.zeros(4096)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HpuPerformanceWarning)
+        assert deep_count.run(a, 0, a.size, cluster=Cluster(client, level=2), device="cpu",
+                              K=0).value == a.size
+        monkeypatch.setenv("HPU_MAX_DEPTH", "4")  # the subtrees below level 2 are 10 deep
+        with pytest.raises(RecursionError, match="deep_count"):
+            deep_count.run(a, 0, a.size, cluster=Cluster(client, level=2), device="cpu", K=0)
