@@ -58,6 +58,11 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from hpu._startup import preload_cython_blas
+
+# before Numba loads its registries (the first cached function): see hpu._startup
+preload_cython_blas()
+
 __all__ = ["cache_dir", "fallback_dir", "load_module", "module_path", "stats", "CacheStats", "ENV_CACHE_DIR"]
 
 ENV_CACHE_DIR = "HPU_CACHE_DIR"
