@@ -69,12 +69,11 @@ class _Compiled:
     """What one (specialisation, device, depth, scalar types) needs on the device, built once."""
 
     def __init__(self, program, shared, device, depth):
-        from hpu._opencl._build import build_program
+        from hpu._opencl._build import build_program, translated_levels
         from hpu._opencl._device import context_and_queue
-        from hpu._opencl._levels import translate_levels
 
         self.device = device
-        self.translated = translate_levels(program, shared, depth)
+        self.translated = translated_levels(program, shared, depth)  # on disk: hpu._cache
         self.ctx, _ = context_and_queue(device)
         self.cl_program = build_program(self.ctx, self.translated.source)
         self._local = threading.local()

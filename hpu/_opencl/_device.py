@@ -140,11 +140,17 @@ def probe(dev) -> str:
     with _probe_lock:
         if key in _probe_results:
             return _probe_results[key]
+        from hpu._opencl._build import known_to_build, remember_builds
+
+        if known_to_build(dev):  # built by an earlier process (a record in hpu._cache)
+            _probe_results[key] = ""
+            return ""
         cl = _cl()
         try:
             ctx = cl.Context([dev])
             cl.Program(ctx, _PROBE_SOURCE).build()
             problem = ""
+            remember_builds(dev)
         except Exception as err:  # the driver's own words are the useful part
             text = str(err)
             lines = [ln.strip() for ln in text.splitlines() if "error" in ln.lower()]
