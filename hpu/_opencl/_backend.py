@@ -102,6 +102,12 @@ class _Compiled:
 
 _compiled_lock = threading.Lock()
 
+#: (select_device, spec, HPU_DEVICE, OCL_ICD_VENDORS) -> the device it chose
+_selected: dict = {}
+#: (remaining_cores, device, NUMBA_NUM_THREADS) -> its answer (see host_threads)
+_remaining: dict = {}
+_MISSING = object()
+
 
 def _scalar_kind(v) -> str:
     if isinstance(v, np.ndarray):
@@ -151,17 +157,43 @@ class OpenCLBackend:
 
     @classmethod
     def select(cls, spec=None):
-        """The OpenCL device for ``spec`` (``cl_device``); raises DeviceUnavailableError."""
+        """The OpenCL device for ``spec`` (``cl_device``); raises DeviceUnavailableError.
+
+        A device named by a string (or ``None``: ``HPU_DEVICE``/the default) is
+        looked up once per process and environment, not on every call (listing the
+        platforms costs more than a small run's planning); a failure is not kept.
+        """
         from hpu._opencl import _device
 
-        return _device.select_device(spec)
+        if spec is not None and not isinstance(spec, str):
+            return _device.select_device(spec)
+        key = (_device.select_device, spec, os.environ.get("HPU_DEVICE"),
+               os.environ.get("OCL_ICD_VENDORS"))
+        hit = _selected.get(key)
+        if hit is None:
+            hit = _device.select_device(spec)
+            if len(_selected) > 64:
+                _selected.clear()
+            _selected[key] = hit
+        return hit
 
     @classmethod
     def host_threads(cls, device) -> int:
         """Give Numba the cores a CPU device (or sub-device) leaves free, unless
-        ``NUMBA_NUM_THREADS`` says otherwise; return Numba's thread count."""
+        ``NUMBA_NUM_THREADS`` says otherwise; return Numba's thread count.
+
+        Whether anything is to be given is decided once per device and environment;
+        a device that leaves nothing to give (a GPU, a whole CPU) costs one lookup."""
         from hpu._opencl import _device
 
+        key = (_device.remaining_cores, device, os.environ.get("NUMBA_NUM_THREADS"))
+        left = _remaining.get(key, _MISSING)
+        if left is _MISSING:
+            left = _remaining[key] = _device.remaining_cores(device)
+        if left is None:
+            import numba
+
+            return int(numba.get_num_threads())
         return _device.use_remaining_cores(device)
 
     def __init__(self, program, shared: Mapping[str, Any], device, *, depth: int = 64):
