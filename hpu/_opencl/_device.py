@@ -160,8 +160,12 @@ def probe(dev) -> str:
         return problem
 
 
-def _usable_entries(entries):
-    return [e for e in entries if not probe(e[2])]
+def _first_usable(entries):
+    """``[the first entry whose device builds]`` (probing no further), or ``[]``."""
+    for e in entries:
+        if not probe(e[2]):
+            return [e]
+    return []
 
 
 def _info(entry, default: bool) -> DeviceInfo:
@@ -236,13 +240,15 @@ def _select_whole(spec, origin):
         raise DeviceUnavailableError(
             "no OpenCL device found. Install PoCL with `pip install pocl-binary-distribution` "
             "or a GPU vendor's OpenCL driver, then check with `hpu devices`")
+    # probed in rank order, stopping at the first that builds: a cold first call pays
+    # one PoCL compilation, not one per installed platform
     if spec is None:
-        usable = _usable_entries(sorted(entries, key=_rank))
+        usable = _first_usable(sorted(entries, key=_rank))
         if not usable:
             raise DeviceUnavailableError(_no_usable_message(entries))
         return usable[0][2]
     matched = sorted(_match(spec, entries), key=_rank)
-    found = _usable_entries(matched)
+    found = _first_usable(matched)
     if matched and not found:
         raise DeviceUnavailableError(
             f"{origin}{spec!r} matches only unusable OpenCL devices: "
