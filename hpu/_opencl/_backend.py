@@ -107,6 +107,8 @@ _selected: dict = {}
 #: (remaining_cores, device, NUMBA_NUM_THREADS) -> its answer (see host_threads)
 _remaining: dict = {}
 _MISSING = object()
+#: device -> hpu._opencl._device._key(device) (its platform's and its own name, its handle)
+_device_keys: dict = {}
 
 
 def _scalar_kind(v) -> str:
@@ -121,8 +123,10 @@ def compiled_for(program, shared: Mapping[str, Any], device, depth: int) -> _Com
     """The cached device objects for ``program`` on ``device`` (see the module docstring)."""
     from hpu._opencl._device import _key as device_key
 
-    key = (device_key(device), depth,
-           tuple((n, _scalar_kind(v)) for n, v in sorted(shared.items())))
+    dkey = _device_keys.get(device)   # the driver's name queries cost ~25 us a call
+    if dkey is None:
+        dkey = _device_keys[device] = device_key(device)
+    key = (dkey, depth, tuple((n, _scalar_kind(v)) for n, v in sorted(shared.items())))
     cache = program.__dict__.setdefault("_opencl_compiled", {})
     hit = cache.get(key)
     if hit is None:
