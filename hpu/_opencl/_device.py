@@ -150,12 +150,13 @@ def probe(dev) -> str:
             ctx = cl.Context([dev])
             cl.Program(ctx, _PROBE_SOURCE).build()
             problem = ""
-            remember_builds(dev)
         except Exception as err:  # the driver's own words are the useful part
             text = str(err)
             lines = [ln.strip() for ln in text.splitlines() if "error" in ln.lower()]
             problem = (lines[-1] if lines else text.splitlines()[0] if text else type(err).__name__)
             problem = f"cannot compile OpenCL kernels: {problem}"
+        if not problem:
+            remember_builds(dev)
         _probe_results[key] = problem
         return problem
 
