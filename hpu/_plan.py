@@ -131,9 +131,11 @@ def _profile_machine(cl_device, *, autocalibrate: bool):
     # yet, a changed file, another environment, a replaced active_profile) takes the
     # full path below, which reads, validates and may calibrate.
     try:
-        fast_key = (_profile.active_profile, cl_device, autocalibrate,
-                    os.environ.get("HPU_PROFILE"), os.environ.get("XDG_CONFIG_HOME"),
-                    os.environ.get("HOME"))
+        env = os.environ
+        fast_key = (_profile.active_profile, _profile.profiles_dir, cl_device, autocalibrate,
+                    env.get("HPU_PROFILE"),
+                    env.get("HPU_DEVICE") if cl_device is None or isinstance(cl_device, str)
+                    else None, env.get("XDG_CONFIG_HOME"), env.get("HOME"))
         hit = _from_file.get(fast_key)
     except TypeError:  # an unhashable device argument: no fast path
         fast_key, hit = None, None
@@ -179,7 +181,9 @@ def _remember_file(fast_key, cl_device, prof, answer) -> None:
     _from_file[fast_key] = (path, read[0], answer)
 
 
-#: (active_profile, device, autocalibrate, environment) -> (profile file, its stamp, answer)
+#: (active_profile, profiles_dir, device, autocalibrate, the environment the profile's path
+#: depends on)
+#: -> (profile file, its stamp, answer)
 _from_file: dict = {}
 
 
