@@ -38,6 +38,14 @@ Rules
   missing, truncated or otherwise different file is rewritten (atomically:
   write to a temporary file in the same folder, then ``os.replace``), never
   imported.  Two processes writing the same file write the same bytes.
+* Small facts that are recomputed per process and cost more than a file read
+  (the OpenCL translation of a specialisation, whether a device compiles at
+  all) are *records*: JSON files in the private folder ``records`` beside
+  ``generated`` (:func:`load_record`, :func:`store_record`).  A record holds
+  its full key next to its value and is used only when that key is equal to
+  the one asked for; a file that does not parse, has another shape or another
+  key is ignored (and rewritten by the next store).  JSON, not pickle: reading
+  a record runs nothing.
 * :func:`stats` counts lookups that found the file (``hits``), files written
   (``writes``) and modules imported, so that tests can check a second process
   found the cache without timing anything.
@@ -46,6 +54,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import pickle
 import pickletools
@@ -58,12 +67,18 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["cache_dir", "fallback_dir", "load_module", "module_path", "stats", "CacheStats", "ENV_CACHE_DIR"]
+from hpu._startup import preload_cython_blas
+
+# before Numba loads its registries (the first cached function): see hpu._startup
+preload_cython_blas()
+
+__all__ = ["cache_dir", "fallback_dir", "load_module", "module_path", "stats", "CacheStats",
+           "ENV_CACHE_DIR", "load_record", "store_record", "records_dir"]
 
 ENV_CACHE_DIR = "HPU_CACHE_DIR"
 
 _lock = threading.Lock()
-_counts = {"hits": 0, "writes": 0, "imports": 0}
+_counts = {"hits": 0, "writes": 0, "imports": 0, "record_hits": 0, "record_writes": 0}
 _modules: dict[str, object] = {}
 
 
@@ -74,6 +89,8 @@ class CacheStats:
     hits: int      #: lookups that found the file with the expected content
     writes: int    #: files written (missing or different)
     imports: int   #: modules imported from files
+    record_hits: int = 0    #: records found with the expected key
+    record_writes: int = 0  #: records written
 
 
 def stats() -> CacheStats:
@@ -322,3 +339,57 @@ def load_module(source: str, stem: str):
         _counts["imports"] += 1
         _modules[key] = module
     return module
+
+
+# ------------------------------------------------------------------ records
+
+def records_dir() -> Path:
+    """The private folder of records (beside ``generated``; created on demand), or the
+    fallback's when the configured one is not private."""
+    folder = cache_dir().parent / "records"
+    try:
+        return _make_private(folder)
+    except OSError:
+        return _make_private(fallback_dir().parent / "records")
+
+
+def _record_path(kind: str, key) -> Path:
+    text = json.dumps(key, sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(f"{kind}\n{text}".encode()).hexdigest()[:32]
+    return records_dir() / f"{re.sub(r'[^A-Za-z0-9_]', '_', kind)[:40]}-{digest}.json"
+
+
+def load_record(kind: str, key):
+    """The value stored for ``(kind, key)`` (a JSON value), or ``None``.
+
+    ``key`` is any JSON-serialisable value; the record is used only if the key
+    stored in it equals ``key`` (after a JSON round trip).  Missing, unreadable,
+    corrupt or foreign files give ``None``.
+    """
+    try:
+        path = _record_path(kind, key)
+        with open(path, encoding="utf-8") as fh:
+            rec = json.load(fh)
+        want = json.loads(json.dumps(key, sort_keys=True))
+    except (OSError, ValueError, TypeError):
+        return None
+    if not isinstance(rec, dict) or rec.get("kind") != kind or rec.get("key") != want \
+            or "value" not in rec:
+        return None
+    with _lock:
+        _counts["record_hits"] += 1
+    return rec["value"]
+
+
+def store_record(kind: str, key, value) -> bool:
+    """Store ``value`` (JSON) for ``(kind, key)``, atomically; ``False`` if it cannot be
+    written (a cache is an optimisation: the caller goes on without it)."""
+    try:
+        path = _record_path(kind, key)
+        text = json.dumps({"kind": kind, "key": key, "value": value}, sort_keys=True)
+        _write_atomic(path, text)
+    except (OSError, ValueError, TypeError):
+        return False
+    with _lock:
+        _counts["record_writes"] += 1
+    return True

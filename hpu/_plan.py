@@ -137,8 +137,31 @@ def _given_plan(problem, machine, alpha, y, K, element_bytes, contention, reason
 
 
 def _profile_machine(cl_device, *, autocalibrate: bool):
+    import os
+
     from hpu import _overheads, _profile
 
+    # The fast path of every call: the profile file this device's plan was last made
+    # from, unchanged on disk (one stat), gives the same answer; anything else (no file
+    # yet, a changed file, another environment, a replaced active_profile) takes the
+    # full path below, which reads, validates and may calibrate.
+    try:
+        env = os.environ
+        fast_key = (_profile.active_profile, _profile.profiles_dir, cl_device, autocalibrate,
+                    env.get("HPU_PROFILE"),
+                    env.get("HPU_DEVICE") if cl_device is None or isinstance(cl_device, str)
+                    else None, env.get("XDG_CONFIG_HOME"), env.get("HOME"))
+        hit = _from_file.get(fast_key)
+    except TypeError:  # an unhashable device argument: no fast path
+        fast_key, hit = None, None
+    if hit is not None:
+        path, stamp, answer = hit
+        try:
+            st = os.stat(path)
+            if (st.st_mtime_ns, st.st_size, st.st_ino) == stamp:
+                return answer
+        except OSError:
+            pass
     if autocalibrate:
         import hpu.calibrate  # noqa: F401 - registers the calibration active_profile may run
 
@@ -150,7 +173,33 @@ def _profile_machine(cl_device, *, autocalibrate: bool):
         # a split predicted within the calibration's uncertainty is a tie, settled for the CPU
         hit = _machines[id(prof)] = (prof, (prof.machine(), prof.contention,
                                             _overheads.overheads_of(prof), prof.time_rel_error))
+    if fast_key is not None:
+        _remember_file(fast_key, cl_device, prof, hit[1])
     return hit[1]
+
+
+def _remember_file(fast_key, cl_device, prof, answer) -> None:
+    """Keep ``answer`` for :func:`_profile_machine`'s fast path when ``prof`` is exactly what
+    :func:`hpu._profile.read_profile` last read from the profile file (not a calibration
+    kept in memory, not the built-in values)."""
+    from hpu import _profile
+
+    try:
+        path = str(_profile.profile_path(cl_device))
+    except Exception:  # noqa: BLE001 - no path to watch: no fast path
+        return
+    read = _profile._read_cache.get(path)
+    if read is None or read[1] is not prof:
+        return
+    if len(_from_file) > 64:
+        _from_file.clear()
+    _from_file[fast_key] = (path, read[0], answer)
+
+
+#: (active_profile, profiles_dir, device, autocalibrate, the environment the profile's path
+#: depends on)
+#: -> (profile file, its stamp, answer)
+_from_file: dict = {}
 
 
 #: id(profile) -> (profile, (machine, contention, overheads, relative error))

@@ -25,3 +25,15 @@ def test_the_report_names_each_target():
     text = bench_overhead.report({"small": {"small.cpu_vs_sequential": 1.2,
                                             "small.gpu_vs_cpu": 3.5}})
     assert "meets target <= 1.3" in text and "MISSES target <= 3" in text
+
+
+def test_first_call_section_splits_each_process_into_parts():
+    got = bench_overhead.first_call(paths=("cpu",), repeats=1)
+    for tag in ("warm.cpu", "cold.cpu"):
+        parts = got[tag]
+        assert set(parts) == {"import_s", "specialize_s", "rest_of_call_s", "total_s"}
+        assert all(v > 0 for v in parts.values())
+        assert abs(parts["total_s"] - parts["import_s"] - parts["specialize_s"]
+                   - parts["rest_of_call_s"]) < 1e-9
+    assert got["first.warm_s"] == got["warm.cpu"]["total_s"]
+    assert got["first.cold_s"] == got["cold.cpu"]["total_s"]

@@ -268,3 +268,141 @@ def test_corrupt_numba_cache_files_are_rebuilt_with_a_warning(tmp_path):
             assert "corrupt Numba cache files" in out.stderr
         else:
             assert "corrupt Numba cache files" not in out.stderr
+
+
+# --------------------------------------------------------------------------- records
+
+def _records(monkeypatch, tmp_path):
+    monkeypatch.setenv("HPU_CACHE_DIR", str(tmp_path / "c"))
+    return tmp_path / "c" / "records"
+
+
+def test_a_record_is_found_only_under_its_own_key(monkeypatch, tmp_path):
+    folder = _records(monkeypatch, tmp_path)
+    key = {"source": "abc", "depth": 64, "kinds": [["n", "int"]]}
+    assert _cache.load_record("unit", key) is None
+    before = _cache.stats()
+    assert _cache.store_record("unit", key, {"answer": [1, 2.5, "x", None]})
+    assert _cache.load_record("unit", key) == {"answer": [1, 2.5, "x", None]}
+    assert _cache.load_record("unit", {**key, "depth": 32}) is None
+    assert _cache.load_record("other", key) is None
+    after = _cache.stats()
+    assert (after.record_writes - before.record_writes, after.record_hits - before.record_hits) \
+        == (1, 1)
+    assert folder.stat().st_mode & 0o777 == 0o700 and folder.stat().st_uid == os.getuid()
+    assert [p.suffix for p in folder.iterdir()] == [".json"]
+
+
+def test_corrupt_or_foreign_record_files_are_ignored_then_rewritten(monkeypatch, tmp_path):
+    _records(monkeypatch, tmp_path)
+    key = {"k": 1}
+    _cache.store_record("unit", key, "good")
+    path = _cache._record_path("unit", key)
+    bad_contents = [b"\x80\x04garbage", b'{"kind": "unit", "key": {"k": 1}, "val',
+                    b"[1, 2, 3]", b'{"kind": "unit", "key": {"k": 2}, "value": "planted"}',
+                    b'{"kind": "nope", "key": {"k": 1}, "value": "planted"}',
+                    b'{"kind": "unit", "key": {"k": 1}}', "\udcff".encode("utf-8", "surrogatepass")]
+    for content in bad_contents:
+        path.write_bytes(content)
+        assert _cache.load_record("unit", key) is None, content
+    _cache.store_record("unit", key, "again")
+    assert _cache.load_record("unit", key) == "again"
+    path.unlink()
+    path.mkdir()  # not even a file: still only a miss
+    assert _cache.load_record("unit", key) is None
+    assert _cache.store_record("unit", key, "x") is False
+
+
+def test_a_group_writable_records_folder_is_never_read(monkeypatch, tmp_path):
+    folder = _records(monkeypatch, tmp_path)
+    monkeypatch.setattr(_cache, "_fallback", [])
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    folder.mkdir(parents=True)
+    folder.chmod(0o777)
+    key = {"k": "planted"}
+    planted = folder / _cache._record_path("unit", key).name
+    assert not planted.exists()  # the path asked for is in the fallback, not here
+    planted.write_text(json.dumps({"kind": "unit", "key": key, "value": "planted"}))
+    assert _cache.load_record("unit", key) is None
+    assert _cache._record_path("unit", key).parent != folder
+
+
+def _translation_inputs():
+    from algorithms.mergesort import mergesort
+
+    x = np.arange(64, dtype=np.int32)[::-1].copy()
+    program, values = mergesort._program_for(x, np.empty_like(x), 0, x.size)
+    shared = {n: values[n] for n in program.layout.shared}
+    return program, shared
+
+
+def test_the_translation_record_gives_what_the_translator_gives(monkeypatch, tmp_path):
+    from hpu._opencl import _build, _levels
+
+    _records(monkeypatch, tmp_path)
+    program, shared = _translation_inputs()
+    monkeypatch.setattr(_levels, "_cache", {})
+    fresh = _levels.translate_levels(program, shared, 16)
+    monkeypatch.setattr(_levels, "_cache", {})
+    first = _build.translated_levels(program, shared, 16)    # translated, record written
+    monkeypatch.setattr(_levels, "_cache", {})
+    hits = _cache.stats().record_hits
+    second = _build.translated_levels(program, shared, 16)   # read from the record
+    assert _cache.stats().record_hits == hits + 1
+    for got in (first, second):
+        assert got.source == fresh.source and got.kernels == fresh.kernels
+        assert (got.uses_fp64, got.fp64_first_use) == (fresh.uses_fp64, fresh.fp64_first_use)
+    # another depth is another key
+    monkeypatch.setattr(_levels, "_cache", {})
+    assert _build.translated_levels(program, shared, 8).source != fresh.source
+
+
+def test_a_translation_record_of_another_shape_is_translated_again(monkeypatch, tmp_path):
+    from hpu._opencl import _build, _levels
+
+    _records(monkeypatch, tmp_path)
+    program, shared = _translation_inputs()
+    key = _build._translation_key(program, shared, 16)
+    monkeypatch.setattr(_levels, "_cache", {})
+    fresh = _levels.translate_levels(program, shared, 16)
+    for value in ({"source": "__kernel void x() {}"}, {"source": 3, "kernels": {},
+                  "uses_fp64": False, "fp64_first_use": None},
+                  {"source": "s", "kernels": {"k": [["a", "evil", "<i8", None]]},
+                   "uses_fp64": False, "fp64_first_use": None},
+                  {"source": "s", "kernels": {"k": [["a", "array", "not a dtype", None]]},
+                   "uses_fp64": False, "fp64_first_use": None}, [1, 2], "text"):
+        _cache.store_record(_build._TRANSLATION, key, value)
+        monkeypatch.setattr(_levels, "_cache", {})
+        got = _build.translated_levels(program, shared, 16)
+        assert got.source == fresh.source and got.kernels == fresh.kernels, value
+    # a translator whose files changed never reads the old record
+    monkeypatch.setattr(_build, "_translator_digest", ["another translator"])
+    assert _build._translation_key(program, shared, 16) != key
+
+
+def test_the_probe_record_trusts_only_the_same_device_and_driver(monkeypatch, tmp_path):
+    from types import SimpleNamespace
+
+    from hpu._opencl import _build
+
+    _records(monkeypatch, tmp_path)
+    plat = SimpleNamespace(name="Portable Computing Language", version="OpenCL 3.0 PoCL 6")
+    dev = SimpleNamespace(platform=plat, name="cpu-x", version="OpenCL 3.0",
+                          driver_version="6.0")
+    assert not _build.known_to_build(dev)
+    _build.remember_builds(dev)
+    assert _build.known_to_build(dev)
+    for change in ({"driver_version": "6.1"}, {"name": "cpu-y"}, {"version": "OpenCL 1.2"}):
+        assert not _build.known_to_build(SimpleNamespace(**{**vars(dev), **change}))
+
+    class Silent:
+        platform = plat
+
+        @property
+        def name(self):
+            raise RuntimeError("the driver cannot say")
+
+    assert not _build.known_to_build(Silent())  # no key: probed, never trusted

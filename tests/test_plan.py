@@ -207,3 +207,33 @@ def test_the_device_program_queue_and_kernels_are_built_once_per_thread():
     t.start()
     t.join()
     assert other[0][0] is not mine[0] and other[0][1] is not mine[1]  # own queue and kernels
+
+
+def test_the_profile_machine_is_kept_only_while_its_file_is_unchanged(monkeypatch, tmp_path):
+    """A call's plan reads the profile once; a rewritten file is read again (issue 13)."""
+    import os
+
+    device = select_device(None)
+    path = tmp_path / "profile.json"
+    monkeypatch.setenv("HPU_PROFILE", str(path))
+    first = dataclasses.replace(_profile.Profile.builtin(device), p=3, source="measured")
+    _profile.save_profile(first, path)
+    calls = []
+    real = _profile.active_profile
+
+    def counting(device=None, **kw):
+        calls.append(1)
+        return real(device, **kw)
+
+    monkeypatch.setattr(_profile, "active_profile", counting)
+    m1 = _plan._profile_machine(device, autocalibrate=False)[0]
+    m2 = _plan._profile_machine(device, autocalibrate=False)[0]
+    assert m1 == m2 and m1.p == 3 and len(calls) == 1
+    _profile.save_profile(dataclasses.replace(first, p=5), path)
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # a new stamp, surely
+    m3 = _plan._profile_machine(device, autocalibrate=False)[0]
+    assert m3.p == 5 and len(calls) == 2
+    path.unlink()  # gone: the full path again (here: hpu's built-in values)
+    m4 = _plan._profile_machine(device, autocalibrate=False)[0]
+    assert len(calls) == 3 and m4.p == _profile.Profile.builtin(device).p

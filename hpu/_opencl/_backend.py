@@ -70,12 +70,11 @@ class _Compiled:
     """What one (specialisation, device, depth, scalar types) needs on the device, built once."""
 
     def __init__(self, program, shared, device, depth):
-        from hpu._opencl._build import build_program
+        from hpu._opencl._build import build_program, translated_levels
         from hpu._opencl._device import context_and_queue
-        from hpu._opencl._levels import translate_levels
 
         self.device = device
-        self.translated = translate_levels(program, shared, depth)
+        self.translated = translated_levels(program, shared, depth)  # on disk: hpu._cache
         self.ctx, _ = context_and_queue(device)
         self.cl_program = build_program(self.ctx, self.translated.source)
         self._local = threading.local()
@@ -104,6 +103,14 @@ class _Compiled:
 
 _compiled_lock = threading.Lock()
 
+#: (select_device, spec, HPU_DEVICE, OCL_ICD_VENDORS) -> the device it chose
+_selected: dict = {}
+#: (remaining_cores, device, NUMBA_NUM_THREADS) -> its answer (see host_threads)
+_remaining: dict = {}
+_MISSING = object()
+#: device -> hpu._opencl._device._key(device) (its platform's and its own name, its handle)
+_device_keys: dict = {}
+
 
 def _scalar_kind(v) -> str:
     if isinstance(v, np.ndarray):
@@ -117,8 +124,10 @@ def compiled_for(program, shared: Mapping[str, Any], device, depth: int) -> _Com
     """The cached device objects for ``program`` on ``device`` (see the module docstring)."""
     from hpu._opencl._device import _key as device_key
 
-    key = (device_key(device), depth,
-           tuple((n, _scalar_kind(v)) for n, v in sorted(shared.items())))
+    dkey = _device_keys.get(device)   # the driver's name queries cost ~25 us a call
+    if dkey is None:
+        dkey = _device_keys[device] = device_key(device)
+    key = (dkey, depth, tuple((n, _scalar_kind(v)) for n, v in sorted(shared.items())))
     cache = program.__dict__.setdefault("_opencl_compiled", {})
     hit = cache.get(key)
     if hit is None:
@@ -161,17 +170,43 @@ class OpenCLBackend:
 
     @classmethod
     def select(cls, spec=None):
-        """The OpenCL device for ``spec`` (``cl_device``); raises DeviceUnavailableError."""
+        """The OpenCL device for ``spec`` (``cl_device``); raises DeviceUnavailableError.
+
+        A device named by a string (or ``None``: ``HPU_DEVICE``/the default) is
+        looked up once per process and environment, not on every call (listing the
+        platforms costs more than a small run's planning); a failure is not kept.
+        """
         from hpu._opencl import _device
 
-        return _device.select_device(spec)
+        if spec is not None and not isinstance(spec, str):
+            return _device.select_device(spec)
+        key = (_device.select_device, spec, os.environ.get("HPU_DEVICE"),
+               os.environ.get("OCL_ICD_VENDORS"))
+        hit = _selected.get(key)
+        if hit is None:
+            hit = _device.select_device(spec)
+            if len(_selected) > 64:
+                _selected.clear()
+            _selected[key] = hit
+        return hit
 
     @classmethod
     def host_threads(cls, device) -> int:
         """Give Numba the cores a CPU device (or sub-device) leaves free, unless
-        ``NUMBA_NUM_THREADS`` says otherwise; return Numba's thread count."""
+        ``NUMBA_NUM_THREADS`` says otherwise; return Numba's thread count.
+
+        Whether anything is to be given is decided once per device and environment;
+        a device that leaves nothing to give (a GPU, a whole CPU) costs one lookup."""
         from hpu._opencl import _device
 
+        key = (_device.remaining_cores, device, os.environ.get("NUMBA_NUM_THREADS"))
+        left = _remaining.get(key, _MISSING)
+        if left is _MISSING:
+            left = _remaining[key] = _device.remaining_cores(device)
+        if left is None:
+            import numba
+
+            return int(numba.get_num_threads())
         return _device.use_remaining_cores(device)
 
     def __init__(self, program, shared: Mapping[str, Any], device, *, depth: int = 64):

@@ -19,6 +19,21 @@ Options: ``-cl-fp32-correctly-rounded-divide-sqrt`` is always added where the
 device supports it, because float32 ``/`` and ``sqrt`` must round exactly as
 Numba's do (OpenCL otherwise allows 2.5 ulp); ``-cl-fast-relaxed-math`` and the
 other options that change results are refused.
+
+A new process pays for translation again (the translator walks and types the
+generated functions: ~0.1 s for mergesort).  :func:`translated_levels` keeps
+the result on disk as a record of :mod:`hpu._cache` (the user's private cache
+folder), keyed by everything the translation reads: the generated iterative
+module's source and file name, the shared arguments' types, the stack depth
+and a hash of the translator's own source files, so an edited translator never
+reads an old record.  The built binary itself is cached by PoCL/PyOpenCL.
+
+Choosing a device builds a one-line kernel on each candidate (a driver that
+cannot compile for this CPU is skipped, see :func:`hpu._opencl._device.probe`);
+:func:`remember_builds` records a success, keyed by the host, the platform,
+the device's name and version and the driver's version, so that the next
+process trusts it without building (:func:`known_to_build`).  Failures are
+not recorded: they are probed again.
 """
 from __future__ import annotations
 
@@ -27,7 +42,8 @@ import threading
 
 from hpu._errors import DeviceUnavailableError, KernelBuildError
 
-__all__ = ["build_program", "check_fp64", "numbered", "clear_cache", "REFUSED_OPTIONS"]
+__all__ = ["build_program", "check_fp64", "numbered", "clear_cache", "REFUSED_OPTIONS",
+           "translated_levels", "known_to_build", "remember_builds"]
 
 _FP64_PRAGMA = re.compile(r"#pragma\s+OPENCL\s+EXTENSION\s+cl_khr_fp64\s*:\s*enable"
                           r"(?:\s*/\*\s*float64 first used at (?P<where>[^*]*?)\s*\*/)?")
@@ -133,3 +149,128 @@ def clear_cache() -> None:
     """Forget every built program (tests use it)."""
     with _lock:
         _cache.clear()
+
+
+# ------------------------------------------------------------------ translation record
+_TRANSLATION = "opencl-levels"
+_translator_digest: list[str] = []
+
+
+def _translator_hash() -> str:
+    """A hash of the translator's source files (the ``hpu/_opencl`` package)."""
+    if not _translator_digest:
+        import hashlib
+        from pathlib import Path
+
+        h = hashlib.sha256()
+        folder = Path(__file__).resolve().parent
+        for path in sorted(folder.glob("*.py")):
+            h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        _translator_digest.append(h.hexdigest())
+    return _translator_digest[0]
+
+
+def _translation_key(program, shared, depth: int) -> dict:
+    import hashlib
+
+    from hpu._cache import _versions, module_name
+    from hpu._opencl._levels import _signature_key
+
+    source, kinds, depth = _signature_key(program, shared, depth)
+    return {"iter_source": hashlib.sha256(source.encode()).hexdigest(),
+            "module": module_name(source, f"{program.spec.name}_iter"),
+            "kinds": [list(k) for k in kinds], "depth": depth,
+            "translator": _translator_hash(), "versions": _versions()}
+
+
+def _to_record(translated) -> dict:
+    return {"source": translated.source, "uses_fp64": bool(translated.uses_fp64),
+            "fp64_first_use": translated.fp64_first_use,
+            "kernels": {name: [[p.name, p.kind, p.dtype.str, p.array] for p in params]
+                        for name, params in translated.kernels.items()}}
+
+
+def _from_record(value):
+    """The ``TranslatedProgram`` of a record, or ``None`` when it has another shape."""
+    import numpy as np
+
+    from hpu._opencl._translate import KernelParam, TranslatedProgram
+
+    try:
+        kernels = {str(name): tuple(KernelParam(str(n), str(k), np.dtype(str(dt)),
+                                                None if a is None else str(a))
+                                    for n, k, dt, a in params)
+                   for name, params in value["kernels"].items()}
+        source, fp64, first = value["source"], value["uses_fp64"], value["fp64_first_use"]
+        if not isinstance(source, str) or not isinstance(fp64, bool) or not all(
+                p.kind in ("array", "length", "scalar", "start", "stop")
+                for params in kernels.values() for p in params):
+            return None
+        if first is not None and not isinstance(first, str):
+            return None
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    # ``functions`` (the per-function typing) is not kept: the level backend reads only
+    # the source and the kernels' parameters
+    return TranslatedProgram(source=source, functions={}, kernels=kernels, uses_fp64=fp64,
+                             fp64_first_use=first)
+
+
+def translated_levels(program, shared, depth: int):
+    """:func:`hpu._opencl._levels.translate_levels`, through the on-disk record."""
+    from hpu import _cache
+    from hpu._opencl import _levels
+
+    memo = _levels._signature_key(program, shared, depth)
+    with _levels._lock:
+        hit = _levels._cache.get(memo)
+    if hit is not None:
+        return hit
+    key = _translation_key(program, shared, depth)
+    value = _cache.load_record(_TRANSLATION, key)
+    translated = _from_record(value) if value is not None else None
+    if translated is None:
+        translated = _levels.translate_levels(program, shared, depth)
+        _cache.store_record(_TRANSLATION, key, _to_record(translated))
+        return translated
+    with _levels._lock:
+        _levels._cache.setdefault(memo, translated)
+        return _levels._cache[memo]
+
+
+# ------------------------------------------------------------------ probe record
+_PROBE = "opencl-probe"
+
+
+def _probe_key(device) -> dict | None:
+    import platform
+
+    from hpu._cache import _versions
+
+    try:
+        return {"host": platform.node(), "machine": platform.machine(),
+                "platform": str(device.platform.name).strip(),
+                "platform_version": str(device.platform.version).strip(),
+                "device": str(device.name).strip(), "version": str(device.version).strip(),
+                "driver": str(device.driver_version).strip(), "versions": _versions()}
+    except Exception:  # noqa: BLE001 - a device that cannot say what it is: probe it
+        return None
+
+
+def known_to_build(device) -> bool:
+    """Whether an earlier process built the probe kernel on this same device and driver."""
+    key = _probe_key(device)
+    if key is None:
+        return False
+    from hpu._cache import load_record
+
+    return load_record(_PROBE, key) == "builds"
+
+
+def remember_builds(device) -> None:
+    """Record that the probe kernel built on ``device`` (see :func:`known_to_build`)."""
+    key = _probe_key(device)
+    if key is not None:
+        from hpu._cache import store_record
+
+        store_record(_PROBE, key, "builds")

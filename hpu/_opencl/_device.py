@@ -140,6 +140,11 @@ def probe(dev) -> str:
     with _probe_lock:
         if key in _probe_results:
             return _probe_results[key]
+        from hpu._opencl._build import known_to_build, remember_builds
+
+        if known_to_build(dev):  # built by an earlier process (a record in hpu._cache)
+            _probe_results[key] = ""
+            return ""
         cl = _cl()
         try:
             ctx = cl.Context([dev])
@@ -150,12 +155,18 @@ def probe(dev) -> str:
             lines = [ln.strip() for ln in text.splitlines() if "error" in ln.lower()]
             problem = (lines[-1] if lines else text.splitlines()[0] if text else type(err).__name__)
             problem = f"cannot compile OpenCL kernels: {problem}"
+        if not problem:
+            remember_builds(dev)
         _probe_results[key] = problem
         return problem
 
 
-def _usable_entries(entries):
-    return [e for e in entries if not probe(e[2])]
+def _first_usable(entries):
+    """``[the first entry whose device builds]`` (probing no further), or ``[]``."""
+    for e in entries:
+        if not probe(e[2]):
+            return [e]
+    return []
 
 
 def _info(entry, default: bool) -> DeviceInfo:
@@ -230,13 +241,15 @@ def _select_whole(spec, origin):
         raise DeviceUnavailableError(
             "no OpenCL device found. Install PoCL with `pip install pocl-binary-distribution` "
             "or a GPU vendor's OpenCL driver, then check with `hpu devices`")
+    # probed in rank order, stopping at the first that builds: a cold first call pays
+    # one PoCL compilation, not one per installed platform
     if spec is None:
-        usable = _usable_entries(sorted(entries, key=_rank))
+        usable = _first_usable(sorted(entries, key=_rank))
         if not usable:
             raise DeviceUnavailableError(_no_usable_message(entries))
         return usable[0][2]
     matched = sorted(_match(spec, entries), key=_rank)
-    found = _usable_entries(matched)
+    found = _first_usable(matched)
     if matched and not found:
         raise DeviceUnavailableError(
             f"{origin}{spec!r} matches only unusable OpenCL devices: "
