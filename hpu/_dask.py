@@ -1299,7 +1299,8 @@ def _subst(obj, f):
 
 
 def _covers(spans, lo: int, hi: int) -> bool:
-    """Whether the union of ``spans`` (``(lo, hi)``; None's lo: whole arrays) covers ``[lo, hi)``."""
+    """Whether the union of ``spans`` (``(lo, hi)``; a None lo: whole arrays) covers
+    ``[lo, hi)``."""
     at = lo
     for s, e in sorted(spans, key=lambda se: -1 if se[0] is None else se[0]):
         if s is None:
