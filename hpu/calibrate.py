@@ -889,8 +889,9 @@ def _combine_rates(sorter, device, sizes, settings: CalibrationSettings, rng):
     kernel's profiling time) divided by ``f(n) = n`` is one rate.  Returns
     ``(((bytes, Estimate of CPU seconds per unit), ...), Estimate of the combine γ)``
     with bytes = :data:`SORT_BYTES_PER_KEY` × n, the combine γ the weighted median of
-    the per-size ratios (:func:`hpu._stats.combine_estimates`).  The largest sizes
-    take only ``settings.repeats`` pairs: each costs a whole sort per side.
+    the per-size ratios (:func:`hpu._stats.combine_estimates`).  The merges over
+    megabytes are memory-bound and feel other processes' memory traffic most:
+    each size takes more pairs while its ratio is noisy, up to ``settings.repeat_cap``.
     """
     rates, ratios = [], []
     for n in sizes:
@@ -909,10 +910,9 @@ def _combine_rates(sorter, device, sizes, settings: CalibrationSettings, rng):
 
         one("cpu")                      # warm-ups: first-launch specialisation per shape
         one("gpu")
-        cap = settings.repeats if n >= 1 << 20 else settings.repeat_cap
         ratio, cpu_times, _ = _stats.paired_ratio(
             lambda: one("cpu"), lambda: one("gpu"), min_pairs=settings.repeats,
-            max_pairs=max(settings.repeats, cap), target=settings.target_rel_error)
+            max_pairs=settings.repeat_cap, target=settings.target_rel_error)
         ratios.append(ratio)
         rates.append((SORT_BYTES_PER_KEY * n,
                       _stats.Estimate(_stats.low_quantile(cpu_times) / n,
