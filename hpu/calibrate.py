@@ -891,7 +891,8 @@ def _combine_rates(sorter, device, sizes, settings: CalibrationSettings, rng):
     with bytes = :data:`SORT_BYTES_PER_KEY` × n, the combine γ the weighted median of
     the per-size ratios (:func:`hpu._stats.combine_estimates`).  The merges over
     megabytes are memory-bound and feel other processes' memory traffic most:
-    each size takes more pairs while its ratio is noisy, up to ``settings.repeat_cap``.
+    each size takes more pairs while its ratio is noisy, up to ``settings.repeat_cap``
+    (twice ``settings.repeats`` from 2^20 keys, where each pair costs two whole sorts).
     """
     rates, ratios = [], []
     for n in sizes:
@@ -910,9 +911,10 @@ def _combine_rates(sorter, device, sizes, settings: CalibrationSettings, rng):
 
         one("cpu")                      # warm-ups: first-launch specialisation per shape
         one("gpu")
+        cap = settings.repeat_cap if n < 1 << 20 else min(settings.repeat_cap, 2 * settings.repeats)
         ratio, cpu_times, _ = _stats.paired_ratio(
             lambda: one("cpu"), lambda: one("gpu"), min_pairs=settings.repeats,
-            max_pairs=settings.repeat_cap, target=settings.target_rel_error)
+            max_pairs=cap, target=settings.target_rel_error)
         ratios.append(ratio)
         rates.append((SORT_BYTES_PER_KEY * n,
                       _stats.Estimate(_stats.low_quantile(cpu_times) / n,

@@ -1484,7 +1484,9 @@ def plan(problem: Problem, machine: Machine, strategy: str = "advanced", *, elem
     predicted time (``Profile.time_rel_error``); a split whose predicted gain
     over the CPU alone lies within it (:func:`hpu._stats.within_noise`) is a
     tie, settled the same way every time -- the CPU alone -- and ``reason``
-    says so, so that calibrations of one machine do not flip the plan.
+    says so, so that calibrations of one machine do not flip the plan; so are
+    splits predicted within it of the fastest split (:func:`_settle_ties`: the
+    largest ``α``, then the shallowest ``y``).
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy = {strategy!r} is unknown: expected one of "
@@ -1501,19 +1503,22 @@ def plan(problem: Problem, machine: Machine, strategy: str = "advanced", *, elem
         t_cpu, t_gpu = div.t_cpu, div.t_gpu
         chosen = cpu_only
         if div.uses_device:
-            chosen = best_split(problem, machine, element_bytes=eb, contention=c).best
+            search = best_split(problem, machine, element_bytes=eb, contention=c)
+            chosen, tie = _settle_ties(problem, machine, search, eb, c, rel_error)
+            reason += tie
             if chosen.device_tasks == 0:
                 reason += ("; but no integer split beats the CPU alone in the simulator, "
                            "so the run keeps everything on the CPU")
         elif machine.gamma * machine.g <= machine.p and t.leaves > machine.p:
             # γ·g <= p says the device is not faster than the CPU; working at the same time
             # their speeds still add up (a sub-device beside Numba on the other cores: issue 14)
-            found = best_split(problem, machine, element_bytes=eb, contention=c).best
+            search = best_split(problem, machine, element_bytes=eb, contention=c)
+            found, tie = _settle_ties(problem, machine, search, eb, c, rel_error)
             if found.device_tasks > 0 and found.total_time * WEAK_DEVICE_MIN_GAIN < cpu_only.total_time:
                 chosen = found
                 reason += (f"; but both sides working at once beat the CPU alone in the simulator "
                            f"({cpu_only.total_time / found.total_time:.3g}x at alpha = "
-                           f"{found.alpha:.3g}, y = {found.y}), so the run splits there")
+                           f"{found.alpha:.3g}, y = {found.y}), so the run splits there") + tie
     else:
         div = basic_division(problem, machine)
         alpha, y, frac, reason = 0.0, div.level, div.gpu_work_fraction, div.reason
@@ -1533,6 +1538,37 @@ def plan(problem: Problem, machine: Machine, strategy: str = "advanced", *, elem
     return _plan_of(problem, machine, strategy, chosen, alpha=alpha, y=y, frac=frac,
                     reason=reason, t_cpu=t_cpu, t_gpu=t_gpu, cpu_only=cpu_only,
                     dev_only=dev_only, seq=seq)
+
+
+def _settle_ties(problem: Problem, machine: Machine, search: SplitSearch, eb: int, c: float,
+                 rel_error: float) -> tuple[Schedule, str]:
+    """The split to run among those predicted within the calibration's uncertainty of the best.
+
+    Splits whose predicted times differ by less than the measurement can tell
+    apart (:func:`hpu._stats.within_noise` with ``rel_error``) are a tie: which
+    is fastest is then decided by the noise of one calibration, and three
+    calibrations of one machine gave three plans (issue 14).  A tie is settled
+    by a fixed order instead: the largest CPU share ``α`` (the fewest bytes
+    moved and the least work on the side the model knows less well), then the
+    shallowest ``y``.  Returns the schedule and a sentence for ``reason``
+    (empty when the fastest split stands alone or ``rel_error`` is 0).
+    """
+    best = search.best
+    if rel_error <= 0 or best.device_tasks == 0:
+        return best, ""
+    from hpu._stats import within_noise
+
+    near = [cand for cand in search.candidates
+            if cand.cpu_tasks < problem.a ** cand.y
+            and within_noise(cand.total_time, best.total_time, rel_error, sigmas=1.0)]
+    pick = min(near, key=lambda cand: (-cand.alpha, cand.y, cand.cpu_tasks), default=None)
+    if pick is None or len(near) < 2:
+        return best, ""
+    chosen = _simulate(problem, machine, pick.cpu_tasks, pick.y, None, eb, c)
+    return chosen, (f"; {len(near)} splits are predicted within the calibration's uncertainty "
+                    f"(±{100 * rel_error:.2g} % per prediction) of the fastest, a tie settled "
+                    f"the same way every time: the largest CPU share, then the shallowest level "
+                    f"(alpha = {chosen.alpha:.3g}, y = {chosen.y})")
 
 
 def _split_tasks(problem: Problem, s: Schedule) -> tuple[tuple[int, int], ...]:
