@@ -265,13 +265,15 @@ class Profile:
         """Relative standard error of a time the model predicts from this profile.
 
         Every predicted compute time scales with the CPU's seconds per unit and
-        the device's part with 1/γ and the contention; their errors add in
-        quadrature.  Two plans predicted closer than about twice this cannot
+        the device's part with 1/γ and the contention, the combines with their
+        rates and the device's combine speed; their errors add in quadrature
+        (a calibration whose large merges were slowed by other processes' memory
+        traffic is uncertain, and its plans tie more often with the CPU alone).  Two plans predicted closer than about twice this cannot
         be told apart by the measurement (:func:`hpu._stats.within_noise`).
         """
         return math.sqrt(sum(self.rel_error(k) ** 2
                              for k in ("gamma", "cpu_seconds_per_element", "contention",
-                                       "combine_gamma")))
+                                       "combine_gamma", "combine_rates")))
 
     def transfer_seconds(self, nbytes: float) -> float:
         """λ + δ·bytes: the modelled time of one host<->device copy."""

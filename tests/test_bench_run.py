@@ -155,7 +155,8 @@ def test_anchors_are_ratios_of_the_recorded_medians(tiny_run):
 def _profile_file_rel_error(stored) -> float:
     """A predicted time's relative error from a profile file's ``uncertainty`` (Profile.time_rel_error)."""
     err = stored.get("uncertainty", {})
-    return math.sqrt(sum(err.get(k, 0.0) ** 2 for k in ("gamma", "cpu_seconds_per_element", "contention")))
+    return math.sqrt(sum(err.get(k, 0.0) ** 2 for k in ("gamma", "cpu_seconds_per_element", "contention",
+                                                        "combine_gamma", "combine_rates")))
 
 
 def test_the_model_is_the_profiles_plan(tiny_run):
