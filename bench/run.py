@@ -720,7 +720,7 @@ def build_results(*, settings: Settings, quick: bool, profile, profile_note: str
 # ------------------------------------------------------- the README's section
 
 def _fmt_s(seconds: float) -> str:
-    return f"{seconds:.3f}" if seconds >= 0.01 else f"{1e3 * seconds:.2f} ms"
+    return f"{seconds:.3f} s" if seconds >= 0.01 else f"{1e3 * seconds:.2f} ms"
 
 
 def summary_markdown(configs, *, figures_base: str = "docs/results") -> str:
@@ -767,7 +767,7 @@ def summary_markdown(configs, *, figures_base: str = "docs/results") -> str:
                   f"{prof['source']}{' (quick)' if prof.get('quick') else ''}: p = {prof['p']}, "
                   f"g = {prof['g']}, γ = {prof['gamma']:.3g}"
                   + (", " + ", ".join(extra) if extra else "") + ".", "",
-                  f"| n = {_log2(n)} int32 | α | y | seconds | speed-up |", "|---|---|---|---|---|"]
+                  f"| n = {_log2(n)} int32 | α | y | time | speed-up |", "|---|---|---|---|---|"]
         for key, label in ANCHOR_ROWS:
             r = rows.get(key)
             if r is None:
@@ -781,13 +781,13 @@ def summary_markdown(configs, *, figures_base: str = "docs/results") -> str:
             singles = [rows[k]["median_s"] for k in ("cpu", "gpu") if k in rows]
             said = (f"The model's pick ran {model_s / best_s:.3f}x the best grid point's time")
             if singles:
-                said += (f" and {min(singles) / model_s:.2f}x faster than the better single side "
+                said += (f" and gave {min(singles) / model_s:.2f}x the speed of the better single side "
                          f"({'CPU' if rows.get('cpu', {}).get('median_s') == min(singles) else 'device'} "
                          "only)")
             models = {mm["n"]: mm for mm in res.get("model", [])}
             if n in models:
-                said += (f"; predicted {_fmt_s(models[n]['predicted_s'])} s, measured "
-                         f"{_fmt_s(model_s)} s "
+                said += (f"; predicted {_fmt_s(models[n]['predicted_s'])}, measured "
+                         f"{_fmt_s(model_s)} "
                          f"({100 * (model_s - models[n]['predicted_s']) / models[n]['predicted_s']:+.1f} %)")
             lines += [said + ".", ""]
         folder = "default" if conf.get("kind") == "default" else f"fission-{conf.get('device_units')}"
