@@ -72,6 +72,8 @@ def measure(n: int, repeat: int, seed: int, cl_device=None, alpha=None, y=None) 
         "profile": {"gamma": prof.gamma, "contention": prof.contention,
                     "latency_s": prof.latency_s, "seconds_per_byte": prof.seconds_per_byte,
                     "cpu_seconds_per_element": prof.cpu_seconds_per_element,
+                    "combine_rates": [list(r) for r in prof.combine_rates],
+                    "combine_gamma": prof.combine_gamma,
                     "created": prof.created},
         "plan_reason": median.plan.reason,
         "seconds": [r.seconds for r in runs],
@@ -120,8 +122,9 @@ def main(argv=None) -> int:
         return 0
     p = report["profile"]
     print(f"mergesort n = {n}, {report['numba_threads']} Numba thread(s), device "
-          f"{args.cl_device or 'default'}; profile gamma = {p['gamma']:.3g}, contention = "
-          f"{p['contention']:.3g} ({p['created']}); load average {load0:.2f} -> "
+          f"{args.cl_device or 'default'}; profile gamma = {p['gamma']:.3g}, combine gamma = "
+          f"{p['combine_gamma'] if p['combine_gamma'] is None else format(p['combine_gamma'], '.3g')}, "
+          f"contention = {p['contention']:.3g} ({p['created']}); load average {load0:.2f} -> "
           f"{report['load_average'][1]:.2f}")
     print(f"plan: {report['plan_reason']}")
     print("runs s: " + " ".join(f"{s:.4f}" for s in report["seconds"]) + " (the median's table)")

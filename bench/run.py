@@ -40,7 +40,13 @@ the usual machine, where the only device is PoCL on the CPU's own cores, this
 is the one configuration where the two sides really run side by side, and so
 where Figures 7, 8 and 10 can show a split beating both.  Its output goes to
 ``bench/out/fission-N`` unless ``--out`` says otherwise, and every figure says
-which configuration it shows.
+which configuration it shows.  Then, in a child process (Numba's threads and the
+device are fixed per process), the same options measure the default
+configuration (every core, the whole device) into ``bench/out`` (``--default-out``),
+and ``results.md`` there is the README's results section for both
+configurations and the projection (:func:`summary_markdown`): one command,
+``python bench/run.py --quick --fission 1``, makes everything the README and the
+experiments notebook show (``--fission-only`` skips the default configuration).
 
 **A projection for a discrete GPU** (:func:`projection`): what the model
 predicts for mergesort on 004's two machines (their own p, g and γ, §6.4) with
@@ -88,7 +94,7 @@ from bench._schema import validate_results  # noqa: E402
 __all__ = ["Grid", "Settings", "WrongResult", "QUICK", "FULL", "machine_facts", "choose_profile",
            "model_predictions", "predict_point", "share_seconds", "time_method", "measure", "anchors",
            "render", "build_results", "main", "PUBLISHED", "PCIE3_X16", "projection",
-           "configuration", "use_fission"]
+           "configuration", "use_fission", "summary_markdown"]
 
 WRITER = "bench/run.py"
 ALGORITHM = "mergesort"
@@ -679,6 +685,9 @@ def build_results(*, settings: Settings, quick: bool, profile, profile_note: str
     prof.update({k: summary[k] for k in ("device", "platform", "driver_version", "device_kind",
                                          "compute_units", "host", "created", "quick")})
     prof["contention"] = profile.contention
+    prof["combine_gamma"] = profile.combine_gamma
+    prof["combine_rates"] = [list(r) for r in profile.combine_rates]
+    prof["time_rel_error"] = profile.time_rel_error
     machine = machine_facts(device)
     machine["load_average_start"] = load_average_start
     return {
@@ -706,6 +715,143 @@ def build_results(*, settings: Settings, quick: bool, profile, profile_note: str
         "calibration": {"note": profile_note, "source": profile.source,
                         "sweeps": asdict(profile.sweeps)},
     }
+
+
+# ------------------------------------------------------- the README's section
+
+def _fmt_s(seconds: float) -> str:
+    return f"{seconds:.3f} s" if seconds >= 0.01 else f"{1e3 * seconds:.2f} ms"
+
+
+def summary_markdown(configs, *, figures_base: str = "docs/results") -> str:
+    """A README-ready section from ``results.json`` dicts, one per configuration, plus the projection.
+
+    For each configuration (its label, date, machine and load average, the
+    profile's γ, combine γ, contention and confidence): the largest n's
+    anchors (seconds and speed-up over one core), the model's pick against the
+    best grid point and the better single side, and the figures' paths under
+    ``figures_base/<folder>``; then the projection for a discrete GPU from the
+    first configuration's results, labelled as such, with its sources and
+    the transfer cost it assumes.  Pure: the caller writes it to a file.
+    """
+    configs = [c for c in configs if c]
+    if not configs:
+        raise ValueError("no results to summarise; expected at least one results.json dict")
+    first = configs[0]
+    day = first["created"][:10]
+    m = first["machine"]
+    lines = [f"## Results on this machine ({day})", "",
+             f"`python bench/run.py --quick --fission 1` on {m['cpu']} ({m['cores']} cores), "
+             f"OpenCL {m['opencl_device']} ({m['opencl_platform']}, driver {m['opencl_driver']}), "
+             f"hpu {m['packages']['hpu']}.  Speed-ups are over the one-core recursive mergesort "
+             "compiled by Numba; medians after a warm-up; every output checked against `np.sort`.",
+             ""]
+    for res in configs:
+        conf = res.get("configuration", {"label": "default configuration", "kind": "default"})
+        prof = res["profile"]
+        block = res["anchors"][-1]
+        n = block["n"]
+        rows = block["rows"]
+        load = res["machine"].get("load_average_start") or [math.nan]
+        load_end = res["machine"].get("load_average_end") or [math.nan]
+        extra = []
+        if prof.get("combine_gamma") is not None:
+            extra.append(f"combine γ = {prof['combine_gamma']:.3g}")
+        if prof.get("contention") is not None:
+            extra.append(f"contention = {prof['contention']:.3g}")
+        if prof.get("time_rel_error"):
+            extra.append(f"predicted times ± {100 * prof['time_rel_error']:.2g} %")
+        lines += [f"### {conf['label'][0].upper()}{conf['label'][1:]}", "",
+                  f"Measured {res['created']} ({res['repeats']} timed runs per point, load average "
+                  f"{load[0]:.2f} at the start, {load_end[0]:.2f} at the end); profile "
+                  f"{prof['source']}{' (quick)' if prof.get('quick') else ''}: p = {prof['p']}, "
+                  f"g = {prof['g']}, γ = {prof['gamma']:.3g}"
+                  + (", " + ", ".join(extra) if extra else "") + ".", "",
+                  f"| n = {_log2(n)} int32 | α | y | time | speed-up |", "|---|---|---|---|---|"]
+        for key, label in ANCHOR_ROWS:
+            r = rows.get(key)
+            if r is None:
+                continue
+            a = "-" if r["alpha"] is None else f"{r['alpha']:.3g}"
+            y = "-" if r["y"] is None else str(r["y"])
+            lines.append(f"| {label} | {a} | {y} | {_fmt_s(r['median_s'])} | {r['speedup']:.2f}x |")
+        lines.append("")
+        if "model" in rows and "best" in rows:
+            model_s, best_s = rows["model"]["median_s"], rows["best"]["median_s"]
+            singles = [rows[k]["median_s"] for k in ("cpu", "gpu") if k in rows]
+            said = (f"The model's pick ran {model_s / best_s:.3f}x the best grid point's time")
+            if singles:
+                said += (f" and gave {min(singles) / model_s:.2f}x the speed of the better single side "
+                         f"({'CPU' if rows.get('cpu', {}).get('median_s') == min(singles) else 'device'} "
+                         "only)")
+            models = {mm["n"]: mm for mm in res.get("model", [])}
+            if n in models:
+                said += (f"; predicted {_fmt_s(models[n]['predicted_s'])}, measured "
+                         f"{_fmt_s(model_s)} "
+                         f"({100 * (model_s - models[n]['predicted_s']) / models[n]['predicted_s']:+.1f} %)")
+            lines += [said + ".", ""]
+        folder = "default" if conf.get("kind") == "default" else f"fission-{conf.get('device_units')}"
+        for name in sorted(res.get("figures", {})):
+            if name.startswith(("fig7", "fig8", "fig10")):
+                lines.append(f"![{name} ({folder})]({figures_base}/{folder}/{Path(res['figures'][name]).name})")
+        lines.append("")
+    proj = first.get("projection")
+    if proj:
+        t = proj["transfer"]
+        lines += ["### Projection for a discrete GPU (not a measurement)", "",
+                  f"{proj['label']}: the model's predicted speed-up over one core for mergesort on "
+                  "004's two machines, with their published p, g and 1/γ, CPU cores as fast as this "
+                  f"machine's ({proj['cpu_source']}: {1e9 * proj['cpu_seconds_per_unit']:.2f} ns per "
+                  f"unit), and a transfer cost of λ + δ·bytes per copy with {t['what']} "
+                  f"(λ = {1e6 * t['latency_s']:.3g} µs, δ = {t['seconds_per_byte']:.3g} s/byte).", ""]
+        names = list(proj["machines"])
+        lines.append("| n | " + " | ".join(f"{k}: with transfers | {k}: without" for k in names) + " |")
+        lines.append("|---|" + "---|---|" * len(names))
+        sizes = [r["n"] for r in proj["machines"][names[0]]["rows"]]
+        for i, n in enumerate(sizes):
+            cells = []
+            for k in names:
+                r = proj["machines"][k]["rows"][i]
+                cells += [f"{r['with_transfer']['predicted_speedup']:.2f}x",
+                          f"{r['without_transfer']['predicted_speedup']:.2f}x"]
+            lines.append(f"| {_log2(n)} | " + " | ".join(cells) + " |")
+        lines.append("")
+        for k in names:
+            mm = proj["machines"][k]
+            lines.append(f"- {k}: p = {mm['p']}, g = {mm['g']}, 1/γ = {mm['inv_gamma']}: {mm['what']}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _default_configuration(args, out: Path, device_env, say) -> Path | None:
+    """Measure the default configuration too, in a child process (Numba's threads and the
+    device are fixed per process): the same options, the whole device, every core."""
+    import subprocess
+
+    argv = [sys.executable, str(Path(__file__).resolve()), "--out", str(out),
+            "--calibration", args.calibration]
+    if args.quick:
+        argv.append("--quick")
+    for flag, values in (("--sizes", args.sizes), ("--alphas", args.alphas), ("--ys", args.ys)):
+        if values:
+            argv += [flag, *map(str, values)]
+    if args.repeat is not None:
+        argv += ["--repeat", str(args.repeat)]
+    argv += ["--seed", str(args.seed)]
+    if args.quiet:
+        argv.append("--quiet")
+    env = dict(os.environ)
+    env.pop("NUMBA_NUM_THREADS", None)   # the default configuration uses every core
+    if device_env is None:
+        env.pop("HPU_DEVICE", None)
+    else:
+        env["HPU_DEVICE"] = device_env
+    say(f"the default configuration next (every core, the whole device): {out}")
+    done = subprocess.run(argv, env=env)
+    if done.returncode != 0:
+        say(f"the default configuration's run failed (exit status {done.returncode})")
+        return None
+    return out
 
 
 # --------------------------------------------------------------------- main
@@ -792,6 +938,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="the heterogeneous configuration: the OpenCL side on a sub-device of N "
                         "compute units (HPU_DEVICE=<device>@N), Numba on the remaining cores; "
                         "output to bench/out/fission-N unless --out is given")
+    p.add_argument("--fission-only", action="store_true",
+                   help="with --fission: do not measure the default configuration afterwards "
+                        "(it is not measured either when --profile names the sub-device's profile)")
+    p.add_argument("--default-out", default=None, metavar="DIR",
+                   help="with --fission: where the default configuration's results go (default "
+                        "bench/out, or DIR/default with --out DIR); results.md, the README's "
+                        "section for both configurations, is written there")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
 
@@ -815,9 +968,17 @@ def main(argv=None) -> int:
     if args.repeat is not None and args.repeat < 1:
         parser.error(f"--repeat {args.repeat}: expected an integer >= 1")
     say = _Say(args.quiet)
+    # a --profile FILE is one device's profile (the sub-device's): the default configuration
+    # needs its own, so it is measured only when the profile comes from --calibration
+    both = (args.fission is not None and not args.fission_only and not args.plot_only
+            and args.profile is None)
+    if both and args.default_out is None:
+        args.default_out = str(ROOT / "bench" / "out" if args.out is None
+                               else Path(args.out) / "default")
     if args.out is None:
         args.out = str(ROOT / "bench" / "out" / (f"fission-{args.fission}" if args.fission else ""))
     out = Path(args.out)
+    device_env = os.environ.get("HPU_DEVICE")
     if args.fission is not None and not args.plot_only:
         try:
             spec = use_fission(args.fission)
@@ -877,6 +1038,18 @@ def main(argv=None) -> int:
     print(f"wrote {out / 'results.json'} and {len(results['figures'])} figures "
           f"({', '.join(sorted(results['figures']))}) in {out}")
     print(f"elapsed: {results['elapsed_s']:.1f} s")
+    if both:
+        default_out = _default_configuration(args, Path(args.default_out), device_env, say)
+        configs = [results]
+        if default_out is not None:
+            configs.insert(0, json.loads((default_out / "results.json").read_text()))
+        md = Path(args.default_out) / "results.md"
+        md.parent.mkdir(parents=True, exist_ok=True)
+        md.write_text(summary_markdown(configs) + "\n")
+        print(f"wrote {md}: the README's results section for "
+              f"{'both configurations' if default_out is not None else 'the heterogeneous one'} and "
+              f"the projection (figures to copy into docs/results/default and "
+              f"docs/results/fission-{args.fission}); total elapsed {say.elapsed:.1f} s")
     return 0
 
 

@@ -17,7 +17,11 @@ What is compared
 ================
 
 The model prices a level above the cut-off ``K`` as ``⌈m/w⌉·f(n/b**i)`` (the
-divide and the combine) and level ``K`` as whole subtrees; it does not price
+divide and the combine) at the combine's measured rate for its size and, on
+the device, the device's combine speed (:func:`hpu.model.combine_factor`), and
+level ``K`` as whole subtrees; each share's contention falls on the levels
+that run while the other side computes (:func:`hpu.model.contended_levels`),
+so a row's error is that level's own.  It does not price
 the runtime's bookkeeping phases ``count`` and ``fill`` (which tasks are base
 cases, the children's parameters).  So a row's ``predicted_s`` is the model's
 time on the ``combine`` and ``leaf`` rows, ``0`` on ``count``/``fill`` rows

@@ -240,6 +240,12 @@ class Profile:
     #: :data:`hpu._overheads.DEFAULTS` stand in)
     parallel_level_s: float | None = None
     device_launch_s: float | None = None
+    #: ``((bytes, seconds per unit), ...)``: one CPU core's combine (the application's merge,
+    #: one task at the top of a one-task-per-side run) per unit of f-work, by the bytes the
+    #: task touches; ``()``: not measured (combines cost ``cpu_seconds_per_element``)
+    combine_rates: tuple[tuple[int, float], ...] = ()
+    #: one device work-item's combine speed relative to one CPU core's (None: ``gamma``)
+    combine_gamma: float | None = None
 
     # -- derived --------------------------------------------------------------
     @property
@@ -259,12 +265,15 @@ class Profile:
         """Relative standard error of a time the model predicts from this profile.
 
         Every predicted compute time scales with the CPU's seconds per unit and
-        the device's part with 1/γ and the contention; their errors add in
-        quadrature.  Two plans predicted closer than about twice this cannot
+        the device's part with 1/γ and the contention, the combines with their
+        rates and the device's combine speed; their errors add in quadrature
+        (a calibration whose large merges were slowed by other processes' memory
+        traffic is uncertain, and its plans tie more often with the CPU alone).  Two plans predicted closer than about twice this cannot
         be told apart by the measurement (:func:`hpu._stats.within_noise`).
         """
         return math.sqrt(sum(self.rel_error(k) ** 2
-                             for k in ("gamma", "cpu_seconds_per_element", "contention")))
+                             for k in ("gamma", "cpu_seconds_per_element", "contention",
+                                       "combine_gamma", "combine_rates")))
 
     def transfer_seconds(self, nbytes: float) -> float:
         """λ + δ·bytes: the modelled time of one host<->device copy."""
@@ -313,7 +322,15 @@ class Profile:
 
         return model.Machine(p=self.p, g=self.g, gamma=self.gamma, latency_s=self.latency_s,
                              seconds_per_byte=self.seconds_per_byte,
-                             seconds_per_unit=self.cpu_seconds_per_element)
+                             seconds_per_unit=self.cpu_seconds_per_element,
+                             combine_factors=self.combine_factors,
+                             combine_gamma=self.combine_gamma)
+
+    @property
+    def combine_factors(self) -> tuple[tuple[float, float], ...]:
+        """``combine_rates`` relative to ``cpu_seconds_per_element``: the model's
+        :attr:`hpu.model.Machine.combine_factors`."""
+        return tuple((float(b), r / self.cpu_seconds_per_element) for b, r in self.combine_rates)
 
     @classmethod
     def builtin(cls, device=None) -> "Profile":
@@ -522,7 +539,38 @@ def _from_dict(data) -> Profile:
         uncertainty=_optional_uncertainty(data),
         parallel_level_s=_optional_seconds(data, "parallel_level_s"),
         device_launch_s=_optional_seconds(data, "device_launch_s"),
+        combine_rates=_optional_rates(data),
+        combine_gamma=_optional_positive(data, "combine_gamma"),
     ))
+
+
+def _optional_rates(data) -> tuple[tuple[int, float], ...]:
+    value = data.get("combine_rates", [])
+    if not isinstance(value, list):
+        raise _Invalid(f"field 'combine_rates' is {value!r}; expected a list of [bytes, seconds]")
+    out = []
+    for item in value:
+        ok = (isinstance(item, list) and len(item) == 2
+              and isinstance(item[0], int) and not isinstance(item[0], bool) and item[0] >= 1
+              and isinstance(item[1], (int, float)) and not isinstance(item[1], bool)
+              and math.isfinite(item[1]) and 0 < item[1] < 1)
+        if not ok:
+            raise _Invalid(f"field 'combine_rates' has {item!r}; expected [bytes >= 1, seconds "
+                           "per unit in (0, 1)]")
+        out.append((item[0], float(item[1])))
+    if len({b for b, _ in out}) != len(out):
+        raise _Invalid(f"field 'combine_rates' names a size twice: {value!r}")
+    return tuple(sorted(out))
+
+
+def _optional_positive(data, name: str) -> float | None:
+    value = data.get(name)
+    if value is None:
+        return None
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not math.isfinite(value) or value <= 0):
+        raise _Invalid(f"field {name!r} is {value!r}; expected a number > 0 or null")
+    return float(value)
 
 
 def _optional_uncertainty(data) -> tuple[tuple[str, float], ...]:

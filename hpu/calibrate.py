@@ -30,6 +30,13 @@ g
     solver's overhead; either way the planner sent work to a device slower
     than the CPU.  On a CPU device g is capped at its cores, and the slowdown
     of both sides running at once is measured (``measured_contention``).
+combines
+    the unit above is whole sorts of cache-sized inputs, but the merges above
+    a split are single tasks over megabytes: per size (``combine_sizes``), the
+    level-0 merge of a ``K = 1`` sort on each side, paired, gives the CPU's
+    seconds per unit of combine work by the bytes the task touches
+    (``combine_rates``) and the device's speed on combines (``combine_gamma``);
+    :func:`hpu.model.combine_factor` prices each combine by them (issue 14).
 λ, δ
     000's communication cost λ + δ·w: host->device and device->host copies of
     growing size (1 KiB to 64 MiB).  δ is the robust slope of the largest
@@ -131,6 +138,8 @@ class CalibrationSettings:
     measure contention (CPU devices); ``repeats``: timed runs per
     point after the warm-up; ``min_cpu_sample_s``: a CPU merge sample loops
     until it lasts this long, so that the clock's resolution does not matter.
+    ``combine_sizes``: keys of the one top-level merge timed on each side for the
+    combine rates (``()``: not measured; :func:`_combine_rates`).
     ``max_repeats`` (None: 4 × ``repeats``) and ``target_rel_error``: where the
     repeats' spread leaves a median's relative standard error above the target,
     more repeats are taken, up to ``max_repeats`` (:func:`hpu._stats.adaptive_samples`).
@@ -145,6 +154,7 @@ class CalibrationSettings:
     contention_keys: int = 1 << 16
     max_repeats: int | None = None
     target_rel_error: float = 0.02
+    combine_sizes: tuple[int, ...] = ()
 
     def __post_init__(self):
         def need(ok, what):
@@ -165,6 +175,9 @@ class CalibrationSettings:
                                           and self.max_repeats >= self.repeats),
              f"max_repeats={self.max_repeats!r}; expected None or an integer >= repeats "
              f"({self.repeats})")
+        need(all(isinstance(n, int) and n >= 4 for n in self.combine_sizes),
+             f"combine_sizes={self.combine_sizes!r}; expected integers >= 4 (keys of one "
+             "top-level merge), or () to skip")
         need(0 < self.target_rel_error < 1,
              f"target_rel_error={self.target_rel_error!r}; expected a fraction in (0, 1), e.g. 0.02")
 
@@ -177,14 +190,15 @@ class CalibrationSettings:
     def full(cls) -> "CalibrationSettings":
         """2^22-element sum, merges of 2^12..2^18 elements, copies of 1 KiB..64 MiB, 7 repeats."""
         return cls(sum_elements=1 << 22, merge_sizes=_pow2_range(12, 18),
-                   transfer_bytes=_pow2_range(10, 26), repeats=7, contention_keys=1 << 21)
+                   transfer_bytes=_pow2_range(10, 26), repeats=7, contention_keys=1 << 21,
+                   combine_sizes=_pow2_range(16, 22, 2))
 
     @classmethod
     def quick(cls) -> "CalibrationSettings":
         """2^20-element sum, merges of 2^12..2^16, copies of 1 KiB..16 MiB (×4 steps), 5 repeats."""
         return cls(sum_elements=1 << 20, merge_sizes=_pow2_range(12, 16, 2),
                    transfer_bytes=_pow2_range(10, 24, 2), repeats=5, min_cpu_sample_s=1e-3,
-                   contention_keys=1 << 19)
+                   contention_keys=1 << 19, combine_sizes=_pow2_range(16, 22, 3))
 
 
 # -------------------------------------------------------------------- the device
@@ -355,6 +369,13 @@ class _OpenCLBench:
         from hpu._calib_merge import _make_sorter
 
         return _solver_ratio(_make_sorter(), self.device, sizes, settings, rng)
+
+    def combine_rates(self, sizes, settings: "CalibrationSettings", rng):
+        """``(((bytes, CPU s/unit Estimate), ...), combine γ Estimate)`` of the application's
+        own top-level merge on each side (see :func:`_combine_rates`)."""
+        from hpu._calib_merge import _make_sorter
+
+        return _combine_rates(_make_sorter(), self.device, sizes, settings, rng)
 
     def contention(self, n: int, settings: "CalibrationSettings", rng):
         """Measured slowdown of both sides running at once, an Estimate (see :func:`_measure_contention`)."""
@@ -623,7 +644,9 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
         raise DeviceUnavailableError(
             f"the OpenCL device {bench.name!r} allows buffers of only {bench.max_alloc} bytes; "
             "too small to measure transfer costs")
+    combine_sizes = sorted(set(settings.combine_sizes)) if hasattr(bench, "combine_rates") else []
     total = (len(counts) + 2 * len(merge_sizes) + 2 * len(xfer) + hasattr(bench, "solver_ratio")
+             + bool(combine_sizes)
              + (bench.kind == "CPU" and hasattr(bench, "contention")))
     R = settings.repeats
     g_pairs, cpu_pairs, dev_pairs, h2d_pairs, d2h_pairs = [], [], [], [], []
@@ -688,6 +711,13 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
             bar.begin("γ: one-task sort by hpu's solver")
             solver_gamma, solver_unit = bench.solver_ratio(merge_sizes, settings, rng)
             bar.step("γ: one-task sort by hpu's solver")
+        # the combines: the unit above is a whole sort of cache-sized inputs, but the merges
+        # near the root are single tasks over megabytes, slower per element (issue 14)
+        combine = None
+        if combine_sizes:
+            bar.begin("combine: one top-level merge per side")
+            combine = bench.combine_rates(combine_sizes, settings, rng)
+            bar.step("combine: one top-level merge per side")
         # contention: a device on the CPU's own cores and Numba's threads slow each
         # other while both run; the paper's model assumes separate hardware, so
         # measure how much: half the keys on each side at once (a hybrid run split
@@ -716,7 +746,7 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
         # cores is memory-level parallelism of the streaming sum, not cores that a
         # merge could use.  The model's g counts cores, so cap it there.
         g = max(1, min(g, bench.compute_units))
-    uncertainty = _uncertainty(sweeps, est, solver_gamma, solver_unit, contention)
+    uncertainty = _uncertainty(sweeps, est, solver_gamma, solver_unit, contention, combine)
     return Profile(
         p=p,
         g=g,
@@ -733,11 +763,15 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
         source="measured", sweeps=sweeps,
         measured_contention=None if contention is None else contention.value,
         uncertainty=uncertainty,
+        combine_rates=(() if combine is None else
+                       tuple((int(b), float(e.value)) for b, e in combine[0])),
+        combine_gamma=None if combine is None else float(combine[1].value),
         **_overheads.measure_quietly(getattr(bench, "device", None)),  # fixed costs (issue 13)
     )
 
 
-def _uncertainty(sweeps: Sweeps, est: Estimates, solver_gamma, solver_unit, contention):
+def _uncertainty(sweeps: Sweeps, est: Estimates, solver_gamma, solver_unit, contention,
+                 combine=None):
     """Relative standard errors of the profile's numbers, from the spread of their repeats.
 
     γ and the CPU's seconds per unit: from their own paired estimates (or, for
@@ -775,6 +809,9 @@ def _uncertainty(sweeps: Sweeps, est: Estimates, solver_gamma, solver_unit, cont
     }
     if contention is not None:
         out["contention"] = contention.rel_error
+    if combine is not None:
+        out["combine_rates"] = max((e.rel_error for _, e in combine[0]), default=0.0)
+        out["combine_gamma"] = combine[1].rel_error
     return tuple(sorted((k, float(min(v, 10.0)) if math.isfinite(v) else 10.0)
                         for k, v in out.items()))
 
@@ -832,6 +869,57 @@ def _solver_ratio(sorter, device, sizes, settings: CalibrationSettings, rng):
     if not gamma.value > 0:         # a line gone below zero: too few or too wild points
         gamma = _stats.combine_estimates(ratios)
     return gamma, _stats.combine_estimates(per_unit)
+
+
+#: Bytes a calibration sort's task touches per key: the int32 keys and the int32 scratch.
+SORT_BYTES_PER_KEY = 8
+
+
+def _combine_rates(sorter, device, sizes, settings: CalibrationSettings, rng):
+    """The application's combine, one task at the root, timed on each side by size.
+
+    Why: the CPU's seconds per unit (:func:`_solver_ratio`) come from whole sorts
+    of cache-sized inputs, the bottom of the tree; the merges above a split are
+    single tasks over megabytes, and on this project's machines they ran
+    15-30 % slower per element than that unit on the CPU and 40 % slower than
+    γ said on the device (issue 14).  So per size ``n``: a run with ``K = 1``
+    (two whole-subtree tasks, then one merge of ``n`` keys at level 0) on the
+    CPU and one on the device, in pairs, alternately (:func:`hpu._stats.paired_ratio`);
+    the level-0 combine's seconds (the runtime's own record: on the device its
+    kernel's profiling time) divided by ``f(n) = n`` is one rate.  Returns
+    ``(((bytes, Estimate of CPU seconds per unit), ...), Estimate of the combine γ)``
+    with bytes = :data:`SORT_BYTES_PER_KEY` × n, the combine γ the weighted median of
+    the per-size ratios (:func:`hpu._stats.combine_estimates`).  The merges over
+    megabytes are memory-bound and feel other processes' memory traffic most:
+    each size takes more pairs while its ratio is noisy, up to ``settings.repeat_cap``
+    (twice ``settings.repeats`` from 2^20 keys, where each pair costs two whole sorts).
+    """
+    rates, ratios = [], []
+    for n in sizes:
+        def one(side, n=n):
+            keys = rng.integers(0, 2 * n, n).astype(np.int32)
+            a, tmp = keys.copy(), np.empty_like(keys)
+            run = sorter.run(a, tmp, 0, n, device="cpu" if side == "cpu" else "gpu", K=1,
+                             cl_device=device)
+            if run.fallbacks or not np.array_equal(a, np.sort(keys)):
+                raise DeviceUnavailableError(
+                    f"the {side} sorted wrongly or fell back during calibration (n={n}, "
+                    f"{run.fallbacks}); choose another device with --device / HPU_DEVICE")
+            top = [r for r in run.levels if r.level == 0 and r.phase == "combine"]
+            t = sum((r.cpu_seconds if side == "cpu" else r.gpu_seconds) for r in top)
+            return max(t, 1e-9)
+
+        one("cpu")                      # warm-ups: first-launch specialisation per shape
+        one("gpu")
+        cap = settings.repeat_cap if n < 1 << 20 else min(settings.repeat_cap, 2 * settings.repeats)
+        ratio, cpu_times, _ = _stats.paired_ratio(
+            lambda: one("cpu"), lambda: one("gpu"), min_pairs=settings.repeats,
+            max_pairs=cap, target=settings.target_rel_error)
+        ratios.append(ratio)
+        rates.append((SORT_BYTES_PER_KEY * n,
+                      _stats.Estimate(_stats.low_quantile(cpu_times) / n,
+                                      _stats.median_rel_error(cpu_times), len(cpu_times))))
+    return tuple(rates), _stats.combine_estimates(ratios)
 
 
 #: The level where the contention measurement splits the tree: 2**3 tasks, half on each

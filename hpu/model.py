@@ -61,7 +61,19 @@ Each share expands to a cut-off level ``K`` whose tasks solve their subtrees
 (DESIGN §3); by default ``K`` is the first level where every non-empty share
 has 16 tasks per core, so that whole-task rounding costs at most a few
 percent.  ``contention ≥ 1`` slows both units while both compute (a device
-that shares the CPU's cores, such as PoCL).
+that shares the CPU's cores, such as PoCL); per level it falls on the levels
+that run meanwhile (:func:`contended_levels`).
+
+Combines are priced apart from subtrees.  The unit (``seconds_per_unit``) and
+``γ`` are measured on whole one-task sorts of cache-sized inputs, which is
+what a task at ``K`` runs; the combines above ``K`` are few tasks over
+megabytes.  Measured on mergesort at 2^22 keys (issue 14), the merges above
+the split ran 15-30 % slower per element than the unit on the CPU, and the
+device's 40 % slower than ``γ`` said.  So a combine task that touches ``B``
+bytes costs ``f(m)·combine_factor(B)`` units on a CPU core
+(:func:`combine_factor`: measured factors by size, interpolated in
+``log2 B``) and that over ``combine_gamma`` on a device core.  Without them
+(``Machine()``'s defaults) the simulator is 004's.
 
 Units
 -----
@@ -101,6 +113,7 @@ __all__ = [
     "parse_cost",
     "Problem",
     "Machine",
+    "combine_factor",
     "level_work",
     "level_span",
     "total_work",
@@ -129,6 +142,7 @@ __all__ = [
     "TRANSFER_CHUNKS",
     "copy_chunks",
     "overlapped_device_time",
+    "contended_levels",
     "SplitCandidate",
     "SplitSearch",
     "best_split",
@@ -319,6 +333,11 @@ class Machine:
     latency_s: float = 0.0
     seconds_per_byte: float = 0.0
     seconds_per_unit: float | None = None
+    #: ``((bytes, factor), ...)``: a combine task touching ``bytes`` costs ``factor`` times
+    #: ``f(m)`` units on a CPU core (see :func:`combine_factor`); ``()``: always 1
+    combine_factors: tuple[tuple[float, float], ...] = ()
+    #: one device core's speed on combines relative to one CPU core's (None: ``gamma``)
+    combine_gamma: float | None = None
 
     def __post_init__(self):
         p = _as_number(self.p, "p", "a number >= 1 (CPU cores)", "pass p = os.cpu_count()")
@@ -360,6 +379,21 @@ class Machine:
         object.__setattr__(self, "g", g)
         object.__setattr__(self, "gamma", float(gamma))
         object.__setattr__(self, "seconds_per_unit", spu)
+        object.__setattr__(self, "combine_factors", _check_factors(self.combine_factors))
+        cg = self.combine_gamma
+        if cg is not None:
+            cg = _as_number(cg, "combine_gamma", "a number > 0 or None",
+                            "pass None to use gamma for combines too")
+            if cg <= 0:
+                raise ValueError(f"combine_gamma = {self.combine_gamma!r} is not positive: "
+                                 "expected a number > 0 (one device core's speed on combines "
+                                 "relative to one CPU core); pass None to use gamma")
+            object.__setattr__(self, "combine_gamma", float(cg))
+
+    @property
+    def device_combine_speed(self) -> float:
+        """The device core's speed on combines: ``combine_gamma``, else ``gamma``."""
+        return self.gamma if self.combine_gamma is None else self.combine_gamma
 
     @property
     def time_unit(self) -> str:
@@ -370,6 +404,51 @@ class Machine:
     def unit_scale(self) -> float:
         """Multiply model units by this to get ``time_unit``."""
         return 1.0 if self.seconds_per_unit is None else self.seconds_per_unit
+
+
+def _check_factors(table) -> tuple[tuple[float, float], ...]:
+    """``Machine.combine_factors`` checked and sorted by bytes."""
+    fix = "pass combine_factors=() for a size-independent combine cost"
+    try:
+        pairs = [(float(b), float(f)) for b, f in table]
+    except (TypeError, ValueError):
+        raise ValueError(f"combine_factors = {table!r} is not a sequence of (bytes, factor) "
+                         f"pairs: expected e.g. ((1048576, 1.0), (33554432, 1.25)); {fix}") from None
+    for b, f in pairs:
+        if not (math.isfinite(b) and b > 0 and math.isfinite(f) and f > 0):
+            raise ValueError(f"combine_factors has the pair ({b!r}, {f!r}): expected bytes > 0 "
+                             f"and a factor > 0, both finite; {fix}")
+    pairs.sort()
+    if len({b for b, _ in pairs}) != len(pairs):
+        raise ValueError(f"combine_factors = {table!r} names one size twice: expected one "
+                         f"factor per size; {fix}")
+    return tuple(pairs)
+
+
+def combine_factor(machine: Machine, nbytes: float) -> float:
+    """How many times ``f(m)`` units one combine task touching ``nbytes`` costs on a CPU core.
+
+    Why: the unit of work (``seconds_per_unit``) is measured on one-task sorts
+    small enough to stay in the cache, while the combines near the root of a
+    large tree are single tasks over megabytes (issue 14: mergesort's upper
+    merges ran 15-30 % slower per element than that unit).  Calibration times
+    the combine at a few task sizes (``hpu._profile.Profile.combine_rates``);
+    between them the factor is interpolated linearly in ``log2(bytes)``, beyond
+    them it is the nearest measured one.  No table: 1 (004's model).
+    """
+    table = machine.combine_factors
+    if not table:
+        return 1.0
+    if nbytes <= table[0][0]:
+        return table[0][1]
+    if nbytes >= table[-1][0]:
+        return table[-1][1]
+    x = math.log2(nbytes)
+    for (b0, f0), (b1, f1) in zip(table, table[1:]):
+        if nbytes <= b1:
+            t = (x - math.log2(b0)) / (math.log2(b1) - math.log2(b0))
+            return f0 + t * (f1 - f0)
+    return table[-1][1]  # pragma: no cover - the loop always returns
 
 
 # ---------------------------------------------------------------------------
@@ -850,8 +929,8 @@ class LevelTime:
     ``f(n/b**i)`` per task: divide and combine) and ``"leaf"`` at ``K`` (each
     task solves its whole subtree); ``side`` is ``"cpu"`` or ``"device"``.
     ``seconds`` includes the contention the side meets while the other side
-    computes (spread evenly over its share's levels, as :func:`simulate`
-    charges it).  The runtime's bookkeeping phases (``count``, ``fill``) are
+    computes, on the levels that run meanwhile (:func:`contended_levels`), and a
+    combine's size-dependent rate (:func:`combine_factor`).  The runtime's bookkeeping phases (``count``, ``fill``) are
     not priced by the model.
     """
 
@@ -971,14 +1050,22 @@ def cutoff_level(problem: Problem, machine: Machine, y: int, cpu_tasks: int, dev
 
 
 def _side_time(it: _Integer, a: int, tasks: int, y: int, K: int, workers: float,
-               speed: float) -> tuple[float, float]:
-    """(time, work) of one share: levels ``K−1..y`` level by level, subtrees at ``K``."""
+               speed: float, combine: tuple[float, ...] | None = None,
+               combine_speed: float | None = None) -> tuple[float, float]:
+    """(time, work) of one share: levels ``K−1..y`` level by level, subtrees at ``K``.
+
+    ``combine[i]``: the time of one task of level ``i`` at speed 1 (default ``f(n/b**i)``;
+    :func:`_combine_costs` adds the size-dependent rate); ``combine_speed`` the side's speed
+    on combines (default ``speed``).  ``work`` is f-work, whatever the rates.
+    """
     if tasks == 0:
         return 0.0, 0.0
+    combine = it.f if combine is None else combine
+    cs = speed if combine_speed is None else combine_speed
     time = work = 0.0
     for i in range(y, K):
         m = tasks * a ** (i - y)
-        time += _rounds(m, workers) * it.f[i] / speed
+        time += _rounds(m, workers) * combine[i] / cs
         work += m * it.f[i]
     m = tasks * a ** (K - y)
     time += _rounds(m, workers) * it.subtree[K] / speed
@@ -987,17 +1074,65 @@ def _side_time(it: _Integer, a: int, tasks: int, y: int, K: int, workers: float,
 
 
 def _side_levels(it: _Integer, a: int, tasks: int, y: int, K: int, workers: float,
-                 speed: float, side: str, factor: float) -> list[LevelTime]:
+                 speed: float, side: str, factor: float,
+                 combine: tuple[float, ...] | None = None,
+                 combine_speed: float | None = None) -> list[LevelTime]:
     """:func:`_side_time`'s terms one level at a time, each scaled by ``factor``."""
     if tasks == 0:
         return []
+    combine = it.f if combine is None else combine
+    cs = speed if combine_speed is None else combine_speed
     out = []
     for i in range(y, K + 1):
         m = tasks * a ** (i - y)
-        cost = it.f[i] if i < K else it.subtree[K]
+        cost = combine[i] / cs if i < K else it.subtree[K] / speed
         out.append(LevelTime(i, "combine" if i < K else "leaf", side, m,
-                             factor * _rounds(m, workers) * cost / speed))
+                             factor * _rounds(m, workers) * cost))
     return out
+
+
+def _combine_costs(problem: Problem, machine: Machine, element_bytes: int) -> tuple[float, ...]:
+    """One task's combine time per level at speed 1: ``f(n/b**i)·combine_factor(bytes)``,
+    with ``bytes = element_bytes · n/b**i`` (what the task's slices hold)."""
+    it = _integer(problem)
+    if not machine.combine_factors:
+        return it.f
+    return tuple(fi * combine_factor(machine, element_bytes * problem.n / problem.b ** i)
+                 for i, fi in enumerate(it.f))
+
+
+def contended_levels(levels: list[LevelTime], start: float, other: tuple[float, float],
+                     contention: float, total: float) -> list[LevelTime]:
+    """One share's levels with the contention charged where it happens, summing to ``total``.
+
+    The share runs its levels bottom-up (the cut-off level ``K`` first, then
+    ``K−1``, ..., ``y``) from ``start``; while the other side computes (the
+    interval ``other``) each runs ``contention`` times slower.  So a share whose
+    partner finishes first pays the contention on its leaves, not on its
+    combines at the end (issue 14: spreading it evenly over-predicted the
+    device's upper merges by 40 % when the CPU's share ended first).  The
+    stretched times are then scaled to ``total``, the share's duration as the
+    simulator computed it, so the rows add up to the schedule's phases.
+    """
+    if not levels:
+        return []
+    o0, o1 = other
+    t = start
+    stretched = {}
+    for lt in sorted(levels, key=lambda r: -r.level):
+        work, used = lt.seconds, 0.0
+        if work > 0 and t < o0:           # alone before the other side starts
+            step = min(work, o0 - t)
+            work, used, t = work - step, used + step, t + step
+        if work > 0 and t < o1:           # slowed while both compute
+            step = min(work * contention, o1 - t)
+            work, used, t = work - step / contention, used + step, t + step
+        used += work                      # alone after the other side ends
+        t += work
+        stretched[lt.level] = used
+    got = sum(stretched.values())
+    k = total / got if got > 0 else 1.0
+    return [replace(lt, seconds=stretched[lt.level] * k) for lt in levels]
 
 
 def _overlap(cpu: float, dev_start: float, dev: float, contention: float) -> tuple[float, float]:
@@ -1069,8 +1204,10 @@ def _simulate(problem: Problem, machine: Machine, cpu_tasks: int, y: int, K: int
     if K is None:
         K = cutoff_level(problem, machine, y, cpu_tasks, dev_tasks)
     scale = machine.unit_scale
-    cpu_t, _ = _side_time(it, a, cpu_tasks, y, K, machine.p, 1.0)
-    dev_t, dev_w = _side_time(it, a, dev_tasks, y, K, machine.g, machine.gamma)
+    comb = _combine_costs(problem, machine, element_bytes)
+    dcs = machine.device_combine_speed
+    cpu_t, _ = _side_time(it, a, cpu_tasks, y, K, machine.p, 1.0, comb)
+    dev_t, dev_w = _side_time(it, a, dev_tasks, y, K, machine.g, machine.gamma, comb, dcs)
     cpu_t *= scale
     dev_t *= scale
     if dev_tasks > 0:
@@ -1087,7 +1224,7 @@ def _simulate(problem: Problem, machine: Machine, cpu_tasks: int, y: int, K: int
     body = overlapped_device_time(one_way, dev_t, one_way, chunks) - lead - tail
     cpu_end, dev_end = _overlap(cpu_t, lead, body, contention)
     join = max(cpu_end, dev_end + tail if dev_tasks > 0 else 0.0)
-    upper = sum(_rounds(a ** i, machine.p) * it.f[i] for i in range(y)) * scale
+    upper = sum(_rounds(a ** i, machine.p) * comb[i] for i in range(y)) * scale
     total = join + upper
     phases = [Phase("cpu share", "cpu", 0.0, cpu_end)]
     if dev_tasks > 0:
@@ -1098,12 +1235,17 @@ def _simulate(problem: Problem, machine: Machine, cpu_tasks: int, y: int, K: int
         phases.append(Phase("upper levels", "cpu", join, total))
     # per level: the upper levels on the CPU, then each share's levels with its contention
     levels = [LevelTime(i, "combine" if i < K else "leaf", "cpu", a ** i,
-                        _rounds(a ** i, machine.p) * (it.f[i] if i < K else it.subtree[K]) * scale)
+                        _rounds(a ** i, machine.p) * (comb[i] if i < K else it.subtree[K]) * scale)
               for i in range(min(y, K))]
-    levels += _side_levels(it, a, cpu_tasks, y, K, machine.p, 1.0, "cpu",
-                           scale * (cpu_end / cpu_t if cpu_t > 0 else 1.0))
-    levels += _side_levels(it, a, dev_tasks, y, K, machine.g, machine.gamma, "device",
-                           scale * ((dev_end - lead) / dev_t if dev_t > 0 else 1.0))
+    # (the contention falls on the levels that run while the other side computes: a
+    # share's leaves run first, its combines last, often alone)
+    levels += contended_levels(
+        _side_levels(it, a, cpu_tasks, y, K, machine.p, 1.0, "cpu", scale, comb),
+        0.0, (lead, dev_end) if dev_tasks > 0 else (0.0, 0.0), contention, cpu_end)
+    levels += contended_levels(
+        _side_levels(it, a, dev_tasks, y, K, machine.g, machine.gamma, "device", scale, comb,
+                     dcs),
+        lead, (0.0, cpu_end) if cpu_tasks > 0 else (0.0, 0.0), contention, dev_end - lead)
     return Schedule(
         alpha=cpu_tasks / m, y=y, K=K, cpu_tasks=cpu_tasks, device_tasks=dev_tasks,
         cpu_share_time=cpu_end, device_share_time=(dev_end - lead) if dev_tasks else 0.0,
@@ -1141,6 +1283,9 @@ def simulate(problem: Problem, machine: Machine, *, alpha: float, y: int, K: int
     each, with bytes = ``element_bytes`` × its elements (``a**y−⌈α a**y⌉``
     tasks of ``n/b**y`` elements, at most ``n``).  While both compute they
     run ``contention`` times slower.  Then the CPU runs levels ``y−1..0``.
+    A combine task of level ``i`` costs ``f(n/b**i)·combine_factor(bytes)``
+    units (bytes = ``element_bytes·n/b**i``) and runs at ``combine_gamma`` on the
+    device (:class:`Machine`; both default to 004's ``f`` and ``γ``).
 
     ``chunks`` > 1 models the overlap of a device with its own memory
     (:attr:`hpu._opencl._backend.OpenCLBackend.transfer_chunks`; :func:`copy_chunks`
@@ -1408,7 +1553,9 @@ def plan(problem: Problem, machine: Machine, strategy: str = "advanced", *, elem
     predicted time (``Profile.time_rel_error``); a split whose predicted gain
     over the CPU alone lies within it (:func:`hpu._stats.within_noise`) is a
     tie, settled the same way every time -- the CPU alone -- and ``reason``
-    says so, so that calibrations of one machine do not flip the plan.  ``chunks``: the
+    says so, so that calibrations of one machine do not flip the plan; so are
+    splits predicted within it of the fastest split (:func:`_settle_ties`: the
+    largest ``α``, then the shallowest ``y``).  ``chunks``: the
     pieces the run copies the device's data in (:func:`copy_chunks`); every split, the
     device alone included, is priced with that overlap, and ``reason`` says so.
     """
@@ -1428,21 +1575,24 @@ def plan(problem: Problem, machine: Machine, strategy: str = "advanced", *, elem
         t_cpu, t_gpu = div.t_cpu, div.t_gpu
         chosen = cpu_only
         if div.uses_device:
-            chosen = best_split(problem, machine, element_bytes=eb, contention=c,
-                                chunks=chunks).best
+            search = best_split(problem, machine, element_bytes=eb, contention=c,
+                                chunks=chunks)
+            chosen, tie = _settle_ties(problem, machine, search, eb, c, rel_error, chunks)
+            reason += tie
             if chosen.device_tasks == 0:
                 reason += ("; but no integer split beats the CPU alone in the simulator, "
                            "so the run keeps everything on the CPU")
         elif machine.gamma * machine.g <= machine.p and t.leaves > machine.p:
             # γ·g <= p says the device is not faster than the CPU; working at the same time
             # their speeds still add up (a sub-device beside Numba on the other cores: issue 14)
-            found = best_split(problem, machine, element_bytes=eb, contention=c,
-                               chunks=chunks).best
+            search = best_split(problem, machine, element_bytes=eb, contention=c,
+                                chunks=chunks)
+            found, tie = _settle_ties(problem, machine, search, eb, c, rel_error, chunks)
             if found.device_tasks > 0 and found.total_time * WEAK_DEVICE_MIN_GAIN < cpu_only.total_time:
                 chosen = found
                 reason += (f"; but both sides working at once beat the CPU alone in the simulator "
                            f"({cpu_only.total_time / found.total_time:.3g}x at alpha = "
-                           f"{found.alpha:.3g}, y = {found.y}), so the run splits there")
+                           f"{found.alpha:.3g}, y = {found.y}), so the run splits there") + tie
     else:
         div = basic_division(problem, machine)
         alpha, y, frac, reason = 0.0, div.level, div.gpu_work_fraction, div.reason
@@ -1463,6 +1613,37 @@ def plan(problem: Problem, machine: Machine, strategy: str = "advanced", *, elem
     return _plan_of(problem, machine, strategy, chosen, alpha=alpha, y=y, frac=frac,
                     reason=reason, t_cpu=t_cpu, t_gpu=t_gpu, cpu_only=cpu_only,
                     dev_only=dev_only, seq=seq, chunks=chunks)
+
+
+def _settle_ties(problem: Problem, machine: Machine, search: SplitSearch, eb: int, c: float,
+                 rel_error: float, chunks: int = 1) -> tuple[Schedule, str]:
+    """The split to run among those predicted within the calibration's uncertainty of the best.
+
+    Splits whose predicted times differ by less than the measurement can tell
+    apart (:func:`hpu._stats.within_noise` with ``rel_error``) are a tie: which
+    is fastest is then decided by the noise of one calibration, and three
+    calibrations of one machine gave three plans (issue 14).  A tie is settled
+    by a fixed order instead: the largest CPU share ``α`` (the fewest bytes
+    moved and the least work on the side the model knows less well), then the
+    shallowest ``y``.  Returns the schedule and a sentence for ``reason``
+    (empty when the fastest split stands alone or ``rel_error`` is 0).
+    """
+    best = search.best
+    if rel_error <= 0 or best.device_tasks == 0:
+        return best, ""
+    from hpu._stats import within_noise
+
+    near = [cand for cand in search.candidates
+            if cand.cpu_tasks < problem.a ** cand.y
+            and within_noise(cand.total_time, best.total_time, rel_error, sigmas=1.0)]
+    pick = min(near, key=lambda cand: (-cand.alpha, cand.y, cand.cpu_tasks), default=None)
+    if pick is None or len(near) < 2:
+        return best, ""
+    chosen = _simulate(problem, machine, pick.cpu_tasks, pick.y, None, eb, c, chunks)
+    return chosen, (f"; {len(near)} splits are predicted within the calibration's uncertainty "
+                    f"(±{100 * rel_error:.2g} % per prediction) of the fastest, a tie settled "
+                    f"the same way every time: the largest CPU share, then the shallowest level "
+                    f"(alpha = {chosen.alpha:.3g}, y = {chosen.y})")
 
 
 def _split_tasks(problem: Problem, s: Schedule) -> tuple[tuple[int, int], ...]:

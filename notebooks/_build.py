@@ -856,8 +856,18 @@ EXPERIMENTS = [
     """),
     code("""
     prof = results["profile"]
-    HERE = Machine(p=prof["p"], g=prof["g"], gamma=prof["gamma"], latency_s=prof["latency_s"],
-                   seconds_per_byte=prof["seconds_per_byte"], seconds_per_unit=prof["cpu_seconds_per_element"])
+
+
+    def machine_of(prof):
+        # the model's machine from a results file's profile (combine rates where measured)
+        unit = prof["cpu_seconds_per_element"]
+        return Machine(p=prof["p"], g=prof["g"], gamma=prof["gamma"], latency_s=prof["latency_s"],
+                       seconds_per_byte=prof["seconds_per_byte"], seconds_per_unit=unit,
+                       combine_factors=tuple((b, r / unit) for b, r in prof.get("combine_rates") or ()),
+                       combine_gamma=prof.get("combine_gamma"))
+
+
+    HERE = machine_of(prof)
     CONTENTION = prof.get("contention", 2.0 if prof["device_shares_cpu"] else 1.0)
 
     ms = results["measurements"]
@@ -1008,6 +1018,68 @@ EXPERIMENTS = [
     plt.show()
     for n in sizes:
         print(f"n = 2^{n.bit_length() - 1}: {plans[n].reason}")
+    """),
+    md("""
+    ## Both configurations side by side
+
+    On a machine whose only OpenCL device is PoCL on the CPU's own cores, the default
+    configuration (every core for Numba beside the whole device) adds no capacity, and the
+    model keeps everything on the CPU.  The heterogeneous configuration (issue 14) gives the
+    device a sub-device of its own cores by OpenCL device fission and Numba the rest:
+    `python bench/run.py --quick --fission 1` measures both, the default one into
+    `bench/out/results.json` and the sub-device's into `bench/out/fission-1/results.json`
+    (`HPU_NOTEBOOK_FISSION` names another file).  For each, dated and with its machine: the
+    anchors at the largest n and Figure 7 there, measured (solid) against the model (dashed).
+    """),
+    code("""
+    FISSION = Path(os.environ.get("HPU_NOTEBOOK_FISSION")
+                   or ROOT / "bench" / "out" / "fission-1" / "results.json")
+    configs = [("default", results)]
+    if FISSION.is_file():
+        configs.append(("heterogeneous", validate_results(json.loads(FISSION.read_text()), where=str(FISSION))))
+    else:
+        print(f"{FISSION} does not exist: run `python bench/run.py --quick --fission 1` for the "
+              "heterogeneous configuration")
+
+    fig, axes = plt.subplots(1, len(configs), figsize=(6.5 * len(configs), 4.3), layout="constrained",
+                             squeeze=False)
+    for ax, (kind, res) in zip(axes[0], configs):
+        label = res.get("configuration", {}).get("label", f"{kind} configuration")
+        mach, cont = machine_of(res["profile"]), res["profile"].get("contention", 1.0)
+        m = res["machine"]
+        rs_all = res["measurements"]
+        n = max(r["n"] for r in rs_all)
+        med = {r["method"]: r["median_s"] for r in rs_all if r["n"] == n and r["method"] != "hybrid"}
+        hyb = [r for r in rs_all if r["n"] == n and r["method"] == "hybrid"]
+        best_r = min(hyb, key=lambda r: r["median_s"])
+        seq = med["sequential"]
+        print(f"{label}\\n  measured {res['created']} on {m.get('cpu')} ({m.get('cores')} cores), "
+              f"OpenCL {m.get('opencl_device')}; n = 2^{n.bit_length() - 1}")
+        for method in ("cpu", "gpu"):
+            if method in med:
+                print(f"  hpu {method} only: {med[method]:.4f} s ({seq / med[method]:.2f}x over one core)")
+        print(f"  best grid point (alpha = {best_r['alpha']:.3g}, y = {best_r['y']}): "
+              f"{best_r['median_s']:.4f} s ({seq / best_r['median_s']:.2f}x)")
+        choice = [c for c in res.get("model_choice", []) if c["n"] == n]
+        if choice:
+            c = choice[0]
+            print(f"  the model's choice (alpha = {c['alpha']:.3g}, y = {c['y']}): {c['median_s']:.4f} s "
+                  f"({seq / c['median_s']:.2f}x; {c['median_s'] / best_r['median_s']:.3f}x the best point's time)")
+        problem = Problem(n=n, **MERGESORT)
+        seq_model = model.total_work(problem) * mach.unit_scale
+        for k, y in enumerate(sorted({r["y"] for r in hyb})):
+            rs = sorted((r for r in hyb if r["y"] == y), key=lambda r: r["alpha"])
+            xs = [r["alpha"] for r in rs]
+            ax.plot(xs, [seq / r["median_s"] for r in rs], "o-", color=f"C{k}", label=f"y = {y}")
+            ax.plot(xs, [seq_model / model.simulate(problem, mach, alpha=a, y=y, element_bytes=8,
+                                                    contention=cont).total_time for a in xs],
+                    "--", color=f"C{k}", alpha=0.6)
+        ax.set_title(f"{kind}, n = 2^{n.bit_length() - 1}, {res['created'][:10]}", fontsize=10)
+        ax.set_xlabel("α (CPU share of the transfer level's tasks)")
+        ax.set_ylabel("speed-up over one core")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    plt.show()
     """),
     md("""
     ## Figures 5 and 6: the calibration behind the model

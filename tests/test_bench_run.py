@@ -155,7 +155,8 @@ def test_anchors_are_ratios_of_the_recorded_medians(tiny_run):
 def _profile_file_rel_error(stored) -> float:
     """A predicted time's relative error from a profile file's ``uncertainty`` (Profile.time_rel_error)."""
     err = stored.get("uncertainty", {})
-    return math.sqrt(sum(err.get(k, 0.0) ** 2 for k in ("gamma", "cpu_seconds_per_element", "contention")))
+    return math.sqrt(sum(err.get(k, 0.0) ** 2 for k in ("gamma", "cpu_seconds_per_element", "contention",
+                                                        "combine_gamma", "combine_rates")))
 
 
 def test_the_model_is_the_profiles_plan(tiny_run):
@@ -376,3 +377,58 @@ def test_a_heterogeneous_run_uses_a_sub_device_and_says_so(tmp_path, monkeypatch
         assert sorted(results["figures"]) == sorted(FIGURES)
     finally:
         numba.set_num_threads(before)
+
+
+def test_summary_markdown_shows_each_configuration_and_the_labelled_projection(tiny_run):
+    """The README's section: both configurations, dated, with the machine, and the projection."""
+    import copy
+
+    _, results, _, _ = tiny_run
+    hetero = copy.deepcopy(results)
+    hetero["configuration"] = {"kind": "heterogeneous", "device_units": 1, "numba_threads": 1,
+                               "device_spec": "cpu@1",
+                               "label": "heterogeneous configuration (device fission): the "
+                                        "device on 1 compute unit(s), Numba on 1 thread(s)"}
+    md = bench_run.summary_markdown([results, hetero])
+    assert f"## Results on this machine ({results['created'][:10]})" in md
+    assert results["machine"]["cpu"] in md and results["machine"]["opencl_device"] in md
+    assert "### Default configuration" in md and "### Heterogeneous configuration" in md
+    n = max(SIZES)
+    assert md.count(f"| n = 2^{n.bit_length() - 1} int32 |") == 2
+    block = results["anchors"][-1]["rows"]
+    model, best = block["model"]["median_s"], block["best"]["median_s"]
+    assert f"The model's pick ran {model / best:.3f}x the best grid point's time" in md
+    assert "docs/results/default/fig7_alpha_y.png" in md
+    assert "docs/results/fission-1/fig7_alpha_y.png" in md
+    assert "### Projection for a discrete GPU (not a measurement)" in md
+    assert bench_run.PCIE3_X16["what"] in md
+    for name, m in bench_run.PUBLISHED.items():
+        assert f"- {name}: p = {m['p']}, g = {m['g']}, 1/γ = {m['inv_gamma']}: {m['what']}" in md
+    with pytest.raises(ValueError, match="no results"):
+        bench_run.summary_markdown([])
+
+
+def test_fission_also_measures_the_default_configuration_in_a_child(tmp_path, monkeypatch):
+    """The child gets the same options, the whole device (HPU_DEVICE as it was) and every core."""
+    import subprocess
+
+    seen = {}
+
+    def fake_run(argv, env):
+        seen.update(argv=argv, env=env)
+        return subprocess.CompletedProcess(argv, 0)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
+    monkeypatch.setenv("HPU_DEVICE", "cpu@1")
+    args = bench_run._parser().parse_args(["--quick", "--fission", "1", "--repeat", "2",
+                                           "--sizes", "2^16"])
+    got = bench_run._default_configuration(args, tmp_path / "d", "cpu", lambda msg: None)
+    assert got == tmp_path / "d"
+    argv = seen["argv"]
+    assert "--fission" not in argv and "--quick" in argv
+    assert argv[argv.index("--out") + 1] == str(tmp_path / "d")
+    assert argv[argv.index("--repeat") + 1] == "2" and "65536" in argv
+    assert seen["env"]["HPU_DEVICE"] == "cpu" and "NUMBA_NUM_THREADS" not in seen["env"]
+    bench_run._default_configuration(args, tmp_path / "d", None, lambda msg: None)
+    assert "HPU_DEVICE" not in seen["env"]

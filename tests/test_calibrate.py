@@ -10,6 +10,7 @@ the OpenCL device cannot compile kernels.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -496,8 +497,11 @@ def test_the_device_merge_is_the_translated_python_merge():
 @pytest.mark.opencl
 def test_real_device_calibration_with_tiny_sizes():
     _real_device_or_skip()
-    prof = cal.calibrate(settings=TINY, progress=False)     # kernels' results are checked inside
+    prof = cal.calibrate(settings=dataclasses.replace(TINY, combine_sizes=(256, 1024)),
+                         progress=False)     # kernels' and sorts' results are checked inside
     assert 1 <= prof.g <= 256
+    assert [b for b, _ in prof.combine_rates] == [8 * 256, 8 * 1024]
+    assert all(r > 0 for _, r in prof.combine_rates) and prof.combine_gamma > 0
     assert prof.gamma > 0 and prof.cpu_seconds_per_element > 0
     assert prof.latency_s >= 0 and prof.seconds_per_byte >= 0
     from hpu._opencl._device import select_device
@@ -586,3 +590,74 @@ def test_contention_from_times_bounds():
     assert cal.contention_from_times(1.0, 0.0, 1.0) == 1.0          # an empty share
     # unequal shares: only the overlap is slowed, so the factor exceeds both / max
     assert cal.contention_from_times(2.5, 1.0, 2.0) == pytest.approx(1.5)
+
+
+# ------------------------------------------------------- combine rates (issue 14)
+
+def test_combine_rates_round_trip_and_become_the_models_factors():
+    prof = dataclasses.replace(_profile_for_plots(), cpu_seconds_per_element=5e-9,
+                               combine_rates=((1 << 22, 6e-9), (1 << 19, 5e-9)),
+                               combine_gamma=0.7)
+    back = Profile.from_json(prof.to_json())
+    assert back.combine_rates == ((1 << 19, 5e-9), (1 << 22, 6e-9))   # sorted by bytes
+    assert back.combine_gamma == 0.7
+    m = back.machine()
+    assert m.combine_factors == (((1 << 19), pytest.approx(1.0)), ((1 << 22), pytest.approx(1.2)))
+    assert m.combine_gamma == 0.7 and m.device_combine_speed == 0.7
+
+
+def test_a_profile_without_combine_rates_still_reads_and_prices_combines_as_before():
+    data = json.loads(_profile_for_plots().to_json())
+    del data["combine_rates"], data["combine_gamma"]
+    prof = Profile.from_json(json.dumps(data))
+    assert prof.combine_rates == () and prof.combine_gamma is None
+    m = prof.machine()
+    assert m.combine_factors == () and m.device_combine_speed == prof.gamma
+
+
+@pytest.mark.parametrize("field, bad", [
+    ("combine_rates", [[0, 5e-9]]), ("combine_rates", [[1024, 0.0]]),
+    ("combine_rates", [[1024, 5e-9], [1024, 6e-9]]), ("combine_rates", {"a": 1}),
+    ("combine_gamma", 0), ("combine_gamma", "fast"),
+])
+def test_a_profile_with_bad_combine_values_is_corrupt(field, bad):
+    data = json.loads(_profile_for_plots().to_json())
+    data[field] = bad
+    with pytest.raises(_profile.ProfileError, match=field):
+        Profile.from_json(json.dumps(data))
+
+
+def test_combine_rates_are_the_top_merges_seconds_per_key_paired_with_the_device():
+    """A fake sorter whose level-0 merge costs 5 ns/key below 2^20 keys and 6 above on the
+    CPU, and 1/0.7 of that on the device, with bursts of load on a fifth of the runs."""
+    rng = np.random.default_rng(3)
+
+    class Level:
+        def __init__(self, level, phase, cpu, gpu):
+            self.level, self.phase, self.cpu_seconds, self.gpu_seconds = level, phase, cpu, gpu
+
+    class Sorter:
+        def run(self, a, tmp, lo, hi, *, device, K, cl_device):
+            assert K == 1 and device in ("cpu", "gpu")
+            a.sort()
+            per = (5e-9 if hi < 1 << 20 else 6e-9) * (3.0 if rng.random() < 0.2 else 1.0)
+            t = hi * per if device == "cpu" else hi * per / 0.7
+            run = type("Run", (), {})()
+            run.fallbacks = []
+            run.levels = [Level(1, "leaf", 1.0, 1.0),
+                          Level(0, "combine", t if device == "cpu" else 0.0,
+                                t if device == "gpu" else 0.0)]
+            return run
+
+    settings = CalibrationSettings(sum_elements=16, merge_sizes=(64,), transfer_bytes=(1, 2),
+                                   repeats=7, combine_sizes=(1 << 10, 1 << 12))
+    rates, gamma = cal._combine_rates(Sorter(), None, (1 << 10, 1 << 12), settings, rng)
+    assert [b for b, _ in rates] == [8 << 10, 8 << 12]      # int32 keys and scratch
+    assert all(e.value == pytest.approx(5e-9) for _, e in rates)
+    assert gamma.value == pytest.approx(0.7)
+
+
+def test_combine_sizes_are_checked():
+    with pytest.raises(ValueError, match="combine_sizes"):
+        CalibrationSettings(sum_elements=16, merge_sizes=(64,), transfer_bytes=(1, 2),
+                            repeats=3, combine_sizes=(2,))

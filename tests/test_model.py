@@ -624,3 +624,96 @@ def test_the_plan_prices_the_overlap_and_says_so():
     given = M.given_plan(problem, machine, alpha=0.5, y=3, element_bytes=8, chunks=4)
     sim = M.simulate(problem, machine, alpha=0.5, y=3, element_bytes=8, chunks=4)
     assert given.predicted_time == pytest.approx(sim.total_time)
+
+# ---------------------------------------------------------------------------
+# combine rates by size, the device's combine speed, contention by level (issue 14)
+# ---------------------------------------------------------------------------
+
+
+def test_combine_factor_interpolates_in_log_bytes_and_holds_beyond_the_ends():
+    m = M.Machine(p=1, g=1, gamma=1.0, combine_factors=((2**22, 1.2), (2**20, 1.0)))
+    assert m.combine_factors == ((2**20, 1.0), (2**22, 1.2))      # sorted by bytes
+    # 2^21 is halfway in log2: 1.0 + 0.5 * 0.2; 2^20.5 a quarter of the way
+    assert M.combine_factor(m, 2**21) == pytest.approx(1.1)
+    assert M.combine_factor(m, 2**20.5) == pytest.approx(1.05)
+    assert M.combine_factor(m, 1) == 1.0 and M.combine_factor(m, 0) == 1.0
+    assert M.combine_factor(m, 2**30) == 1.2
+    assert M.combine_factor(M.Machine(p=1, g=1, gamma=1.0), 2**30) == 1.0
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(combine_factors=((0, 1.0),)), "bytes > 0"),
+    (dict(combine_factors=((8, -1.0),)), "factor > 0"),
+    (dict(combine_factors=((8, 1.0), (8.0, 2.0))), "one size twice"),
+    (dict(combine_factors=(1, 2)), "pairs"),
+    (dict(combine_gamma=0.0), "combine_gamma = 0.0"),
+])
+def test_machine_refuses_bad_combine_parameters(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        M.Machine(p=1, g=1, gamma=1.0, **kwargs)
+
+
+def test_simulate_prices_combines_by_their_size_and_the_device_by_its_combine_speed():
+    # SMALL (n = 16), element_bytes 4: level 0's task holds 64 bytes, level 1's 32.
+    # factors: 1 at <= 32 bytes, 2 at >= 64.  alpha = 1, y = 0, K = 2, p = 1:
+    # level 0: 16 * 2 = 32; level 1: 2 tasks of 8 * 1 = 16; K = 2: 4 subtrees of
+    # f(4) + 2 f(2) + 4 leaves = 12 -> 48 (subtrees keep the unit).  Total 96 (80 without).
+    m = M.Machine(p=1, g=1, gamma=0.5, combine_factors=((32, 1.0), (64, 2.0)))
+    s = M.simulate(SMALL, m, alpha=1.0, y=0, K=2, element_bytes=4)
+    assert s.total_time == 96
+    assert [lt.seconds for lt in s.level_times] == [32, 16, 48]
+    # all on the device, combine speed 1/4, gamma 1/2: (32 + 16) * 4 + 48 * 2 = 288
+    d = M.Machine(p=1, g=1, gamma=0.5, combine_factors=((32, 1.0), (64, 2.0)), combine_gamma=0.25)
+    s = M.simulate(SMALL, d, alpha=0.0, y=0, K=2, element_bytes=4)
+    assert s.total_time == 288 and s.device_work_fraction == 1
+    # without the new fields: 004's model, (16 + 16) * 2 + 48 * 2 = 160
+    s = M.simulate(SMALL, M.Machine(p=1, g=1, gamma=0.5), alpha=0.0, y=0, K=2, element_bytes=4)
+    assert s.total_time == 160
+
+
+def test_contention_falls_on_the_levels_that_run_while_both_compute():
+    # as test_simulate_contention_slows_both_while_they_overlap: the CPU's share (leaf 12,
+    # then combine 8) overlaps the device the whole time: 24 + 16 = 40.  The device's leaf
+    # (24 units) runs while the CPU computes, until t = 40: 40 s for 20 units, then 4 alone
+    # -> 44; its combine (16) runs alone after the CPU's share ended -> 16; 60 in all.
+    m = M.Machine(p=2, g=4, gamma=0.5)
+    s = M.simulate(SMALL, m, alpha=0.5, y=1, K=2, contention=2.0)
+    got = {(lt.level, lt.side): lt.seconds for lt in s.level_times}
+    assert got == {(0, "cpu"): 16, (1, "cpu"): 16, (2, "cpu"): 24, (1, "device"): 16,
+                   (2, "device"): 44}
+
+
+def test_contended_levels_by_hand():
+    lv = [M.LevelTime(3, "combine", "cpu", 1, 2.0), M.LevelTime(4, "leaf", "cpu", 2, 4.0)]
+    # starts at 1, the other side computes in [2, 5], contention 3: the leaf runs alone
+    # 1..2 (1 unit), then 3 units of time slowed (1 unit of work), 2 units left alone: 6;
+    # the combine runs alone: 2.  Scaled to a total of 16: 12 and 4.
+    got = M.contended_levels(lv, 1.0, (2.0, 5.0), 3.0, 16.0)
+    assert [(r.level, r.seconds) for r in got] == [(3, 4.0), (4, 12.0)]
+    assert M.contended_levels([], 0.0, (0.0, 1.0), 2.0, 0.0) == []
+
+
+def test_splits_within_the_calibrations_uncertainty_are_a_tie_settled_the_same_way():
+    """Issue 14 item 4: across the spread of three calibrations of one machine (γ 0.815-0.835,
+    combine γ 0.69-0.75), the model's fastest split flips between (0.5, y = 1) and
+    (0.5625, y = 4), predicted within 1 % of each other; with the calibration's uncertainty
+    (2 %) the tie is settled for the largest CPU share every time, and reason says so."""
+    pr = M.Problem(2, 2, "n", 1 << 22)
+
+    def picks(rel_error):
+        out = {}
+        for gamma in (0.815, 0.82, 0.825, 0.83, 0.835):
+            for cg in (0.69, 0.70, 0.71, 0.75):
+                m = M.Machine(p=1, g=1, gamma=gamma, combine_gamma=cg, seconds_per_unit=5e-9)
+                pl = M.plan(pr, m, element_bytes=8, contention=1.01, rel_error=rel_error)
+                out[(round(pl.split_alpha, 4), pl.transfer_level)] = pl
+        return out
+
+    assert len(picks(0.0)) == 2                  # without the uncertainty the plan flips
+    settled = picks(0.02)
+    assert list(settled) == [(0.5625, 4)]
+    reason = settled[(0.5625, 4)].reason
+    assert "within the calibration's uncertainty" in reason and "the largest CPU share" in reason
+    # a lone fastest split is no tie: nothing is said
+    m = M.Machine(p=1, g=1, gamma=0.83, combine_gamma=0.7, seconds_per_unit=5e-9)
+    assert "tie" not in M.plan(pr, m, element_bytes=8, contention=1.01, rel_error=1e-6).reason

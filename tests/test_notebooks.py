@@ -60,6 +60,7 @@ def notebook_env(monkeypatch, tmp_path):
     """Small sizes, and a results file that does not exist (so 03 measures by itself)."""
     monkeypatch.delenv("HPU_NOTEBOOK_FULL", raising=False)
     monkeypatch.setenv("HPU_NOTEBOOK_RESULTS", str(tmp_path / "no-such-results.json"))
+    monkeypatch.setenv("HPU_NOTEBOOK_FISSION", str(tmp_path / "no-such-fission-results.json"))
     monkeypatch.delenv("HPU_NOTEBOOK_SAVE", raising=False)
     return monkeypatch
 
@@ -177,3 +178,13 @@ def test_experiments_notebook_measures_then_reads_its_measurement(kernel_dir, no
     notebook_env.delenv("HPU_NOTEBOOK_SAVE")
     again = _stdout(_execute(EXPERIMENTS, kernel_dir))
     assert f"loaded {saved}" in again and "measuring" not in again
+    assert "does not exist: run `python bench/run.py --quick --fission 1`" in again
+
+    # both configurations side by side when the heterogeneous one's results exist (here the
+    # same file stands in for it): each is dated, with its machine, and gets its Figure 7
+    notebook_env.setenv("HPU_NOTEBOOK_FISSION", str(saved))
+    both = _execute(EXPERIMENTS, kernel_dir)
+    out = _stdout(both)
+    assert out.count(f"measured {results['created']} on ") == 2
+    assert "the model's choice" not in out or out.count("the model's choice") == 2
+    assert _images(both) >= 4

@@ -81,6 +81,14 @@ def format_summary(profile, path, wall_s: float | None = None) -> str:
     if getattr(profile, "measured_contention", None) is not None:
         lines.insert(-2, f"contention  {profile.measured_contention:.3g}{_pm(profile, 'contention')}"
                          "  slowdown while both sides run at once")
+    rates = getattr(profile, "combine_rates", ())
+    if rates:
+        by_size = ", ".join(f"{_fmt_seconds(r)} at {b / 2**20:.3g} MiB" for b, r in rates)
+        lines.insert(-2, f"combines    {by_size} per element (one top-level task, one core)"
+                         f"{_pm(profile, 'combine_rates')}")
+    if getattr(profile, "combine_gamma", None) is not None:
+        lines.insert(-2, f"combine γ   {profile.combine_gamma:.4g}{_pm(profile, 'combine_gamma')}"
+                         "  (one device work-item vs one CPU core, on the combine)")
     if getattr(profile, "uncertainty", ()):
         lines.insert(-2, f"confidence  predicted times ± {100 * profile.time_rel_error:.2g} % "
                          "(one standard error); plans closer than twice that are a tie")
