@@ -95,6 +95,16 @@ class _Sites:
         self.lines = user_lines(program.iter_source(depth), os.path.basename(program.spec.filename))
         self.texts: list[str] = []
         self._seen: dict[tuple, int | None] = {}
+        # the user's own line of each expression: a "# line N" comment names the line where
+        # a statement starts; the expression may sit on a later line of it (an if's body)
+        import ast
+
+        self._at: dict[str, list[int]] = {}
+        for n in ast.walk(program.spec.tree):
+            if isinstance(n, (ast.BinOp, ast.Call, ast.Subscript, ast.AugAssign)):
+                self._at.setdefault(ast.unparse(n), []).append(n.lineno)
+        for v in self._at.values():
+            v.sort()
 
     def __call__(self, typing, node) -> int | None:
         import ast
@@ -113,8 +123,11 @@ class _Sites:
                 text = f"{h.filename}:{h.lineno}: in {h.name}(): {expr}"
             else:
                 at = self.lines.get(typing.source.line_of(node))
-                text = None if at is None else \
-                    f"{self.spec.filename}:{at.rpartition(':')[2]}: {expr}"
+                text = None
+                if at is not None:
+                    line = int(at.rpartition(":")[2])
+                    line = next((n for n in self._at.get(expr, ()) if n >= line), line)
+                    text = f"{self.spec.filename}:{line}: {expr}"
             if text is not None:
                 self.texts.append(text)
                 k = len(self.texts) - 1
