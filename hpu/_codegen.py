@@ -445,6 +445,14 @@ def _components(value, arity: int) -> list[ast.expr]:
     return list(value.elts)
 
 
+def _store(target: str, value: ast.expr) -> ast.stmt:
+    """``target = value`` keeping ``value``'s own nodes, so their user lines stay (the
+    checked module's error texts name the line of the expression, hpu/_guard.py)."""
+    stmt = _stmt(f"{target} = 0")
+    stmt.value = copy.deepcopy(value)
+    return stmt
+
+
 class _ReturnsToStores(ast.NodeTransformer):
     """``return v`` -> ``res__k[idx] = v_k; return`` (for a task function's own return)."""
 
@@ -452,7 +460,7 @@ class _ReturnsToStores(ast.NodeTransformer):
         self.arity, self.target, self.index = arity, target, index
 
     def visit_Return(self, node):
-        out = [_stmt(f"{self.target}{k}[{self.index}] = {ast.unparse(c)}")
+        out = [_store(f"{self.target}{k}[{self.index}]", c)
                for k, c in enumerate(_components(node.value, self.arity))]
         out.append(ast.Return(value=None))
         return [ast.copy_location(s, node) for s in out]
@@ -468,7 +476,7 @@ def _returns_to_breaks(stmts, arity: int, target: str, index: str, flag: str) ->
     out = []
     for s in stmts:
         if isinstance(s, ast.Return):
-            new = [_stmt(f"{target}{k}[{index}] = {ast.unparse(c)}")
+            new = [_store(f"{target}{k}[{index}]", c)
                    for k, c in enumerate(_components(s.value, arity))]
             new += [_stmt(f"{flag} = True"), ast.Break()]
             out.extend(ast.copy_location(n, s) for n in new)
