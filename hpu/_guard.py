@@ -32,10 +32,21 @@ design notes §4).  Two things stand in the way on the CPU:
   still unwraps a ``SystemError`` whose cause is the user's exception (the
   iterative solver's driver).
 
-What is not covered here: the OpenCL device computes ``// 0`` as 0 and a
-NaN -> int conversion as an unspecified value (Numba's ``error_model="numpy"``
-meaning, see :mod:`hpu._opencl._translate`); the device has no error channel
-from helper functions yet.
+The OpenCL device raises the same exceptions with the same texts through an
+error channel of its own (a kernel cannot raise): the translator's checked mode
+(:func:`hpu._opencl._translate.translate`, ``checked=``) gives every kernel and
+every function it calls a 4-long buffer where the first failing check records
+its code and site (an atomic compare-and-swap), the work-item going on with a
+harmless value (an out-of-range store is skipped); the backend reads it once
+after the device's share and raises (:func:`hpu._opencl._backend.device_error`).
+The sites' texts are built as ``_Checked`` builds them, so the message is the
+same on every path.
+
+What is not covered here: a float stored into an integer array (``a[i] = x``)
+is checked on the device only; the CPU module converts it as Numba does
+(silently; an out-of-range value gives INT64_MIN).  Indices into a view
+(``v = a[lo:hi]; v[i]``) are checked against the underlying array's length,
+not the view's, on every path.
 """
 from __future__ import annotations
 

@@ -14,6 +14,11 @@ A subtree deeper than the stack sets ``err[0]`` and its work-item stops; the
 backend reads the flag and raises :class:`hpu._cpu.StackOverflowError`, never
 returning a partial result as if it were whole.
 
+The kernels are translated in checked mode: a mistake in the user's code (``// 0``,
+NaN -> int, an out-of-range index in bounds-checked mode) is recorded in the
+``hpu__err`` buffer at a site whose text is the CPU module's (:class:`_Sites`),
+and the backend raises Python's exception after the device's share.
+
 Factories are cached: the translation per (generated source, argument types,
 depth), the built program per context (:func:`hpu._opencl._build.build_program`),
 so a second run of the same function on the same device compiles nothing.
@@ -39,6 +44,10 @@ COMBINE = "level_combine"
 
 _lock = threading.Lock()
 _cache: dict = {}
+
+#: Kernels with the error channel (checked ``//``, ``%``, float -> int, bounds).  Only
+#: ``bench/bench_safety.py`` turns it off, to measure what the channel costs.
+ERROR_CHANNEL = True
 
 
 def _value_type(value):
@@ -68,7 +77,7 @@ def level_arg_types(program, shared: Mapping[str, Any]) -> dict[str, Any]:
 
 def _signature_key(program, shared, depth):
     kinds = tuple((n, str(_value_type(v))) for n, v in sorted(shared.items()))
-    return (program.iter_source(depth), kinds, depth, bounds_checked(program))
+    return (program.iter_source(depth), kinds, depth, bounds_checked(program), ERROR_CHANNEL)
 
 
 def bounds_checked(program) -> bool:
@@ -154,7 +163,8 @@ def translate_levels(program, shared: Mapping[str, Any], depth: int) -> Translat
     sites = _Sites(program, depth)
     try:
         result = translate(entries, kernels={LEAF: "leaf_task_iter", COMBINE: "combine_task"},
-                           private_arrays=True, checked=sites, bounds=bounds_checked(program))
+                           private_arrays=True, checked=sites if ERROR_CHANNEL else None,
+                           bounds=bounds_checked(program))
     except TranslationError as err:
         raise _at_user_line(err, program, depth) from None
     result = dataclasses.replace(result, sites=tuple(sites.texts))

@@ -32,6 +32,13 @@ C conventions a caller must know:
 * a tuple-returning function returns ``hpu_tuple_<codes>`` (fields ``f0``,
   ``f1``, ...).
 
+The kernels of a decorated function are translated in checked mode
+(``checked=``, the error channel: :func:`translate`): there integer ``//`` and
+``%`` by zero, ``int()``/``round()`` of a NaN, infinite or out-of-range float,
+a float stored into an integer array and (``bounds=``) an out-of-range index
+record an error that the host raises as Python's exception, naming the user's
+line; the items below marked so hold only outside checked mode.
+
 Where Numba's result is undefined or Numba raises, the device does something
 definite, documented rather than hidden:
 
@@ -43,12 +50,13 @@ definite, documented rather than hidden:
 * ``range()`` with a step of 0 known only at run time runs zero times (Python
   and Numba raise ``ValueError``; a constant 0 step is refused);
 * converting a NaN or out-of-range float to an integer (``int(x)``, storing into
-  an integer array) gives an unspecified value, as it does in Numba;
+  an integer array) gives an unspecified value, as it does in Numba (outside
+  checked mode);
 * ``x ** LONG_MIN`` is computed with ``pow()`` (Numba raises ``OverflowError``)
   and ``0.0 ** -n`` is ``inf`` (Numba and Python raise ``ZeroDivisionError``).
 
-Everything else (floor ``//`` and ``%``, integer division by zero and
-``LONG_MIN // -1`` giving 0 as with ``error_model="numpy"``, NaN-aware ``min``
+Everything else (floor ``//`` and ``%``, integer division by zero (outside
+checked mode) and ``LONG_MIN // -1`` giving 0 as with ``error_model="numpy"``, NaN-aware ``min``
 and ``max``, ``round`` half to even, narrow and unsigned types, float32
 staying float32) is exactly Numba's.
 """
