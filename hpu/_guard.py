@@ -42,9 +42,12 @@ after the device's share and raises (:func:`hpu._opencl._backend.device_error`).
 The sites' texts are built as ``_Checked`` builds them, so the message is the
 same on every path.
 
-What is not covered here: a float stored into an integer array (``a[i] = x``)
-is checked on the device only; the CPU module converts it as Numba does
-(silently; an out-of-range value gives INT64_MIN).  Indices into a view
+A float stored into an integer array (``a[i] = x``, ``a`` one of the
+function's arrays) goes through ``hpu__store`` (:func:`bad_int_store`): NaN,
+±inf and beyond ±2**63 raise as ``int(x)`` does, where Numba would store
+INT64_MIN; an in-range float truncates, as in NumPy and Numba.
+
+What is not covered here: indices into a view
 (``v = a[lo:hi]; v[i]``) are checked against the underlying array's length,
 not the view's, on every path.
 """
@@ -141,9 +144,26 @@ def bad_float(x) -> bool:
     return isinstance(x, float) and not -INT64_BOUND <= x < INT64_BOUND
 
 
+def bad_int_store(a, x) -> bool:
+    """True when storing ``x`` into the array ``a`` is a bad float -> int conversion: ``a``
+    has an integer dtype and ``x`` is a float :func:`bad_float` refuses (what NumPy refuses;
+    Numba would store INT64_MIN).  An in-range float truncates, as in NumPy and Numba."""
+    import numpy as np
+
+    return (getattr(a, "dtype", np.dtype(float)).kind in "iu"
+            and isinstance(x, (float, np.floating)) and bad_float(float(x)))
+
+
 def _register() -> None:
     from numba.core import types
     from numba.extending import overload
+
+    @overload(bad_int_store, jit_options={"cache": True})
+    def _bad_int_store(a, x):
+        if (isinstance(a, types.Array) and isinstance(a.dtype, types.Integer)
+                and isinstance(x, types.Float)):
+            return lambda a, x: not -INT64_BOUND <= x < INT64_BOUND
+        return lambda a, x: False
 
     @overload(bad_float, jit_options={"cache": True})
     def _bad_float(x):

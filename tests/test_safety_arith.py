@@ -84,6 +84,16 @@ def ints(x, out, lo, hi):
     ints(x, out, mid, hi)
 
 
+@hpu.divide_and_conquer(b=2, cost="1")
+def stores(x, out, lo, hi):
+    if hi - lo == 1:
+        out[lo] = x[lo] * 2.0   # LINE_STORE
+        return
+    mid = (lo + hi) // 2
+    stores(x, out, lo, mid)
+    stores(x, out, mid, hi)
+
+
 def _line(tag: str) -> int:
     with open(HERE) as fh:
         for k, text in enumerate(fh, 1):
@@ -225,6 +235,23 @@ def test_nan_and_out_of_range_floats_to_int_raise(path, kw, bad, f, tag):
     with pytest.raises(python) as err:
         _call(f, (x, out, 0, 33), path, kw)
     assert f"{HERE}:{_line(tag)}:" in str(err.value)
+
+
+@pytest.mark.parametrize("path, kw", ALL_PATHS + COMBINE_PATHS)
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, 1e19, -1e300])
+def test_a_bad_float_stored_into_an_int_array_raises(path, kw, bad):
+    x = np.linspace(-50.7, 50.7, 33)
+    out = np.zeros(33, np.int64)
+    ref = np.zeros(33, np.int64)
+    _call(stores, (x, out, 0, 33), path, kw)
+    stores.py_func(x, ref, 0, 33)
+    assert (out == ref).all()  # in range: truncated, as NumPy and Numba do
+    x[7] = bad
+    python = _python_error(stores, (x, np.zeros(33, np.int64), 0, 33))
+    assert python in (ValueError, OverflowError)
+    with pytest.raises(python) as err:
+        _call(stores, (x, out, 0, 33), path, kw)
+    assert str(err.value).startswith(f"{HERE}:{_line('LINE_STORE')}: out[lo]: cannot convert")
 
 
 def test_bad_float_in_plain_python():
