@@ -15,7 +15,14 @@ of the CPU module as generated before issue 11 (``_body(checked=False)``, the
 form the device's source still uses) against the checked one, paired the
 same way (``default_cost`` in the report).
 
+With ``--device`` it measures the OpenCL device's error channel instead
+(``device_cost``): mergesort on ``device="gpu"``, kernels translated without
+the channel (``hpu._opencl._levels.ERROR_CHANNEL = False``) against with it,
+paired and interleaved the same way, comparing the kernels' own time (the sum
+of the runs' device phase times, from OpenCL's profiling events).
+
     python bench/bench_safety.py --n 4194304 --pairs 7
+    python bench/bench_safety.py --device --n 1048576 --pairs 9
 """
 from __future__ import annotations
 
@@ -90,14 +97,61 @@ def default_cost(x, pairs):
     return paired(x, lambda a, t: plain(a, t, 0, n), lambda a, t: checked(a, t, 0, n), pairs)
 
 
+def device_cost(x, pairs):
+    """Paired: mergesort's device kernels without the error channel vs with it."""
+    import hpu
+    from algorithms import mergesort as M
+    from hpu._opencl import _levels
+
+    n = len(x)
+    ref = np.sort(x)
+    variants = []
+    for channel in (False, True):   # each decorated copy compiles its own kernels once
+        f = hpu.divide_and_conquer(b=2, cost="n", span=("lo", "hi"))(M.mergesort.py_func)
+        _levels.ERROR_CHANNEL = channel
+        try:
+            a = x.copy()
+            f.run(a, np.empty_like(a), 0, n, device="gpu")
+            assert (a == ref).all()
+        finally:
+            _levels.ERROR_CHANNEL = True
+        variants.append(f)
+
+    def kernel_seconds(f):
+        a = x.copy()
+        run = f.run(a, np.empty_like(a), 0, n, device="gpu")
+        assert (a == ref).all()
+        return sum(lv.gpu_seconds for lv in run.levels), run.seconds
+
+    kb, ko, wb, wo, ratios = [], [], [], [], []
+    for k in range(pairs):
+        order = [(0, kb, wb), (1, ko, wo)] if k % 2 == 0 else [(1, ko, wo), (0, kb, wb)]
+        for which, ks, ws in order:
+            kt, wt = kernel_seconds(variants[which])
+            ks.append(kt)
+            ws.append(wt)
+        ratios.append(ko[-1] / kb[-1])
+    return {"kernel_base_median_s": statistics.median(kb),
+            "kernel_checked_median_s": statistics.median(ko),
+            "wall_base_median_s": statistics.median(wb),
+            "wall_checked_median_s": statistics.median(wo),
+            "ratio_median": statistics.median(ratios), "ratio_min": min(ratios),
+            "ratio_max": max(ratios), "ratios": ratios, "pairs": pairs}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1 << 22)
     parser.add_argument("--pairs", type=int, default=7)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", action="store_true",
+                        help="measure the OpenCL device's error channel (device_cost) only")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     x = np.random.default_rng(args.seed).integers(0, 1 << 30, args.n).astype(np.int32)
+    if args.device:
+        print(json.dumps({"n": args.n, "device_cost": device_cost(x, args.pairs)}, indent=1))
+        return 0
     shipped, checked = _variants()
     report = {"n": args.n}
     for how in ("cpu", "sequential"):

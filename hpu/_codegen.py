@@ -213,6 +213,20 @@ class _Checked(ast.NodeTransformer):
         self.sites.append(f"{self.filename}:{line}: {self.context}{ast.unparse(node)}")
         return ast.Constant(len(self.sites) - 1)
 
+    def visit_Assign(self, node):
+        """``a[i] = x`` into one of the function's arrays: ``x`` through ``hpu__store``
+        (a float into an int array raises as ``int(x)``; anything else is free)."""
+        t = node.targets[0] if len(node.targets) == 1 else None
+        if not (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                and t.value.id in self.arrays and not isinstance(t.slice, (ast.Slice, ast.Tuple))):
+            return self.generic_visit(node)
+        where = self._where(t)
+        self.generic_visit(node)
+        node.value = ast.copy_location(ast.Call(
+            ast.Name("hpu__store", ast.Load()),
+            [ast.Name(t.value.id, ast.Load()), node.value, where], []), node.value)
+        return node
+
     def visit_BinOp(self, node):
         where = self._where(node)
         self.generic_visit(node)
@@ -251,6 +265,7 @@ class _Checked(ast.NodeTransformer):
 _CHECKED_PRELUDE = """
 from hpu._errors import HpuRecursionError as hpu__RecursionError
 from hpu._guard import bad_float as hpu__bad_float
+from hpu._guard import bad_int_store as hpu__bad_int_store
 
 
 # ---- checks of the user's operations (hpu/_guard.py): a fast test inline, the raise apart;
@@ -300,6 +315,13 @@ def hpu__int(x, site__):
     if hpu__bad_float(x):
         hpu__badconv(x, site__)
     return int(x)
+
+
+@njit(cache=True)
+def hpu__store(a, x, site__):
+    if hpu__bad_int_store(a, x):
+        hpu__badconv(x, site__)
+    return x
 
 
 @njit(cache=True)
@@ -445,6 +467,14 @@ def _components(value, arity: int) -> list[ast.expr]:
     return list(value.elts)
 
 
+def _store(target: str, value: ast.expr) -> ast.stmt:
+    """``target = value`` keeping ``value``'s own nodes, so their user lines stay (the
+    checked module's error texts name the line of the expression, hpu/_guard.py)."""
+    stmt = _stmt(f"{target} = 0")
+    stmt.value = copy.deepcopy(value)
+    return stmt
+
+
 class _ReturnsToStores(ast.NodeTransformer):
     """``return v`` -> ``res__k[idx] = v_k; return`` (for a task function's own return)."""
 
@@ -452,7 +482,7 @@ class _ReturnsToStores(ast.NodeTransformer):
         self.arity, self.target, self.index = arity, target, index
 
     def visit_Return(self, node):
-        out = [_stmt(f"{self.target}{k}[{self.index}] = {ast.unparse(c)}")
+        out = [_store(f"{self.target}{k}[{self.index}]", c)
                for k, c in enumerate(_components(node.value, self.arity))]
         out.append(ast.Return(value=None))
         return [ast.copy_location(s, node) for s in out]
@@ -468,7 +498,7 @@ def _returns_to_breaks(stmts, arity: int, target: str, index: str, flag: str) ->
     out = []
     for s in stmts:
         if isinstance(s, ast.Return):
-            new = [_stmt(f"{target}{k}[{index}] = {ast.unparse(c)}")
+            new = [_store(f"{target}{k}[{index}]", c)
                    for k, c in enumerate(_components(s.value, arity))]
             new += [_stmt(f"{flag} = True"), ast.Break()]
             out.extend(ast.copy_location(n, s) for n in new)

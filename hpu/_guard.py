@@ -32,10 +32,24 @@ design notes §4).  Two things stand in the way on the CPU:
   still unwraps a ``SystemError`` whose cause is the user's exception (the
   iterative solver's driver).
 
-What is not covered here: the OpenCL device computes ``// 0`` as 0 and a
-NaN -> int conversion as an unspecified value (Numba's ``error_model="numpy"``
-meaning, see :mod:`hpu._opencl._translate`); the device has no error channel
-from helper functions yet.
+The OpenCL device raises the same exceptions with the same texts through an
+error channel of its own (a kernel cannot raise): the translator's checked mode
+(:func:`hpu._opencl._translate.translate`, ``checked=``) gives every kernel and
+every function it calls a 4-long buffer where the first failing check records
+its code and site (an atomic compare-and-swap), the work-item going on with a
+harmless value (an out-of-range store is skipped); the backend reads it once
+after the device's share and raises (:func:`hpu._opencl._backend.device_error`).
+The sites' texts are built as ``_Checked`` builds them, so the message is the
+same on every path.
+
+A float stored into an integer array (``a[i] = x``, ``a`` one of the
+function's arrays) goes through ``hpu__store`` (:func:`bad_int_store`): NaN,
+±inf and beyond ±2**63 raise as ``int(x)`` does, where Numba would store
+INT64_MIN; an in-range float truncates, as in NumPy and Numba.
+
+What is not covered here: indices into a view
+(``v = a[lo:hi]; v[i]``) are checked against the underlying array's length,
+not the view's, on every path.
 """
 from __future__ import annotations
 
@@ -130,9 +144,26 @@ def bad_float(x) -> bool:
     return isinstance(x, float) and not -INT64_BOUND <= x < INT64_BOUND
 
 
+def bad_int_store(a, x) -> bool:
+    """True when storing ``x`` into the array ``a`` is a bad float -> int conversion: ``a``
+    has an integer dtype and ``x`` is a float :func:`bad_float` refuses (what NumPy refuses;
+    Numba would store INT64_MIN).  An in-range float truncates, as in NumPy and Numba."""
+    import numpy as np
+
+    return (getattr(a, "dtype", np.dtype(float)).kind in "iu"
+            and isinstance(x, (float, np.floating)) and bad_float(float(x)))
+
+
 def _register() -> None:
     from numba.core import types
     from numba.extending import overload
+
+    @overload(bad_int_store, jit_options={"cache": True})
+    def _bad_int_store(a, x):
+        if (isinstance(a, types.Array) and isinstance(a.dtype, types.Integer)
+                and isinstance(x, types.Float)):
+            return lambda a, x: not -INT64_BOUND <= x < INT64_BOUND
+        return lambda a, x: False
 
     @overload(bad_float, jit_options={"cache": True})
     def _bad_float(x):

@@ -4,8 +4,9 @@ Mirrors ``boundscheck=`` of :func:`hpu.divide_and_conquer`, ``HPU_BOUNDSCHECK``
 (:func:`hpu._guard.boundscheck_default`) and the subscript rewrite of
 :class:`hpu._codegen._Checked`.  The indices are chosen by Hypothesis, in and
 out of range; the plain function (NumPy) is the reference for which ones raise.
-The OpenCL device is not bounds-checked yet and is not exercised here (an
-out-of-range write there can corrupt memory).
+The OpenCL device checks through its error channel (the store is skipped, the
+host raises after the device's share); since a regression there could corrupt
+memory or crash, its cases run in a child process (``INNER``).
 """
 from __future__ import annotations
 
@@ -69,6 +70,12 @@ def _line(tag: str) -> int:
 
 
 PATHS = [("sequential", {}), ("cpu", {}), ("hybrid", dict(alpha=1.0, y=2))]
+#: leaves and combines on the device (gpu; hybrid with every leaf there; leaves on both)
+DEVICE_PATHS = [("gpu", {}), ("hybrid", dict(alpha=0.0, y=1)), ("hybrid", dict(alpha=0.5, y=2))]
+#: set in the child process that runs the device cases (a crash there fails one test)
+INNER = os.environ.get("HPU_TEST_DEVICE_BOUNDS") == "1"
+inner_only = pytest.mark.skipif(not INNER, reason="run in a child process by "
+                                "test_device_bounds_in_a_child_process")
 
 
 def _call(f, args, path, kw):
@@ -79,7 +86,8 @@ def _call(f, args, path, kw):
         return f.run(*args, device=path, **kw).value
 
 
-@pytest.mark.parametrize("path, kw", PATHS)
+@pytest.mark.parametrize("path, kw", PATHS + [pytest.param(*p, marks=inner_only)
+                                              for p in DEVICE_PATHS])
 @settings(max_examples=10, deadline=None)
 @given(n=st.integers(1, 40), m=st.integers(2, 40), data=st.data())
 def test_out_of_range_indices_raise_index_error(path, kw, n, m, data):
@@ -104,7 +112,8 @@ def test_out_of_range_indices_raise_index_error(path, kw, n, m, data):
     assert int(msg.split(": index ")[1].split()[0]) in bad
 
 
-@pytest.mark.parametrize("path, kw", PATHS)
+@pytest.mark.parametrize("path, kw", PATHS + [pytest.param(*p, marks=inner_only)
+                                              for p in DEVICE_PATHS])
 def test_a_helper_names_itself(path, kw):
     a = np.zeros(10, np.int64)
     idx = np.array([1, 2, 3, 10])
@@ -157,3 +166,39 @@ def test_the_environment_switch_checks_an_undecided_function(tmp_path):
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "index 1000000000 is out of bounds for length 100" in out.stdout
+
+
+@inner_only
+@pytest.mark.parametrize("path, kw", DEVICE_PATHS)
+def test_the_forced_copy_path_checks_too(discrete, path, kw):
+    a = np.zeros(50, np.int64)
+    idx = np.arange(50)
+    idx[31] = -51
+    with pytest.raises(IndexError, match=r"a\[idx\[lo\]\]: index -51 is out of bounds for "
+                                         r"length 50"):
+        _call(poke, (a, idx, 0, 50), path, kw)
+    assert discrete
+
+
+@inner_only
+def test_the_message_is_the_same_on_every_path():
+    a = np.zeros(20, np.int64)
+    idx = np.arange(20)
+    idx[3] = 20
+    seen = set()
+    for path, kw in PATHS + DEVICE_PATHS:
+        with pytest.raises(IndexError) as err:
+            _call(poke_helper, (a, idx, 0, 20), path, kw)
+        seen.add(str(err.value))
+    assert len(seen) == 1, seen
+
+
+def test_device_bounds_in_a_child_process(tmp_path):
+    """The device's cases above, in a child: an unchecked write there could kill the process."""
+    env = {**os.environ, "HPU_TEST_DEVICE_BOUNDS": "1"}
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", HERE,
+                          "-k", "gpu or hybrid or every_path or forced_copy"], env=env,
+                         capture_output=True, text=True, timeout=1200,
+                         cwd=os.path.dirname(os.path.dirname(HERE)))
+    assert out.returncode == 0, (out.returncode, out.stdout[-3000:], out.stderr[-2000:])
+    assert " passed" in out.stdout and "skipped" not in out.stdout.splitlines()[-1], out.stdout[-500:]

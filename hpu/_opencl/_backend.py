@@ -294,6 +294,10 @@ class OpenCLBackend:
             self._err = np.zeros(1, np.int64)
             self._bufs["err__"] = cl.Buffer(self.ctx, mf.READ_WRITE | mf.COPY_HOST_PTR,
                                             hostbuf=self._err)
+            # the error channel of the user's operations (code, site, value, extra)
+            self._uerr = np.zeros(4, np.int64)
+            self._bufs["hpu__err"] = cl.Buffer(self.ctx, mf.READ_WRITE | mf.COPY_HOST_PTR,
+                                               hostbuf=self._uerr)
             for lv in levels[y:]:
                 self._level_buffers(lv)
         except Exception as err:  # noqa: BLE001 - any driver failure means: redo on the CPU
@@ -330,6 +334,7 @@ class OpenCLBackend:
             if name not in vals:
                 vals[name] = v
         vals["err__"] = (self._bufs["err__"], 1)
+        vals["hpu__err"] = (self._bufs["hpu__err"], 4)
         for key, buf in self._bufs.items():
             if isinstance(key, tuple) and key[0] == lv.index:
                 vals[key[1]] = (buf, _length_of(lv, key[1]))
@@ -458,6 +463,10 @@ class OpenCLBackend:
             raise DeviceFault(self.failed)
         try:
             cl.enqueue_copy(self.queue, self._err, self._bufs["err__"], is_blocking=True)
+            cl.enqueue_copy(self.queue, self._uerr, self._bufs["hpu__err"], is_blocking=True)
+            user = device_error(self._uerr, self.translated.sites)
+            if user is not None:
+                raise _UserError(user)
             if self._err[0]:
                 raise StackOverflowError(
                     f"a subtree of {self.program.spec.name} is deeper than the device solver's "
@@ -468,6 +477,8 @@ class OpenCLBackend:
                 self._download()
         except StackOverflowError:
             raise
+        except _UserError as err:  # the user's mistake, with the user's line: Python's class
+            raise err.args[0] from None
         except Exception as err:  # noqa: BLE001
             raise DeviceFault(f"downloading from the device failed: {err}") from None
         t1 = time.perf_counter()
@@ -573,6 +584,35 @@ class OpenCLBackend:
             recs.append(TransferRecord(t.direction, int(t.nbytes), float(max(secs, ev_secs)),
                                        tuple(sorted(spans))))
         return tuple(recs)
+
+
+class _UserError(Exception):
+    """Carries a user-code exception out of the try that turns driver errors into faults."""
+
+
+def device_error(err: np.ndarray, sites) -> Exception | None:
+    """The exception the device's error channel holds, or None.
+
+    ``err`` is the 4 longs the kernels wrote (:func:`hpu._opencl._translate.translate`,
+    checked mode): the code word (a 32-bit compare-and-swap: the first 4 bytes),
+    the site index into ``sites``, the value and an extra.  The texts are the CPU
+    module's (:data:`hpu._codegen._CHECKED_PRELUDE`), so every path says the same.
+    """
+    code = int(err.view(np.int32)[0])
+    if code == 0:
+        return None
+    site, value, extra = int(err[1]), int(err[2]), int(err[3])
+    where = sites[site] if 0 <= site < len(sites) else "<unknown site>"
+    if code == 1:
+        return ZeroDivisionError(where + ": integer division or modulo by zero")
+    if code == 2:
+        return ValueError(where + ": cannot convert float NaN to integer")
+    if code == 3:
+        return OverflowError(where + ": cannot convert an infinite or out-of-range float to a "
+                         "64-bit integer")
+    if code == 4:
+        return IndexError(where + f": index {value} is out of bounds for length {extra}")
+    return DeviceFault(f"the device reported an unknown error code {code}")  # pragma: no cover
 
 
 def _pieces(start: int, stop: int, chunks: int) -> list[tuple[int, int]]:

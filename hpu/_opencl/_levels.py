@@ -14,12 +14,18 @@ A subtree deeper than the stack sets ``err[0]`` and its work-item stops; the
 backend reads the flag and raises :class:`hpu._cpu.StackOverflowError`, never
 returning a partial result as if it were whole.
 
+The kernels are translated in checked mode: a mistake in the user's code (``// 0``,
+NaN -> int, an out-of-range index in bounds-checked mode) is recorded in the
+``hpu__err`` buffer at a site whose text is the CPU module's (:class:`_Sites`),
+and the backend raises Python's exception after the device's share.
+
 Factories are cached: the translation per (generated source, argument types,
 depth), the built program per context (:func:`hpu._opencl._build.build_program`),
 so a second run of the same function on the same device compiles nothing.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 from typing import Any, Mapping
@@ -38,6 +44,10 @@ COMBINE = "level_combine"
 
 _lock = threading.Lock()
 _cache: dict = {}
+
+#: Kernels with the error channel (checked ``//``, ``%``, float -> int, bounds).  Only
+#: ``bench/bench_safety.py`` turns it off, to measure what the channel costs.
+ERROR_CHANNEL = True
 
 
 def _value_type(value):
@@ -67,7 +77,71 @@ def level_arg_types(program, shared: Mapping[str, Any]) -> dict[str, Any]:
 
 def _signature_key(program, shared, depth):
     kinds = tuple((n, str(_value_type(v))) for n, v in sorted(shared.items()))
-    return (program.iter_source(depth), kinds, depth)
+    return (program.iter_source(depth), kinds, depth, bounds_checked(program), ERROR_CHANNEL)
+
+
+def bounds_checked(program) -> bool:
+    """Whether ``program`` was built in bounds-checked mode (its CPU module calls
+    ``hpu__ix`` besides defining it): the device then checks ``a[i]`` too."""
+    return program.source.count("hpu__ix(") > 1
+
+
+class _Sites:
+    """The error channel's sites: checked operation -> index into :attr:`texts`.
+
+    A text is what the CPU module's ``hpu__SITES`` holds for the same operation
+    ("file:line: expression", "file:def line: in helper(): expression" in a
+    helper; :class:`hpu._codegen._Checked`), so a mistake gives the same message
+    on every path.  Generated code (names with ``__``, lines no user line maps
+    to) is not checked.
+    """
+
+    def __init__(self, program, depth: int):
+        import os
+
+        self.spec = program.spec
+        self.helpers = {h.name: h for h in program.closure.helpers}
+        self.lines = user_lines(program.iter_source(depth), os.path.basename(program.spec.filename))
+        self.texts: list[str] = []
+        self._seen: dict[tuple, int | None] = {}
+        # the user's own line of each expression: a "# line N" comment names the line where
+        # a statement starts; the expression may sit on a later line of it (an if's body)
+        import ast
+
+        self._at: dict[str, list[int]] = {}
+        for n in ast.walk(program.spec.tree):
+            if isinstance(n, (ast.BinOp, ast.Call, ast.Subscript, ast.AugAssign)):
+                self._at.setdefault(ast.unparse(n), []).append(n.lineno)
+        for v in self._at.values():
+            v.sort()
+
+    def __call__(self, typing, node) -> int | None:
+        import ast
+
+        key = (typing.name, id(node))
+        if key in self._seen:
+            return self._seen[key]
+        k = None
+        target = node.target if isinstance(node, ast.AugAssign) else node
+        generated = isinstance(target, ast.Subscript) and (
+            not isinstance(target.value, ast.Name) or "__" in target.value.id)
+        expr = ast.unparse(node)
+        if not generated:
+            h = self.helpers.get(typing.name)
+            if h is not None:
+                text = f"{h.filename}:{h.lineno}: in {h.name}(): {expr}"
+            else:
+                at = self.lines.get(typing.source.line_of(node))
+                text = None
+                if at is not None:
+                    line = int(at.rpartition(":")[2])
+                    line = next((n for n in self._at.get(expr, ()) if n >= line), line)
+                    text = f"{self.spec.filename}:{line}: {expr}"
+            if text is not None:
+                self.texts.append(text)
+                k = len(self.texts) - 1
+        self._seen[key] = k
+        return k
 
 
 def translate_levels(program, shared: Mapping[str, Any], depth: int) -> TranslatedProgram:
@@ -86,11 +160,14 @@ def translate_levels(program, shared: Mapping[str, Any], depth: int) -> Translat
         (FunctionSource.from_callable(module.leaf_task_iter), tuple(types[n] for n in leaf_names)),
         (FunctionSource.from_callable(module.combine_task), tuple(types[n] for n in combine_names)),
     ]
+    sites = _Sites(program, depth)
     try:
         result = translate(entries, kernels={LEAF: "leaf_task_iter", COMBINE: "combine_task"},
-                           private_arrays=True)
+                           private_arrays=True, checked=sites if ERROR_CHANNEL else None,
+                           bounds=bounds_checked(program))
     except TranslationError as err:
         raise _at_user_line(err, program, depth) from None
+    result = dataclasses.replace(result, sites=tuple(sites.texts))
     with _lock:
         _cache.setdefault(key, result)
         return _cache[key]

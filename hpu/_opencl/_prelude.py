@@ -263,6 +263,63 @@ long hpu_index(long i, long n)
 {
     return i < 0L ? i + n : i;
 }""")
+# --- the error channel (hpu/_opencl/_translate.py, checked mode) ----------------------------
+# A kernel cannot raise: a failing check records (code, site, value, extra) in the program's
+# hpu_err buffer -- the first error of the run wins (a 32-bit compare-and-swap on the code
+# word) -- and the work-item goes on with a harmless value; the host reads the buffer once
+# after the device's share and raises Python's exception (hpu/_opencl/_backend.py).
+_fixed("hpu_raise", """
+/* Record an error (code 1: // or % by zero, 2: NaN to int, 3: inf or out-of-range float
+   to int, 4: index out of bounds); only the first of the run is kept. */
+void hpu_raise(__global long *err, int code, long site, long value, long extra)
+{
+    if (atomic_cmpxchg((volatile __global int *)err, 0, code) == 0) {
+        err[1] = site;
+        err[2] = value;
+        err[3] = extra;
+    }
+}""")
+_fixed("hpu_index_chk", """
+/* Checked a[i] (bounds-checked mode): i, or i + n for a negative i; out of range
+   records IndexError and gives 0 (a read of element 0, never outside the buffer). */
+long hpu_index_chk(long i, long n, long site, __global long *err)
+{
+    if (i < -n || i >= n) {
+        hpu_raise(err, 4, site, i, n);
+        return 0L;
+    }
+    return i < 0L ? i + n : i;
+}""", ("hpu_raise",))
+_fixed("hpu_index_chk_st", """
+/* Checked a[i] = v: as hpu_index_chk, but -1 when out of range: the store is skipped. */
+long hpu_index_chk_st(long i, long n, long site, __global long *err)
+{
+    if (i < -n || i >= n) {
+        hpu_raise(err, 4, site, i, n);
+        return -1L;
+    }
+    return i < 0L ? i + n : i;
+}""", ("hpu_raise",))
+_fixed("hpu_uindex_chk", """
+/* Checked a[i] for an unsigned i (0 when out of range, after recording it). */
+long hpu_uindex_chk(ulong i, long n, long site, __global long *err)
+{
+    if (i >= (ulong)n) {
+        hpu_raise(err, 4, site, (long)i, n);
+        return 0L;
+    }
+    return (long)i;
+}""", ("hpu_raise",))
+_fixed("hpu_uindex_chk_st", """
+/* Checked a[i] = v for an unsigned i (-1 when out of range: the store is skipped). */
+long hpu_uindex_chk_st(ulong i, long n, long site, __global long *err)
+{
+    if (i >= (ulong)n) {
+        hpu_raise(err, 4, site, (long)i, n);
+        return -1L;
+    }
+    return (long)i;
+}""", ("hpu_raise",))
 _fixed("hpu_range_len_l", """
 /* Number of iterations of range(start, stop, step), counted as Numba counts them:
    from stop - start in wrapping int64 (a range longer than 2**63 - 1 runs as in Numba,
@@ -315,6 +372,19 @@ def _templated(name: str):
         return (f"/* abs(a) on {t} stays {t}, as in Numba (abs of the minimum wraps). */\n"
                 f"{t} {name}({t} a)\n{{\n    return ({t})(a < 0 ? -(long)a : (long)a);\n}}\n",
                 (), False)
+    if base == "divisor":
+        return (f"/* The divisor of a checked // or %: b, or 1 after recording ZeroDivisionError "
+                f"for b == 0. */\n{t} {name}({t} b, long site, __global long *err)\n{{\n"
+                f"    if (b == 0) {{\n        hpu_raise(err, 1, site, 0L, 0L);\n"
+                f"        return 1;\n    }}\n    return b;\n}}\n", ("hpu_raise",), code == "d")
+    if base == "toint" and code in ("f", "d"):
+        bound = "9.223372036854775808e18" + ("f" if code == "f" else "")
+        return (f"/* A float about to become an int64 (int(), round(), a store into an int array): "
+                f"x, or 0 after recording\n   ValueError (NaN) or OverflowError (inf, beyond "
+                f"+-2**63). */\n{t} {name}({t} x, long site, __global long *err)\n{{\n"
+                f"    if (!(x >= -{bound} && x < {bound})) {{\n"
+                f"        hpu_raise(err, x != x ? 2 : 3, site, 0L, 0L);\n        return 0;\n"
+                f"    }}\n    return x;\n}}\n", ("hpu_raise",), code == "d")
     raise PreludeError(name)
 
 

@@ -32,6 +32,13 @@ C conventions a caller must know:
 * a tuple-returning function returns ``hpu_tuple_<codes>`` (fields ``f0``,
   ``f1``, ...).
 
+The kernels of a decorated function are translated in checked mode
+(``checked=``, the error channel: :func:`translate`): there integer ``//`` and
+``%`` by zero, ``int()``/``round()`` of a NaN, infinite or out-of-range float,
+a float stored into an integer array and (``bounds=``) an out-of-range index
+record an error that the host raises as Python's exception, naming the user's
+line; the items below marked so hold only outside checked mode.
+
 Where Numba's result is undefined or Numba raises, the device does something
 definite, documented rather than hidden:
 
@@ -43,12 +50,13 @@ definite, documented rather than hidden:
 * ``range()`` with a step of 0 known only at run time runs zero times (Python
   and Numba raise ``ValueError``; a constant 0 step is refused);
 * converting a NaN or out-of-range float to an integer (``int(x)``, storing into
-  an integer array) gives an unspecified value, as it does in Numba;
+  an integer array) gives an unspecified value, as it does in Numba (outside
+  checked mode);
 * ``x ** LONG_MIN`` is computed with ``pow()`` (Numba raises ``OverflowError``)
   and ``0.0 ** -n`` is ``inf`` (Numba and Python raise ``ZeroDivisionError``).
 
-Everything else (floor ``//`` and ``%``, integer division by zero and
-``LONG_MIN // -1`` giving 0 as with ``error_model="numpy"``, NaN-aware ``min``
+Everything else (floor ``//`` and ``%``, integer division by zero (outside
+checked mode) and ``LONG_MIN // -1`` giving 0 as with ``error_model="numpy"``, NaN-aware ``min``
 and ``max``, ``round`` half to even, narrow and unsigned types, float32
 staying float32) is exactly Numba's.
 """
@@ -120,6 +128,8 @@ class TranslatedProgram:
     kernels: Mapping[str, tuple[KernelParam, ...]]
     uses_fp64: bool
     fp64_first_use: str | None = None   # "file.py:LINE" of the first float64 value
+    #: checked mode: the text of each site index the error channel may report
+    sites: tuple[str, ...] = ()
 
     def kernel_args(self, kernel: str, values: Mapping[str, Any], start: int, stop: int) -> list:
         """The argument list for ``kernel`` over tasks ``[start, stop)``.
@@ -244,7 +254,11 @@ _CMP_PREC = {"<": REL, "<=": REL, ">": REL, ">=": REL, "==": EQ, "!=": EQ}
 class _Program:
     """Collects functions, helpers and tuple types while emitting."""
 
-    def __init__(self):
+    def __init__(self, checked=None, bounds: bool = False):
+        #: checked mode: ``checked(typing, node)`` -> the site index of a checked operation
+        #: (None: leave it unchecked); every function takes ``__global long *hpu_err``
+        self.checked = checked
+        self.bounds = bounds and checked is not None
         self.helpers: set[str] = set()
         self.tuples: dict[TupleType, None] = {}
         self.c_names: dict[int, str] = {}           # id(typing) -> C name
@@ -292,7 +306,12 @@ class _FunctionEmitter:
         self.param_decls: list[tuple[str, str]] = []
         self.prologue: list[str] = []
         self.where = f"{self.fname}:{self.src.line_of(t.tree)}"
+        self.checked = prog.checked
+        if self.checked is not None:
+            self.taken.add("hpu_err")
         self._name_variables()
+        if self.checked is not None:  # the error channel, passed down to every callee
+            self.param_decls.append(("__global long *", "hpu_err"))
 
     # -------------------------------------------------------------- naming
     def _name_variables(self):
@@ -341,6 +360,13 @@ class _FunctionEmitter:
         if t == FLOAT64:
             self.prog.note_fp64(self.where)
         return t.c
+
+    def _site(self, node) -> _E | None:
+        """The site index of a checked operation at ``node`` (None: unchecked)."""
+        if self.checked is None or node is None:
+            return None
+        k = self.checked(self.t, node)
+        return None if k is None else _E(f"{int(k)}L")
 
     def _helper(self, name: str) -> str:
         return self.prog.use_helper(name, self.where)
@@ -524,8 +550,16 @@ class _FunctionEmitter:
             web: Web = self.t.def_webs[id(target)]
             self._line(f"{web.c_name} = {self._conv(value, vtype, web.type).text};")
         else:
-            ref, elem = self._element(target)
-            self._line(f"{ref} = {self._conv(value, vtype, elem).text};")
+            ref, elem = self._element(target, store=True)
+            guard, self._guard = self._guard, None
+            site = (self._site(target) if getattr(vtype, "is_float", False)
+                    and elem != BOOL and not elem.is_float else None)
+            if site is not None:
+                # a float into an int array: NaN/inf/out of range raise as int(x) does
+                value = _call(self._helper(f"hpu_toint_{vtype.code}"), value, site,
+                              _E("hpu_err"))
+            text = f"{ref} = {self._conv(value, vtype, elem).text};"
+            self._line(text if guard is None else f"if ({guard} >= 0L) {text}")
 
     def _assign(self, targets, value):
         info = self.t.calls.get(id(value)) if isinstance(value, ast.Call) else None
@@ -568,18 +602,45 @@ class _FunctionEmitter:
             read, lt = self.t.use_webs[aug_key(stmt)]      # x as read ...
             write = self.t.def_webs[id(stmt.target)]         # ... and as (re)defined
             cur = self._conv(_E(read.c_name), read.type, lt)
-            res, e = self._arith(op, cur, lt, self._expr(stmt.value), rt)
+            res, e = self._arith(op, cur, lt, self._expr(stmt.value), rt, stmt)
             self._line(f"{write.c_name} = {self._conv(e, res, write.type).text};")
             return
-        ref, elem = self._element(stmt.target, once=True)
-        res, e = self._arith(op, _E(ref), elem, self._expr(stmt.value), rt)
-        self._line(f"{ref} = {self._conv(e, res, elem).text};")
+        ref, elem = self._element(stmt.target, once=True, store=True)
+        guard, self._guard = self._guard, None
+        res, e = self._arith(op, _E(ref), elem, self._expr(stmt.value), rt, stmt)
+        text = f"{ref} = {self._conv(e, res, elem).text};"
+        self._line(text if guard is None else f"if ({guard} >= 0L) {text}")
 
-    def _element(self, node: ast.Subscript, once: bool = False) -> tuple[str, Scalar]:
+    _guard = None   #: a checked store's index temporary (-1: out of range, skip the store)
+
+    def _element(self, node: ast.Subscript, once: bool = False,
+                 store: bool = False) -> tuple[str, Scalar]:
         """``(C lvalue text, element type)`` of ``a[i]``; with ``once`` the index is
-        computed into a temporary first unless it is a name or a constant."""
+        computed into a temporary first unless it is a name or a constant.
+
+        Bounds-checked mode: the index goes through ``hpu_index_chk`` (a read of an
+        out-of-range index reads element 0 after recording the error); for a ``store``
+        the index is put in a temporary left in ``self._guard``, -1 when out of range,
+        and the caller emits the store under ``if (guard >= 0)``."""
         web, arr = self.t.use_webs[id(node.value)]
-        idx = self._index_text(node, web, arr)
+        site = None
+        if self.prog.bounds and not isinstance(node.slice, ast.Constant):
+            site = self._site(node)
+        if site is not None:
+            e = self._expr(node.slice)
+            ity = self.t.expr_types[id(node.slice)]
+            kind = "hpu_uindex_chk" if ity.is_unsigned else "hpu_index_chk"
+            idx_e = e if ity.is_unsigned else self._conv(e, ity, INT64)
+            if store:
+                tmp = self._temp("long")
+                chk = _call(self._helper(kind + "_st"), idx_e, self._length(web), site,
+                            _E("hpu_err"))
+                self._line(f"{tmp} = {chk.text};")
+                self._guard = tmp
+                return f"{web.c_name}[{tmp}]", arr.elem
+            idx = _call(self._helper(kind), idx_e, self._length(web), site, _E("hpu_err")).text
+        else:
+            idx = self._index_text(node, web, arr)
         if once and not re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*|-?[0-9]+U?L", idx):
             tmp = self._temp("long")
             self._line(f"{tmp} = {idx};")
@@ -694,7 +755,8 @@ class _FunctionEmitter:
         if isinstance(node, ast.BinOp):
             op = BINOPS[type(node.op)]
             lt, rt = t.expr_types[id(node.left)], t.expr_types[id(node.right)]
-            return self._arith(op, self._expr(node.left), lt, self._expr(node.right), rt)[1]
+            return self._arith(op, self._expr(node.left), lt, self._expr(node.right), rt,
+                               node)[1]
         if isinstance(node, ast.UnaryOp):
             return self._unary(node)
         if isinstance(node, ast.BoolOp):
@@ -711,9 +773,13 @@ class _FunctionEmitter:
             return self._callexpr(node)
         raise AssertionError(f"unexpected expression {type(node).__name__}")  # pragma: no cover
 
-    def _arith(self, op, a: _E, at, b: _E, bt) -> tuple[Scalar, _E]:
+    def _arith(self, op, a: _E, at, b: _E, bt, node=None) -> tuple[Scalar, _E]:
         res, lc, rc = arith_result(op, at, bt)
         a, b = self._conv(a, at, lc), self._conv(b, bt, rc)
+        if op in ("//", "%") and res != BOOL:
+            site = self._site(node)
+            if site is not None:  # checked mode: a zero divisor raises ZeroDivisionError
+                b = _call(self._helper(f"hpu_divisor_{rc.code}"), b, site, _E("hpu_err"))
         if res == INT64:
             named = {"+": "hpu_add_l", "-": "hpu_sub_l", "*": "hpu_mul_l",
                      "//": "hpu_floordiv_l", "%": "hpu_mod_l", "**": "hpu_pow_l",
@@ -831,9 +897,11 @@ class _FunctionEmitter:
                 else:
                     args.append(self._expr(a))
             callee_name = self.prog.c_name_of(info.callee)
+            if self.checked is not None:
+                args.append(_E("hpu_err"))
             return _call(callee_name, *args)
         if info.kind == "builtin":
-            return self._builtin(info, res)
+            return self._builtin(info, res, node)
         if info.kind == "cast":
             return self._conv(self._expr(info.args[0]), info.arg_types[0], info.target)
         a = self._expr(info.args[0])
@@ -857,7 +925,7 @@ class _FunctionEmitter:
                          self._conv(b, bt, info.target))
         raise AssertionError(info.kind)  # pragma: no cover
 
-    def _builtin(self, info, res) -> _E:
+    def _builtin(self, info, res, node=None) -> _E:
         name = info.name
         if name in ("min", "max"):
             parts = [self._conv(self._expr(a), ty, res) for a, ty in zip(info.args, info.arg_types)]
@@ -882,7 +950,15 @@ class _FunctionEmitter:
             return _call(self._helper(f"hpu_abs_{r.code}"), self._conv(a, at, r))
         if name == "round":
             ft = round_input(at)
-            return _E(f"(long){_call('rint', self._conv(a, at, ft)).text}", UNARY)
+            x = self._conv(a, at, ft)
+            site = self._site(node)
+            if site is not None:  # checked mode: NaN, inf, out of range raise
+                x = _call(self._helper(f"hpu_toint_{ft.code}"), x, site, _E("hpu_err"))
+            return _E(f"(long){_call('rint', x).text}", UNARY)
+        if name == "int" and at.is_float:
+            site = self._site(node)
+            if site is not None:
+                a = _call(self._helper(f"hpu_toint_{at.code}"), a, site, _E("hpu_err"))
         return self._conv(a, at, res)  # int, float, bool
 
 
@@ -918,7 +994,7 @@ def _kernel(prog: _Program, kname: str, t: FunctionTyping) -> tuple[str, tuple[K
             f"kernel {kname!r}: {t.name} has no task index parameter",
             filename=t.source.filename, lineno=t.source.line_of(t.tree),
             construct="kernel entry", hint="Declare the task function as task(t, ...).")
-    taken: set[str] = {"hpu_start", "hpu_stop"}
+    taken: set[str] = {"hpu_start", "hpu_stop", "hpu__err", "hpu__err_len"}
     index = _c_ident(args[0].arg, taken)
     decls, params, call = [], [], [index]
     for arg, ty in zip(args[1:], t.arg_types[1:]):
@@ -944,6 +1020,11 @@ def _kernel(prog: _Program, kname: str, t: FunctionTyping) -> tuple[str, tuple[K
                                f"{t.source.line_of(t.tree)}")
             params.append(KernelParam(arg.arg, "scalar", ty.dtype))
             call.append(cname)
+    if prog.checked is not None:  # the error channel: 4 longs (code, site, value, extra)
+        decls += ["__global long *hpu__err", "long hpu__err_len"]
+        params += [KernelParam("hpu__err", "array", np.dtype(np.int64)),
+                   KernelParam("hpu__err_len", "length", np.dtype(np.int64), "hpu__err")]
+        call.append("hpu__err")
     decls += ["long hpu_start", "long hpu_stop"]
     params += [KernelParam("hpu_start", "start", np.dtype(np.int64)),
                KernelParam("hpu_stop", "stop", np.dtype(np.int64))]
@@ -961,7 +1042,8 @@ _KERNEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def translate(entries, kernels: Mapping[str, str] | None = None,
-              private_arrays: bool = False) -> TranslatedProgram:
+              private_arrays: bool = False, checked=None,
+              bounds: bool = False) -> TranslatedProgram:
     """Translate entry functions (and every helper they call) to one OpenCL C program.
 
     ``entries`` is a list of ``(function or FunctionSource, argument types)``;
@@ -969,6 +1051,16 @@ def translate(entries, kernels: Mapping[str, str] | None = None,
     whose first parameter is the int64 task index; ``private_arrays`` allows
     ``x = np.empty(N, dtype)`` with a constant ``N`` (a private C array).
     Raises :class:`hpu.TranslationError` for anything outside the subset.
+
+    ``checked`` (the error channel): a callable ``(typing, node) -> int | None``
+    giving the site index of each ``//``, ``%``, ``int()``, ``round()``, float
+    store into an int array (and, with ``bounds``, each ``a[i]``) to check, or
+    None to leave it as it is; every function then takes a last parameter
+    ``__global long *hpu_err`` and every kernel a last array ``hpu__err`` of 4
+    longs, where the first failing check records (code, site, value, extra):
+    codes 1 ``ZeroDivisionError``, 2 NaN -> int ``ValueError``, 3 inf or
+    out-of-range float -> int ``OverflowError``, 4 ``IndexError`` (value: the
+    index, extra: the length).
     """
     ctx = Context(private_arrays=private_arrays)
     typings: list[FunctionTyping] = []
@@ -980,7 +1072,7 @@ def translate(entries, kernels: Mapping[str, str] | None = None,
                                    construct="translate entries") from None
         typings.append(infer(ctx, fn, tuple(types)))
 
-    prog = _Program()
+    prog = _Program(checked, bounds)
     seen: dict[int, FunctionTyping] = {}
     order: list[FunctionTyping] = []
     for t in typings:
