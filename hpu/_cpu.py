@@ -45,7 +45,7 @@ class CpuBackend:
             raise ValueError(f"leaf={leaf!r}: expected 'recursive' or 'iterative'")
         self.program = program
         self.layout = program.layout
-        self.m = program.module
+        self.m = program.cpu_module  # deep recursion continues on a growable stack
         self.leaf_mode = leaf
         self.depth = depth
         self.serial_levels = frozenset(serial_levels)
