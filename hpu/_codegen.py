@@ -652,6 +652,8 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
         w("# in the loop body makes Numba run it serially: so each task runs inside a")
         w("# *_safe function that records a failing task in err__[0] (tid + 1); the host then")
         w("# runs that one task again alone, where the exception surfaces (hpu/_guard.py).")
+        w("# err__[1] != 0 cancels the tasks not yet started: the host sets it on Ctrl-C while")
+        w("# the driver runs on a helper thread without the GIL (nogil), hpu/_cpu.py.")
     for name, args, body, targs in drivers:
         if checked:
             task = name.replace("_level", "_task_safe")
@@ -663,10 +665,11 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
             w("err__[0] = tid__ + 1", 2)
             w("")
             w("")
-            w("@njit(parallel=True, cache=True)")
+            w("@njit(parallel=True, cache=True, nogil=True)")
             w(f"def {name}({', '.join(('start__', 'stop__', 'err__') + tuple(args))}):")
             w("for tid__ in prange(start__, stop__):", 1)
-            w(f"{task}(tid__, err__, {', '.join(args)})", 2)
+            w("if err__[1] == 0:  # not cancelled (Ctrl-C: hpu/_cpu.py)", 2)
+            w(f"{task}(tid__, err__, {', '.join(args)})", 3)
         else:
             w("@njit(parallel=True, cache=True)")
             w(f"def {name}({', '.join(('start__', 'stop__') + tuple(args))}):")
