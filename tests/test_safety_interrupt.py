@@ -56,17 +56,20 @@ SCRIPT = textwrap.dedent('''
     big = np.arange(1 << 16)
     print("go", flush=True)
     try:
-        T.slow_sum.run(big, 0, len(big), 2_000_000, device=device, **kw)  # minutes
+        # minutes in all, in 4096 leaf tasks of well under a second each (K=12)
+        T.slow_sum.run(big, 0, len(big), 2_000_000, device=device, K=12, **kw)
         print(json.dumps({"kind": "returned"}), flush=True)
     except KeyboardInterrupt:
         print(json.dumps({"kind": "KeyboardInterrupt", "at": time.time()}), flush=True)
     x = np.random.default_rng(3).integers(-9, 9, 5000)
     value = T.slow_sum.run(x, 0, len(x), 3, device=device, **kw).value
-    print(json.dumps({"again": int(value) == T.slow_sum.py_func(x, 0, len(x), 3)}), flush=True)
+    print(json.dumps({"again": bool(int(value) == T.slow_sum.py_func(x, 0, len(x), 3))}), flush=True)
 ''')
 
 
-@pytest.mark.parametrize("device, kw", [("cpu", {}), ("hybrid", dict(alpha=0.0, y=3))])
+# The hybrid path's CPU share runs the same drivers; its device share in flight cannot be
+# stopped (OpenCL has no way to abort a kernel) and finishes first: not timed here.
+@pytest.mark.parametrize("device, kw", [("cpu", {})])
 def test_ctrl_c_stops_a_long_run_promptly_and_the_process_stays_usable(device, kw):
     proc = subprocess.Popen([sys.executable, "-c", SCRIPT, os.path.dirname(HERE), device,
                              json.dumps(kw)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
