@@ -50,6 +50,21 @@ level / the next), ``loc__x`` (a carried name), ``off__`` (offsets),
 next); the user's arrays and unchanging scalars keep their names.  User names
 may not contain ``__``, so these never clash.
 
+The CPU's module (``cpu_source``): deep recursion without a native stack overflow
+----------------------------------------------------------------------------------
+
+The core module is type-independent and serves Numba's type inference.  What
+the CPU backend and ``.sequential`` run is ``cpu_source``: the same module,
+generated once the types are known, whose recursive function counts its depth
+and, at :data:`hpu._guard.NATIVE_DEPTH` calls, continues that subtree in
+``solve__grow`` -- the function as a loop over an explicit stack in NumPy
+arrays that double when full, raising ``HpuRecursionError`` at the limit.
+Native recursion stays for everything shallower because it is faster: the
+explicit stack alone measured 1.05x (mergesort) to 7.8x (sum, maximum
+subarray) slower, the switch itself no cost (``bench/bench_solver.py``).  Its
+parallel level drivers are ``nogil`` and skip the tasks not yet started once
+``err__[1]`` is set, which is how Ctrl-C stops a level (:mod:`hpu._cpu`).
+
 The iterative solver (``iter_source``)
 --------------------------------------
 

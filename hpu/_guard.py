@@ -41,8 +41,8 @@ from __future__ import annotations
 
 import functools
 
-__all__ = ["boundscheck_default", "max_depth", "depth_limits", "native_errors", "task_failed", "bad_float",
-           "check_array_fit", "INT64_BOUND"]
+__all__ = ["boundscheck_default", "max_depth", "depth_limits", "native_errors", "task_failed",
+           "bad_float", "check_array_fit", "INT64_BOUND"]
 
 #: 2**63 as a float: a float ``x`` converts to int64 exactly when ``-2**63 <= x < 2**63``.
 INT64_BOUND = 9.223372036854775808e18
@@ -103,7 +103,8 @@ def depth_limits(frame_bytes: int) -> tuple[int, int]:
     if explicit:
         limit = explicit
     else:
-        limit = min(DEFAULT_MAX_DEPTH, max(NATIVE_DEPTH, DEFAULT_STACK_BYTES // max(frame_bytes, 1)))
+        by_bytes = DEFAULT_STACK_BYTES // max(frame_bytes, 1)
+        limit = min(DEFAULT_MAX_DEPTH, max(NATIVE_DEPTH, by_bytes))
     return min(NATIVE_DEPTH, limit), limit
 
 
