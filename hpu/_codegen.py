@@ -50,6 +50,21 @@ level / the next), ``loc__x`` (a carried name), ``off__`` (offsets),
 next); the user's arrays and unchanging scalars keep their names.  User names
 may not contain ``__``, so these never clash.
 
+The CPU's module (``cpu_source``): deep recursion without a native stack overflow
+----------------------------------------------------------------------------------
+
+The core module is type-independent and serves Numba's type inference.  What
+the CPU backend and ``.sequential`` run is ``cpu_source``: the same module,
+generated once the types are known, whose recursive function counts its depth
+and, at :data:`hpu._guard.NATIVE_DEPTH` calls, continues that subtree in
+``solve__grow`` -- the function as a loop over an explicit stack in NumPy
+arrays that double when full, raising ``HpuRecursionError`` at the limit.
+Native recursion stays for everything shallower because it is faster: the
+explicit stack alone measured 1.05x (mergesort) to 7.8x (sum, maximum
+subarray) slower, the switch itself no cost (``bench/bench_solver.py``).  Its
+parallel level drivers are ``nogil`` and skip the tasks not yet started once
+``err__[1]`` is set, which is how Ctrl-C stops a level (:mod:`hpu._cpu`).
+
 The iterative solver (``iter_source``)
 --------------------------------------
 
@@ -78,7 +93,8 @@ import numpy as np
 from hpu._frontend import Closure, DCSpec, check_array_params
 
 __all__ = [
-    "Layout", "Types", "DEFAULT_DEPTH", "make_layout", "core_source", "iter_source",
+    "Layout", "Types", "DEFAULT_DEPTH", "make_layout", "core_source", "cpu_source", "iter_source",
+    "frame_bytes",
     "plain_namespace", "generated_by", "probe_items",
 ]
 
@@ -338,23 +354,36 @@ def _checked_source(tree, filename: str, line: int | None = None, context: str =
     return ast.unparse(checker.visit(copy.deepcopy(tree)))
 
 
+def _recursion_message(spec: DCSpec, limit: int, how: str) -> str:
+    call_lines = sorted({c.lineno for c in spec.calls})
+    where = ", ".join(map(str, call_lines))
+    return (f"{spec.filename}:{spec.lineno}: {spec.name}() recursed {limit} calls deep "
+            f"(its recursive calls at line{'s' if len(call_lines) > 1 else ''} {where}): either "
+            "the base case is never reached for these arguments (check the guard, e.g. an "
+            "empty range), or the recursion is legitimately this deep; hpu stops at "
+            f"{limit} calls {how} (set HPU_MAX_DEPTH to change the limit)")
+
+
 def _depth_limited_source(spec: DCSpec, bounds: bool = False,
-                          arrays: tuple[str, ...] = (), sites: list[str] | None = None) -> str:
+                          arrays: tuple[str, ...] = (), sites: list[str] | None = None,
+                          grow: tuple[int, str] | None = None) -> str:
     """The recursive function as a wrapper of ``<name>__d``, which counts its depth.
 
     Numba compiles the recursion natively: a runaway or very deep recursion
-    overflows the thread's stack and kills the process.  ``<name>__d`` takes
-    the depth as a last parameter and raises ``RecursionError`` (naming the
-    function, its line, its recursive calls' lines and the depth) at
-    :data:`hpu._guard.MAX_DEPTH`; ``<name>`` keeps the user's signature.
+    would overflow the thread's stack and kill the process.  ``<name>__d``
+    takes the depth as a last parameter; ``<name>`` keeps the user's
+    signature.  With ``grow=(native, solver)`` (the CPU module,
+    :func:`cpu_source`), a call at depth ``native`` continues its subtree in
+    ``solver`` (the explicit, growable stack), which raises at the limit.
+    Without it (the type-independent core module, used for type inference),
+    the call at :data:`hpu._guard.NATIVE_DEPTH` raises ``RecursionError``
+    naming the function, its line, its recursive calls' lines and the depth.
     """
-    from hpu._guard import max_depth
+    from hpu._guard import NATIVE_DEPTH, max_depth
 
-    limit = max_depth()
     tree = _Checked(spec.filename, bounds=bounds, arrays=arrays,
                     sites=sites).visit(copy.deepcopy(spec.tree))
     inner = f"{spec.name}__d"
-    call_lines = sorted({c.lineno for c in spec.calls})
 
     class _Calls(ast.NodeTransformer):
         def visit_Call(self, node):
@@ -369,14 +398,15 @@ def _depth_limited_source(spec: DCSpec, bounds: bool = False,
     params = [a.arg for a in tree.args.args]
     tree.name = inner
     tree.args.args.append(ast.arg("depth__"))
-    where = ", ".join(map(str, call_lines))
-    msg = (f"{spec.filename}:{spec.lineno}: {spec.name}() recursed {limit} calls deep "
-           f"(its recursive calls at line{'s' if len(call_lines) > 1 else ''} {where}): either "
-           "the base case is never reached for these arguments (check the guard, e.g. an "
-           "empty range), or the recursion is legitimately this deep; hpu stops at "
-           f"{limit} calls so that the thread's stack cannot overflow (set HPU_MAX_DEPTH "
-           "to change the limit, at your own risk)")
-    check = ast.parse(f"if depth__ >= {limit}:\n    raise hpu__RecursionError({msg!r})").body
+    if grow is not None:
+        native, solver = grow
+        call = f"{solver}({', '.join(params + ['depth__'])})"
+        body = f"{call}\n    return" if spec.result_arity == 0 else f"return {call}"
+        check = ast.parse(f"if depth__ >= {native}:\n    {body}").body
+    else:
+        limit = min(NATIVE_DEPTH, max_depth())
+        msg = _recursion_message(spec, limit, "so that the thread's stack cannot overflow")
+        check = ast.parse(f"if depth__ >= {limit}:\n    raise hpu__RecursionError({msg!r})").body
     tree.body = check + tree.body
     outer = f"def {spec.name}({', '.join(params)}):\n    return {inner}({', '.join(params + ['np.int64(0)'])})"
     return ast.unparse(tree) + "\n\n\n@njit(cache=True)\n" + outer
@@ -537,7 +567,7 @@ def _header(spec: DCSpec, closure: Closure, what: str) -> list[str]:
 
 
 def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
-          bounds: bool = False) -> _Writer:
+          bounds: bool = False, grow: tuple[int, str] | None = None) -> _Writer:
     """Everything but the header: user code, task functions, level drivers, the probe.
 
     ``checked``: the CPU module's form, where the user's ``//``, ``%``,
@@ -567,7 +597,7 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
       f"({os.path.basename(spec.filename)}:{spec.lineno}):")
     w("# the one-core baseline (.sequential) and the CPU's leaf solver")
     w("@njit(cache=True)")
-    w(_depth_limited_source(spec, bounds, tuple(lay.arrays), w.sites) if checked
+    w(_depth_limited_source(spec, bounds, tuple(lay.arrays), w.sites, grow) if checked
       else ast.unparse(spec.tree))
 
     def load_params(indent, index="tid__"):
@@ -667,6 +697,8 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
         w("# in the loop body makes Numba run it serially: so each task runs inside a")
         w("# *_safe function that records a failing task in err__[0] (tid + 1); the host then")
         w("# runs that one task again alone, where the exception surfaces (hpu/_guard.py).")
+        w("# err__[1] != 0 cancels the tasks not yet started: the host sets it on Ctrl-C while")
+        w("# the driver runs on a helper thread without the GIL (nogil), hpu/_cpu.py.")
     for name, args, body, targs in drivers:
         if checked:
             task = name.replace("_level", "_task_safe")
@@ -678,10 +710,11 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
             w("err__[0] = tid__ + 1", 2)
             w("")
             w("")
-            w("@njit(parallel=True, cache=True)")
+            w("@njit(parallel=True, cache=True, nogil=True)")
             w(f"def {name}({', '.join(('start__', 'stop__', 'err__') + tuple(args))}):")
             w("for tid__ in prange(start__, stop__):", 1)
-            w(f"{task}(tid__, err__, {', '.join(args)})", 2)
+            w("if err__[1] == 0:  # not cancelled (Ctrl-C: hpu/_cpu.py)", 2)
+            w(f"{task}(tid__, err__, {', '.join(args)})", 3)
         else:
             w("@njit(parallel=True, cache=True)")
             w(f"def {name}({', '.join(('start__', 'stop__') + tuple(args))}):")
@@ -732,6 +765,141 @@ def core_source(spec: DCSpec, closure: Closure, lay: Layout,
     head = _header(spec, closure, f"{lay.a} calls; arrays: {', '.join(lay.arrays) or 'none'}")
     body = _body(spec, closure, lay, checked=True, bounds=bool(boundscheck))
     return "\n".join(head) + "\n" + body.text()
+
+
+def frame_bytes(lay: Layout, types: Types) -> int:
+    """Bytes of one frame of the explicit stacks (``solve__grow`` and ``solve_iter``)."""
+    A = lay.a
+    return (sum(np.dtype(t).itemsize for t in types.varying) * (1 + A)
+            + sum(np.dtype(t).itemsize for t in types.carried)
+            + sum(np.dtype(t).itemsize for t in types.results) * A + 8)
+
+
+def cpu_source(spec: DCSpec, closure: Closure, lay: Layout, types: Types,
+               boundscheck: bool | None = None) -> str:
+    """The module the CPU backend and ``.sequential`` run: the core module, deep recursion safe.
+
+    The same source as :func:`core_source`, except that the recursive function,
+    at depth :data:`hpu._guard.NATIVE_DEPTH`, continues the subtree in
+    ``solve__grow``: the function as a loop over an explicit stack held in NumPy
+    arrays that double when full (:func:`_grow_solver`).  Shallow recursions
+    (all of a balanced split's) keep the native recursion's speed and pay one
+    comparison per call, as the depth limit did before; a legitimately deep one
+    (a first-element-pivot quicksort of sorted keys) goes on as deep as memory
+    allows; a runaway one raises ``HpuRecursionError`` at the limit
+    (:func:`hpu._guard.depth_limits`).  The switch continues the computation
+    where it is -- nothing is run twice -- so arrays the subtree has already
+    written need no restoring.  Generated per type signature (the stacks'
+    dtypes come from Numba's type inference of the core module).
+    """
+    from hpu._guard import boundscheck_default, depth_limits
+
+    if boundscheck is None:
+        boundscheck = boundscheck_default()
+    native, limit = depth_limits(frame_bytes(lay, types))
+    head = _header(spec, closure, f"{lay.a} calls; arrays: {', '.join(lay.arrays) or 'none'}; "
+                   f"native recursion to depth {native}, then an explicit stack to {limit}")
+    w = _body(spec, closure, lay, checked=True, bounds=bool(boundscheck),
+              grow=(native, "solve__grow"))
+    _grow_solver(w, spec, lay, types, limit, frame_bytes(lay, types))
+    if w.sites:  # the checks the solver added: hpu__SITES again, complete (the last one wins)
+        w("")
+        w(f"hpu__SITES = {tuple(w.sites)!r}")
+    return "\n".join(head) + "\n" + w.text()
+
+
+def _grow_solver(w: _Writer, spec: DCSpec, lay: Layout, types: Types, limit: int,
+                 fbytes: int) -> None:
+    """Emit ``solve__grow(<params>, depth0__)``: the subtree of a call at depth ``depth0__``.
+
+    The loop of ``solve_iter`` (:func:`iter_source`) with stacks that start at
+    64 frames and double (a copy) when full, up to ``limit - depth0__``
+    frames; the call that would go deeper raises ``HpuRecursionError``.  It
+    returns the subtree's result, as the recursive call it replaces.
+    """
+    A, r = lay.a, lay.result_arity
+    vt = dict(zip(lay.varying, types.varying))
+    ct = dict(zip(lay.carried, types.carried))
+    mib = max(1, limit * fbytes >> 20)
+    msg = _recursion_message(spec, limit, f"(an explicit stack of about {mib} MiB) so that "
+                             "a runaway recursion cannot fill the memory")
+    stacks = ([(f"st__{v}", 1, vt[v]) for v in lay.varying]
+              + [(f"ch__{v}", A, vt[v]) for v in lay.varying]
+              + [(f"st__{c}", 1, ct[c]) for c in lay.carried]
+              + [(f"cr__{k}", A, types.results[k]) for k in range(r)]
+              + [("st__next", 1, np.dtype(np.int64))])
+    w("")
+    w("")
+    w(f"# ---- {spec.name}'s deep subtrees: an explicit stack that grows (see cpu_source)")
+    w("@njit(cache=True)")
+    w(f"def solve__grow({', '.join(lay.params + ('depth0__',))}):")
+    w(f'"""{spec.name}({", ".join(lay.params)}) called at depth depth0__, as a loop."""', 1)
+    w(f"if depth0__ >= {limit}:", 1)
+    w(f"raise hpu__RecursionError({msg!r})", 2)
+    w(f"cap__ = min(64, {limit} - depth0__)  # frames 1..cap__; slot 0 gets the result", 1)
+    for name, per, dt in stacks:
+        w(f"{name} = np.empty((cap__ + 1) * {per}, {_dtype_expr(dt)})", 1)
+    w("st__next[0] = 1", 1)
+    for v in lay.varying:
+        w(f"st__{v}[1] = {v}", 1)
+    w("st__next[1] = 0", 1)
+    w("d__ = 1", 1)
+    w("while d__ > 0:", 1)
+    for v in lay.varying:
+        w(f"{v} = st__{v}[d__]", 2)
+    w("s__ = st__next[d__]", 2)
+    w(f"slot__ = (d__ - 1) * {A} + st__next[d__ - 1] - 1  # where this frame's result goes", 2)
+    w("if s__ == 0:", 2)
+    w("ret__ = False", 3)
+    w("for once__ in range(1):", 3)
+    check = _returns_to_breaks([copy.deepcopy(s) for s in spec.check], r, "cr__", "slot__", "ret__")
+    w.user(check, 4)
+    w("if ret__:", 3)
+    w("d__ -= 1  # a base case: solved", 4)
+    w("continue", 4)
+    w.user([copy.deepcopy(s) for s in spec.divide], 3)
+    for j, c in enumerate(spec.calls):
+        w(f"# child {j + 1}: line {c.lineno}: {spec.line(c.lineno)}", 3)
+        for k, p in enumerate(lay.params):
+            if p in lay.varying:
+                w(f"ch__{p}[d__ * {A} + {j}] = {ast.unparse(c.args[k])}", 3)
+    for name in lay.carried:
+        w(f"st__{name}[d__] = {name}", 3)
+    w(f"if s__ < {A}:", 2)
+    w("if d__ == cap__:  # full: double the stack, or stop at the limit", 3)
+    w(f"if depth0__ + d__ >= {limit}:", 4)
+    w(f"raise hpu__RecursionError({msg!r})", 5)
+    w(f"new__ = min(2 * cap__, {limit} - depth0__)", 4)
+    for name, per, dt in stacks:
+        w(f"grown__{name} = np.empty((new__ + 1) * {per}, {_dtype_expr(dt)})", 4)
+        w(f"grown__{name}[:(cap__ + 1) * {per}] = {name}", 4)
+        w(f"{name} = grown__{name}", 4)
+    w("cap__ = new__", 4)
+    for v in lay.varying:
+        w(f"st__{v}[d__ + 1] = ch__{v}[d__ * {A} + s__]", 3)
+    w("st__next[d__] = s__ + 1", 3)
+    w("st__next[d__ + 1] = 0", 3)
+    w("d__ += 1", 3)
+    w("continue", 3)
+    w("# every child is solved: combine", 2)
+    for name in lay.carried:
+        w(f"{name} = st__{name}[d__]", 2)
+    for j, c in enumerate(spec.calls):
+        names = c.targets if len(c.targets) == max(r, 1) else ()
+        for k, t in enumerate(names):
+            w(f"{t} = cr__{k}[d__ * {A} + {j}]", 2)
+    w("ret__ = False", 2)
+    w("for once__ in range(1):", 2)
+    combine = _returns_to_breaks([copy.deepcopy(s) for s in spec.combine], r, "cr__", "slot__",
+                                 "ret__")
+    w.user(combine, 3)
+    if not combine:
+        w("pass", 3)
+    w("d__ -= 1", 2)
+    if r == 1:
+        w("return cr__0[0]", 1)
+    elif r > 1:
+        w(f"return ({', '.join(f'cr__{k}[0]' for k in range(r))})", 1)
 
 
 def probe_items(lay: Layout, spec: DCSpec) -> list[tuple[str, int, str]]:

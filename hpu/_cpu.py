@@ -12,8 +12,14 @@ and friends), so the generated signatures and the calls cannot drift apart.
 The specialisation it runs (:class:`~hpu._program.Program`) lives in
 :mod:`hpu._program`, shared with the OpenCL backend; the names are re-exported
 here for older imports.
+
+Ctrl-C: each parallel driver runs on a helper thread (:func:`_interruptible`)
+so that ``KeyboardInterrupt`` reaches the caller within a fraction of a second
+instead of when the level ends.
 """
 from __future__ import annotations
+
+import threading
 
 import numba
 import numpy as np
@@ -45,7 +51,7 @@ class CpuBackend:
             raise ValueError(f"leaf={leaf!r}: expected 'recursive' or 'iterative'")
         self.program = program
         self.layout = program.layout
-        self.m = program.module
+        self.m = program.cpu_module  # deep recursion continues on a growable stack
         self.leaf_mode = leaf
         self.depth = depth
         self.serial_levels = frozenset(serial_levels)
@@ -76,8 +82,8 @@ class CpuBackend:
         elif stop - start < self.serial_expand:
             self.m.count_serial__(start, stop, level.offsets, *args)
         else:
-            err = np.zeros(1, np.int64)
-            self.m.count_level(start, stop, err, level.offsets, *args)
+            err = np.zeros(2, np.int64)
+            _interruptible(self.m.count_level, start, stop, [err, level.offsets, *args])
             task_failed(err, self.m.count_task, args, self.program.spec, "count", level.index)
 
     @native_errors  # issue 11: the user's exception, not Numba's SystemError
@@ -88,8 +94,8 @@ class CpuBackend:
         elif stop - start < self.serial_expand:
             self.m.fill_serial__(start, stop, *args)
         else:
-            err = np.zeros(1, np.int64)
-            self.m.fill_level(start, stop, err, *args)
+            err = np.zeros(2, np.int64)
+            _interruptible(self.m.fill_level, start, stop, [err, *args])
             task_failed(err, self.m.fill_task, args, self.program.spec, "divide", level.index)
 
     @native_errors  # issue 11: the user's exception, not Numba's SystemError
@@ -102,8 +108,8 @@ class CpuBackend:
             elif level.index in self.serial_levels:
                 self.m.leaf_serial__(start, stop, *args)
             else:
-                err = np.zeros(1, np.int64)
-                _dynamic(self.m.leaf_level, start, stop, [err, *args])
+                err = np.zeros(2, np.int64)
+                _interruptible(self.m.leaf_level, start, stop, [err, *args], chunk=1)
                 task_failed(err, self.m.leaf_task, args, self.program.spec, "leaf", level.index)
             return
         err = np.zeros(1, np.int64)
@@ -124,15 +130,54 @@ class CpuBackend:
         elif level.index in self.serial_levels:
             self.m.combine_serial__(start, stop, *args)
         else:
-            err = np.zeros(1, np.int64)
-            _dynamic(self.m.combine_level, start, stop, [err, *args])
+            err = np.zeros(2, np.int64)
+            _interruptible(self.m.combine_level, start, stop, [err, *args], chunk=1)
             task_failed(err, self.m.combine_task, args, self.program.spec, "combine", level.index)
 
 
-def _dynamic(driver, start: int, stop: int, args) -> None:
-    """Run a parallel driver handing out one task at a time (Numba's chunk size 1)."""
-    old = numba.set_parallel_chunksize(1)
+def _interruptible(driver, start: int, stop: int, args, chunk: int = 0) -> None:
+    """Run a parallel driver so that Ctrl-C stops it within a slice of :data:`POLL_SECONDS`.
+
+    Python runs signal handlers only on the main thread, between bytecodes: a
+    Numba call that runs for seconds defers Ctrl-C until it returns.  So the
+    driver (compiled ``nogil``) runs on a helper thread while this thread
+    waits in short ``join`` slices, where ``KeyboardInterrupt`` arrives at
+    once.  It then sets ``err[1]`` (``args[0]``), which the driver reads
+    before each task: the tasks not yet started are skipped, the running ones
+    finish, the helper is joined and the interrupt re-raised -- the process
+    stays usable.  The arrays are then partly processed; the driver
+    (:mod:`hpu._hybrid`) restores what the design promises.  ``chunk``: Numba's
+    parallel chunk size, which is per thread, so it is set on the helper.
+    """
+    err = args[0]
+    box: list = []
+
+    def work():
+        old = numba.set_parallel_chunksize(chunk) if chunk else None
+        try:
+            driver(start, stop, *args)
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the calling thread
+            box.append(exc)
+        finally:
+            if chunk:
+                numba.set_parallel_chunksize(old)
+
+    helper = threading.Thread(target=work, name="hpu-level", daemon=True)
+    helper.start()
     try:
-        driver(start, stop, *args)
-    finally:
-        numba.set_parallel_chunksize(old)
+        while helper.is_alive():
+            helper.join(POLL_SECONDS)
+    except KeyboardInterrupt:
+        err[1] = 1  # cancel the tasks not yet started
+        while helper.is_alive():
+            try:
+                helper.join()
+            except KeyboardInterrupt:  # a second Ctrl-C: still wait, the threads use the arrays
+                err[1] = 1
+        raise
+    if box:
+        raise box[0]
+
+
+#: How long the calling thread waits on a level's helper thread between looks at signals.
+POLL_SECONDS = 0.05

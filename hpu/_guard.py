@@ -55,28 +55,46 @@ from __future__ import annotations
 
 import functools
 
-__all__ = ["boundscheck_default", "max_depth", "native_errors", "task_failed", "bad_float",
-           "check_array_fit", "INT64_BOUND"]
+__all__ = ["boundscheck_default", "max_depth", "depth_limits", "native_errors", "task_failed",
+           "bad_float", "check_array_fit", "INT64_BOUND"]
 
 #: 2**63 as a float: a float ``x`` converts to int64 exactly when ``-2**63 <= x < 2**63``.
 INT64_BOUND = 9.223372036854775808e18
 
 
-#: Default depth at which the compiled recursive function raises ``RecursionError``.
-#: A frame of a compiled recursive function takes about 100-400 bytes; Numba's
-#: worker threads have the default 8 MiB stack, where a small function overflowed
-#: between 45 000 and 60 000 frames; 10 000 leaves room for frames of ~800 bytes.
-DEFAULT_MAX_DEPTH = 10_000
+#: Default depth at which the compiled recursion raises ``RecursionError``: the
+#: deepest call chain hpu runs.  Deep recursions run natively only for the first
+#: :data:`NATIVE_DEPTH` calls; below that the generated CPU module continues the
+#: subtree on an explicit stack in a NumPy array that doubles as it fills
+#: (:func:`hpu._codegen.cpu_source`), so the depth is bounded by memory, not by the
+#: thread's stack.  A first-element-pivot quicksort of 200 000 sorted keys needs
+#: 200 000 calls; 10**7 leaves room for 50 times that.
+DEFAULT_MAX_DEPTH = 10_000_000
 ENV_MAX_DEPTH = "HPU_MAX_DEPTH"
+
+#: Calls of native (compiled) recursion before the explicit stack takes over.  A frame
+#: of a compiled recursive function takes about 100-800 bytes; Numba's worker threads
+#: have the default 8 MiB stack, where a small function overflowed between 45 000 and
+#: 60 000 frames; 5 000 leaves room for frames of ~1.6 KiB.
+NATIVE_DEPTH = 5_000
+
+#: Without ``HPU_MAX_DEPTH``, one explicit stack stops growing at this many bytes (its
+#: frames hold the parameters, the children's parameters and results): a runaway
+#: recursion ends in well under a second instead of filling the memory.
+DEFAULT_STACK_BYTES = 256 << 20
 
 
 def max_depth() -> int:
     """``HPU_MAX_DEPTH`` if set (an int >= 1), else :data:`DEFAULT_MAX_DEPTH`."""
+    return _env_depth() or DEFAULT_MAX_DEPTH
+
+
+def _env_depth() -> int:
     import os
 
     raw = os.environ.get(ENV_MAX_DEPTH, "").strip()
     if not raw:
-        return DEFAULT_MAX_DEPTH
+        return 0
     try:
         value = int(raw)
     except ValueError:
@@ -86,6 +104,22 @@ def max_depth() -> int:
                          f"which compiled recursion raises RecursionError); unset it for "
                          f"{DEFAULT_MAX_DEPTH}")
     return value
+
+
+def depth_limits(frame_bytes: int) -> tuple[int, int]:
+    """``(native, limit)``: calls of native recursion, and the deepest call chain.
+
+    ``HPU_MAX_DEPTH`` sets ``limit`` exactly; without it the limit is
+    :data:`DEFAULT_MAX_DEPTH` or what :data:`DEFAULT_STACK_BYTES` holds at
+    ``frame_bytes`` per frame, whichever is smaller.
+    """
+    explicit = _env_depth()
+    if explicit:
+        limit = explicit
+    else:
+        by_bytes = DEFAULT_STACK_BYTES // max(frame_bytes, 1)
+        limit = min(DEFAULT_MAX_DEPTH, max(NATIVE_DEPTH, by_bytes))
+    return min(NATIVE_DEPTH, limit), limit
 
 
 ENV_BOUNDSCHECK = "HPU_BOUNDSCHECK"

@@ -24,8 +24,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from hpu._cache import load_module
-from hpu._codegen import (DEFAULT_DEPTH, Layout, Types, core_source, iter_source, make_layout,
-                          probe_items)
+from hpu._codegen import (DEFAULT_DEPTH, Layout, Types, core_source, cpu_source, iter_source,
+                          make_layout, probe_items)
 from hpu._errors import TranslationError
 from hpu._frontend import Closure, DCSpec
 from hpu._guard import check_array_fit
@@ -63,13 +63,36 @@ class Program:
     module: Any                 #: the generated core module (Numba dispatchers)
     source: str                 #: its source
     signature: tuple            #: the Numba argument types
+    boundscheck: bool | None = None
     _iter: dict = field(default_factory=dict, repr=False)
+    _cpu: Any = field(default=None, repr=False)
     _lock: Any = field(default_factory=threading.Lock, repr=False)
 
     @property
     def function(self):
-        """The user's recursive function compiled by Numba (one core)."""
-        return getattr(self.module, self.spec.name)
+        """The user's recursive function compiled by Numba (one core): ``.sequential``.
+
+        From :attr:`cpu_module`: native recursion that continues deep subtrees
+        on an explicit stack, so ``.sequential`` stays "the plain function on
+        one core" and succeeds (or raises ``HpuRecursionError``) exactly where
+        the CPU backend does.
+        """
+        return getattr(self.cpu_module, self.spec.name)
+
+    @property
+    def cpu_module(self):
+        """The module the CPU backend runs (:func:`hpu._codegen.cpu_source`), loaded once.
+
+        :attr:`module` (type-independent) serves type inference; this one is
+        generated from its types and holds the same drivers plus the
+        growable-stack solver that deep recursions switch to.
+        """
+        with self._lock:
+            if self._cpu is None:
+                self._cpu = load_module(cpu_source(self.spec, self.closure, self.layout,
+                                                   self.types, self.boundscheck),
+                                        f"{self.spec.name}_cpu")
+            return self._cpu
 
     def iter_source(self, depth: int = DEFAULT_DEPTH) -> str:
         return iter_source(self.spec, self.closure, self.layout, self.types, depth)
@@ -158,7 +181,7 @@ def specialize(spec: DCSpec, closure: Closure, args: Mapping[str, Any],
                           f"pass a {_kind_word(got)} for {name!r} at the top-level call too"))
         carried = tuple(carried_types)
     types = Types(varying=varying, carried=carried, results=results)
-    return Program(spec, closure, lay, types, module, source, sig)
+    return Program(spec, closure, lay, types, module, source, sig, boundscheck)
 
 
 def _kind_word(dt: np.dtype) -> str:

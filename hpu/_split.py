@@ -128,7 +128,15 @@ class DeviceSplit:
         except DeviceFault as err:
             reason = f"the OpenCL device failed ({err}); its share was redone on the CPU"
         except StackOverflowError as err:  # the CPU's recursion has no fixed stack
-            reason = f"{err}; the device's share was redone on the CPU"
+            # redo first, advise after: a recursion that never ends raises HpuRecursionError
+            # on the CPU, and must not be told to try a larger depth= (issue 11)
+            self.device.restore()
+            self._redo_on_cpu()
+            reason = (f"{err}; the device's share was redone on the CPU, where the recursion "
+                      "ended")
+            warnings.warn(f"hpu: {reason}", HpuPerformanceWarning, stacklevel=self._stacklevel)
+            self.fallbacks.append(reason)
+            return
         warnings.warn(f"hpu: {reason}", HpuPerformanceWarning, stacklevel=self._stacklevel)
         self.fallbacks.append(reason)
         self.device.restore()

@@ -1,8 +1,10 @@
 """Runaway and very deep recursion: a RecursionError that is an HpuError, never a crash.
 
-Mirrors the depth limit of the CPU module (:func:`hpu._codegen._depth_limited_source`,
-:data:`hpu._guard.DEFAULT_MAX_DEPTH`).  Before it, these cases killed the
-process with a segfault (exit 139); each runs in a subprocess so that a
+Mirrors the CPU module's solver (:func:`hpu._codegen.cpu_source`: native
+recursion to :data:`hpu._guard.NATIVE_DEPTH`, then a growable explicit stack
+up to :func:`hpu._guard.depth_limits`).  Before the depth limit these cases
+killed the process with a segfault (exit 139), and before the explicit stack a
+legitimately deep recursion raised; each runs in a subprocess so that a
 regression fails here instead of killing the suite.
 """
 from __future__ import annotations
@@ -55,6 +57,15 @@ def total(a, lo, hi):   # LINE_TOTAL
     return s1 + s2
 
 
+@hpu.divide_and_conquer(b=2, cost="1")
+def chain(a, lo, hi):   # LINE_CHAIN
+    if hi - lo <= 1:
+        return a[lo] if hi > lo else 0
+    s1 = chain(a, lo, lo + 1)   # one element, then the rest: n calls deep
+    s2 = chain(a, lo + 1, hi)
+    return s1 + s2
+
+
 PATHS = [("sequential", {}), ("cpu", {}), ("gpu", {}), ("hybrid", dict(alpha=0.0, y=2)),
          ("hybrid", dict(alpha=0.5, y=3))]
 
@@ -66,19 +77,26 @@ SCRIPT = textwrap.dedent('''
     import test_safety_recursion as T
     which, path, kw, n = sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), int(sys.argv[5])
     x = np.arange(n)
-    f = T.quicksort if which == "quicksort" else T.total
+    f = {"quicksort": T.quicksort, "total": T.total, "chain": T.chain}[which]
+    if which == "chain":
+        x = np.random.default_rng(n).integers(-1000, 1000, n)
+    expected = int(x.sum())
     args = (x, 0, n)
-    warnings.simplefilter("ignore")
+    warnings.simplefilter("always")
+    caught = warnings.catch_warnings(record=True)
+    seen = caught.__enter__()
     try:
         if path == "sequential":
             value = f.sequential(*args)
         else:
             value = f.run(*args, device=path, **kw).value
         out = {"kind": "returned", "value": None if value is None else int(value),
+               "expected": expected,
                "sorted": bool((x == np.arange(n)).all())}
     except Exception as err:
         out = {"kind": type(err).__name__, "hpu": isinstance(err, hpu.HpuError),
                "recursion": isinstance(err, RecursionError), "message": str(err)}
+    out["warnings"] = [str(w.message) for w in seen]
     print(json.dumps(out))
 ''')
 
@@ -106,6 +124,8 @@ def test_a_guard_that_never_stops_raises_recursion_error(path, kw):
     msg = got["message"]
     assert f"{HERE}:{_line('LINE_TOTAL')}: total() recursed 3000 calls deep" in msg
     assert "base case is never reached" in msg
+    # the device's stack overflow is redone on the CPU first: no advice to raise depth=
+    assert not any("depth=" in w for w in got["warnings"]), got["warnings"]
 
 
 @pytest.mark.parametrize("path, kw", PATHS[:2])
@@ -116,16 +136,40 @@ def test_too_deep_a_legit_recursion_raises_instead_of_crashing(path, kw):
     assert f"{HERE}:{_line('LINE_QS')}: quicksort() recursed 1000 calls deep" in got["message"]
 
 
-@pytest.mark.parametrize("path, kw", PATHS[:2])
-def test_deep_recursion_below_the_limit_succeeds(path, kw):
-    got = _run("quicksort", path, kw, 6000)
-    assert got == {"kind": "returned", "value": None, "sorted": True}
+@pytest.mark.parametrize("path, kw", PATHS)
+def test_a_deep_recursion_succeeds_on_every_path(path, kw):
+    """200 000 calls deep: past the native part, on the growable explicit stack.
+
+    On the device paths the device's fixed stack is too shallow: its share is
+    redone on the CPU (a warning), which must then succeed.
+    """
+    n = 200_000
+    got = _run("chain", path, kw, n)
+    assert got["kind"] == "returned" and got["value"] == got["expected"], got
+    if path in ("gpu", "hybrid") and kw.get("alpha", 0) < 1:  # the device's share: too deep
+        assert any("larger depth=" in w and "redone on the CPU" in w
+                   for w in got["warnings"]), got["warnings"]
 
 
-def test_the_default_limit_stops_before_the_stack_overflows():
+@pytest.mark.parametrize("path, kw", [PATHS[0], PATHS[1], PATHS[4]])
+def test_quicksort_of_200000_sorted_keys_succeeds(path, kw):
+    """The first-element-pivot quicksort of issue 11: 200 000 calls deep (and quadratic)."""
+    got = _run("quicksort", path, kw, 200_000)
+    assert got["kind"] == "returned" and got["sorted"], got
+
+
+def test_the_default_limit_stops_a_runaway_recursion():
+    """Without HPU_MAX_DEPTH: the explicit stack stops at its byte budget, in bounded time."""
+    from hpu._codegen import frame_bytes, make_layout, Types
+    from hpu._guard import depth_limits
+
+    lay = make_layout(total.spec, ["a"])
+    i8 = np.dtype(np.int64)
+    limit = depth_limits(frame_bytes(lay, Types((i8, i8), (), (i8,))))[1]
+    assert 1_000_000 <= limit <= 10_000_000
     got = _run("total", "cpu", {}, 0)
     assert got["kind"] == "HpuRecursionError", got
-    assert "recursed 10000 calls deep" in got["message"]
+    assert f"recursed {limit} calls deep" in got["message"]
 
 
 def test_a_bad_limit_is_refused(monkeypatch):

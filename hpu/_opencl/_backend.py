@@ -470,9 +470,9 @@ class OpenCLBackend:
             if self._err[0]:
                 raise StackOverflowError(
                     f"a subtree of {self.program.spec.name} is deeper than the device solver's "
-                    f"{self.depth} frames: if the recursion ends (deep but finite), pass a "
-                    "larger depth= (or a larger K) to .run; if it never ends (a base case "
-                    "that is not reached), fix the guard")
+                    f"{self.depth} frames (it went at least {self.depth} calls below the "
+                    "device's level); a recursion that ends there (deep but finite) runs on "
+                    "the device with a larger depth= (or a larger K) passed to .run")
             if not self.unified:
                 self._download()
         except StackOverflowError:
