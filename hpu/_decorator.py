@@ -359,6 +359,7 @@ class DivideAndConquer:
 
         # the caller's arrays as they were, put back on any exception (hpu._snapshot)
         snapshot = Snapshot.take(program, values, keep=o["keep_inputs"])
+        user_error = None
         try:
             if o["device"] != "cpu":
                 from hpu._hybrid import run_on_devices
@@ -377,9 +378,15 @@ class DivideAndConquer:
                 plan = make_plan(program.spec, values, device="cpu", K=o["K"],
                                  machine=o["machine"])
                 run = execute_plan(program, values, plan, device="cpu", t_start=t0)
-        except BaseException:
+        except BaseException as err:
             snapshot.restore()  # the device, if any, was stopped on the way out
-            raise
+            # a task's error that its rerun alone did not repeat: the one Python would raise
+            user_error = snapshot.rerun(program, values) if getattr(err, "not_reproduced",
+                                                                    False) else None
+            if user_error is None:
+                raise
+        if user_error is not None:
+            raise user_error
         if os.environ.get("HPU_TRACE"):  # trace every run into that folder (hpu._trace)
             from hpu._trace import trace_env
 

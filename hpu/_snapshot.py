@@ -37,6 +37,12 @@ when the device cannot have written into the caller's arrays yet (a device
 with its own memory writes back only at the end); otherwise the call raises
 :class:`~hpu.HpuError` saying that the arrays are partially processed.
 ``.sequential`` is the plain compiled function and keeps nothing, like Python.
+
+One more use: a task that raised on Numba's threads but not when run again
+alone (it depended on data its first run had changed, :mod:`hpu._guard`)
+gives only a general :class:`~hpu.HpuError`; from the restored arrays the
+plain compiled function is then run once (:meth:`Snapshot.rerun`) and the
+exception *it* raises, the one Python raises first, is the call's.
 """
 from __future__ import annotations
 
@@ -97,6 +103,21 @@ class Snapshot:
         if not self.kept or self.span is not None or name not in self.copies:
             return None
         return self.copies[name]
+
+    def rerun(self, program, values) -> BaseException | None:
+        """The exception the plain compiled function raises on the restored arguments (the
+        arrays restored again after it), or None: for a task that failed on Numba's threads
+        but not when run alone on the data the level had changed (:mod:`hpu._guard`), the
+        sequential run from the originals finds the error Python would raise first."""
+        if not self.kept:
+            return None
+        try:
+            program.function(*(values[p] for p in program.spec.params))
+        except Exception as err:  # noqa: BLE001 - the user's error, raised by the caller
+            return err.with_traceback(None)
+        finally:
+            self.restore()
+        return None
 
     def restore(self, span: tuple[int, int] | None = None) -> None:
         """Put the originals back: everything kept, or only ``[lo, hi)`` of each array."""
