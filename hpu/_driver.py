@@ -116,11 +116,11 @@ class DeviceBackend(Backend, Protocol):
     ``restore()``
         stop writing into the caller's arrays before the CPU redoes the
         device's share (the split then restores that share from the call's
-        snapshot; a backend may also put back a copy of its own).
+        snapshot).  Without a snapshot (``keep_inputs=False``) it puts back a
+        copy of its own share, and returns True when that was whole arrays.
     ``wrote_caller_arrays()`` (optional)
-        whether the device may have written into the caller's arrays yet;
-        with ``keep_inputs=False`` (no snapshot) a failure after that cannot
-        be redone and raises.
+        whether the device wrote into the caller's arrays what it cannot put
+        back; without a snapshot a failure after that raises.
     ``cancel()``
         leave nothing queued; never raises (an error ended the run elsewhere).
     ``transfers()``

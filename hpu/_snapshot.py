@@ -32,10 +32,10 @@ nothing else: that is what ``span`` promises).  One ``memcpy`` per written
 array per call.
 
 ``keep_inputs=False`` (a run option) skips the copy: an error then leaves the
-arrays as far as the run got, and a device failure is redone on the CPU only
-when the device cannot have written into the caller's arrays yet (a device
-with its own memory writes back only at the end); otherwise the call raises
-:class:`~hpu.HpuError` saying that the arrays are partially processed.
+arrays as far as the run got.  A device failure is still redone exactly: a
+device that works in the caller's arrays in place then keeps a copy of its own
+share (what the device path cost before this snapshot existed); one with its
+own memory writes into the caller's arrays only once it succeeded.
 ``.sequential`` is the plain compiled function and keeps nothing, like Python.
 
 One more use: a task that raised on Numba's threads but not when run again

@@ -37,11 +37,12 @@ restores the device's span from it before the CPU's redo.  When the device was
 given whole arrays (no span), the CPU's share shares those arrays, so the
 arrays are restored whole and levels ``K..y`` are redone whole on the CPU (a
 restore of the device's part alone cannot be told apart from the CPU's
-writes).  Without a snapshot (``keep_inputs=False``) the share is redone only
-when the device cannot have written into the caller's arrays yet
-(``device.wrote_caller_arrays()``, where the backend says; else its own
-``restore()`` is trusted); otherwise the run raises
-:class:`~hpu._errors.DeviceFault` saying the arrays are partially processed.
+writes).  Without a snapshot (``keep_inputs=False``) the backend's own
+``restore()`` puts its share back (it returns True when that was whole arrays,
+and levels ``K..y`` are redone whole); a backend that says it wrote into the
+caller's arrays what it cannot put back (``device.wrote_caller_arrays()``: a
+download into them began) makes the run raise :class:`~hpu._errors.DeviceFault`
+saying the arrays are partially processed.
 """
 from __future__ import annotations
 
@@ -157,7 +158,6 @@ class DeviceSplit:
         except StackOverflowError as err:  # the CPU's recursion has no fixed stack
             what = str(err)
             reason = f"{err}; the device's share was redone on the CPU"
-        self.device.restore()  # stops the device writing (and puts back a copy of its own)
         whole = self._put_back(what)
         warnings.warn(f"hpu: {reason}", HpuPerformanceWarning, stacklevel=self._stacklevel)
         self.fallbacks.append(reason)
@@ -166,6 +166,8 @@ class DeviceSplit:
     def _put_back(self, what: str) -> bool:
         """The device share's original data back in place; True when the arrays were
         restored whole and levels ``K..y`` must be redone whole (see the module docstring)."""
+        # the device stops writing (and, without a snapshot, puts back a copy of its own)
+        whole = bool(self.device.restore())
         span = self._device_span
         snap = self.snapshot
         if snap is not None and snap.kept:
@@ -175,11 +177,11 @@ class DeviceSplit:
         if wrote is not None and wrote():
             names = ", ".join(sorted(snap.arrays)) if snap is not None else "the written arrays"
             raise DeviceFault(
-                f"{what}; it had already written into the caller's "
+                f"{what}; it had already written part of its results into the caller's "
                 f"arrays ({names}) and keep_inputs=False kept no copy to redo its share from, "
                 f"so {names} are partially processed: run again on fresh inputs with "
                 "keep_inputs=True (the default) or device='cpu'")
-        return False
+        return whole
 
     def _redo_on_cpu(self, whole: bool = False) -> None:
         levels, y = self.levels, self.y

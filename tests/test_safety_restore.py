@@ -29,7 +29,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hpu
-from hpu._errors import DeviceFault
 from hpu._opencl._backend import FAULT_ENV
 
 pytestmark = pytest.mark.opencl
@@ -292,10 +291,11 @@ def test_a_device_fault_is_redone_exactly_from_the_one_snapshot(opts, discrete_d
     assert same_bits(a, want) and len(run.fallbacks) == 1 and run.gpu_tasks == 0
 
 
+@pytest.mark.parametrize("keep", [True, False], ids=["keep", "nokeep"])
 @pytest.mark.parametrize("discrete_device", [False, True], ids=["unified", "discrete"])
 @pytest.mark.parametrize("alpha,y", [(0.5, 2), (0.25, 3), (0.0, 1)])
 def test_a_device_fault_without_a_span_is_redone_whole_and_exactly(alpha, y, discrete_device,
-                                                                  request, monkeypatch):
+                                                                  keep, request, monkeypatch):
     """Whole arrays went to the device: the CPU's share wrote the same arrays, so the
     arrays are restored whole and levels K..y redone whole on the CPU."""
     if discrete_device:
@@ -305,18 +305,23 @@ def test_a_device_fault_without_a_span_is_redone_whole_and_exactly(alpha, y, dis
     want = a.copy()
     add_levels.py_func(want, 0, want.size)
     with pytest.warns(hpu.HpuPerformanceWarning, match="redone on the CPU"):
-        run = add_levels.options(device="hybrid", alpha=alpha, y=y).run(a, 0, a.size)
+        run = add_levels.options(device="hybrid", alpha=alpha, y=y, keep_inputs=keep).run(
+            a, 0, a.size)
     assert same_bits(a, want) and len(run.fallbacks) == 1
 
 
-def test_keep_inputs_false_copies_nothing_and_says_so_when_a_device_fault_cannot_be_redone(
-        monkeypatch):
+@pytest.mark.parametrize("opts", [{"device": "gpu"}, {"device": "hybrid", "alpha": 0.5, "y": 2}],
+                         ids=str)
+def test_keep_inputs_false_still_redoes_a_device_working_in_place_exactly(opts, monkeypatch):
+    """No call snapshot: the device sharing the host's memory keeps its share's originals."""
     from algorithms.mergesort import mergesort
 
     monkeypatch.setenv(FAULT_ENV, "1")
     a = np.random.default_rng(9).integers(-1000, 1000, 5000).astype(np.int32)
-    with pytest.raises(DeviceFault, match=r"keep_inputs=False kept no copy.*partially processed"):
-        mergesort.options(device="gpu", keep_inputs=False)(a, np.empty_like(a), 0, a.size)
+    want = np.sort(a, kind="stable")
+    with pytest.warns(hpu.HpuPerformanceWarning, match="redone on the CPU"):
+        run = mergesort.options(keep_inputs=False, **opts).run(a, np.empty_like(a), 0, a.size)
+    assert same_bits(a, want) and len(run.fallbacks) == 1
 
 
 def test_keep_inputs_false_still_redoes_a_device_that_never_wrote_the_callers_arrays(

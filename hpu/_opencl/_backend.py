@@ -37,7 +37,10 @@ Memory
   of its tasks at level y; without it, whole arrays go over and only the
   elements the device changed are written back (correct, because sibling
   subproblems are independent): which ones, against the call's snapshot of the
-  whole arrays (with ``keep_inputs=False``, a copy the backend keeps itself).
+  whole arrays.  With ``keep_inputs=False`` (no snapshot) the backend keeps what a
+  CPU redo needs itself: on a device working in place, a copy of its share (the
+  old cost of the device path); on one with its own memory nothing with a span
+  (the caller's arrays are untouched until the download), whole arrays without.
 * Devices that share the host's memory (PoCL, integrated GPUs) use the caller's
   arrays in place (``CL_MEM_USE_HOST_PTR``): zero copies.
 * ``HPU_INJECT_DEVICE_FAULT=1`` makes the device fail after its first enqueue
@@ -225,10 +228,14 @@ class OpenCLBackend:
             self.tqueue = self._built.transfer_queue()
         t0 = time.perf_counter()
         self._written = tuple(n for n in arrays if n in written)
-        if span is None and not self.unified:  # whole arrays: which elements it changed
+        if self.originals is None or not self.originals.kept:  # keep_inputs=False
             for name in self._written:
-                if self._original(name) is None:
-                    self._own[name] = arrays[name].copy()
+                arr = arrays[name]
+                if self.unified:  # it works in place: its share's originals, for a CPU redo
+                    lo, hi = (0, arr.size) if span is None else span
+                    self._own[name] = arr[lo:hi].copy()
+                elif span is None:  # whole arrays: which elements it changed
+                    self._own[name] = arr.copy()
         try:
             for name, arr in arrays.items():
                 if name not in written and self.unified:
@@ -317,7 +324,6 @@ class OpenCLBackend:
                 wait = self._upload_piece(*ups[j]) if first else None
                 args = self.translated.kernel_args(name, values, t0, t1)
                 kernel.set_args(*args)
-                self._wrote = self._wrote or self.unified  # in place, from now on
                 ev = self._cl.enqueue_nd_range_kernel(self.queue, kernel, (t1 - t0,),
                                                       self.local, wait_for=wait)
                 self._events.setdefault((lv.index, phase), []).append(ev)
@@ -479,15 +485,25 @@ class OpenCLBackend:
         """Leave nothing queued (an error elsewhere ended the run); never raises."""
         self._drain()
 
-    def restore(self) -> None:
+    def restore(self) -> bool:
         """Stop writing before a CPU redo: the split then puts the device share's original
-        data back from the call's snapshot (:mod:`hpu._snapshot`)."""
+        data back from the call's snapshot (:mod:`hpu._snapshot`).  Without one
+        (``keep_inputs=False``) a device working in place puts back its own copy of its
+        share; True when that was whole arrays (the CPU's share included: redo it too)."""
         self._drain()  # nothing may land in the caller's arrays after this
+        whole = False
+        if self.unified and self._own:
+            for name, copy in self._own.items():
+                arr = self.shared[name]
+                lo, hi = (0, arr.size) if self._span is None else self._span
+                arr[lo:hi] = copy
+            whole = self._span is None
         self._own.clear()
+        return whole
 
     def wrote_caller_arrays(self) -> bool:
-        """Whether the device may have written into the caller's arrays: in place (a device
-        sharing the host's memory, once a kernel was enqueued) or by a download begun."""
+        """Whether a download into the caller's arrays began (a device with its own memory)
+        that no copy can undo: without the call's snapshot, its failure cannot be redone."""
         return self._wrote
 
     def _original(self, name: str):
