@@ -296,7 +296,8 @@ class DivideAndConquer:
         those of :data:`hpu._options.RUN_OPTIONS`: ``device`` (``"hybrid"``,
         ``"cpu"``, ``"gpu"``), ``alpha``, ``y``, ``K``, ``strategy``,
         ``cl_device`` (which OpenCL device), ``depth``, ``machine``, ``backend``
-        (the device backend class).  Checked
+        (the device backend class), ``cluster``, ``keep_inputs`` (False: no copy
+        of the written arrays to put back on an error, guide §9).  Checked
         here: a bad value raises at once.
         """
         return Configured(self, options)
