@@ -76,6 +76,10 @@ def merge_count(a, tmp, lo, mid, hi):
     return count
 
 
+#: the wrapper's arrays are private copies: no snapshot of them (hpu._snapshot)
+_PRIVATE = {"keep_inputs": False}
+
+
 @hpu.divide_and_conquer(b=2, cost="n", span=("lo", "hi"))
 def inversions(a, tmp, lo, hi):
     """Sort ``a[lo:hi]`` in place and return its number of inversions."""
@@ -109,7 +113,7 @@ def count_inversions(x, *, return_sorted=False, return_run=False, **run_options)
             n_keys -= int(np.count_nonzero(nan))
     run = None
     if n_keys > 1:
-        run = inversions.run(a, np.empty_like(a), 0, n_keys, **run_options)
+        run = inversions.run(a, np.empty_like(a), 0, n_keys, **{**_PRIVATE, **run_options})
         count += int(run.value)
     result = (count, a) if return_sorted else (count,)
     if return_run:

@@ -76,6 +76,10 @@ def merge(a, tmp, lo, mid, hi):
         a[t] = tmp[t]
 
 
+#: the wrapper's arrays are private copies: no snapshot of them (hpu._snapshot)
+_PRIVATE = {"keep_inputs": False}
+
+
 @hpu.divide_and_conquer(b=2, cost="n", span=("lo", "hi"))
 def mergesort(a, tmp, lo, hi):
     """Sort ``a[lo:hi]`` in place, stably; ``tmp`` is scratch of the same length."""
@@ -101,7 +105,7 @@ def sort(x, *, return_run=False, **run_options):
     a, n_keys = nans_last(a)
     run = None
     if n_keys > 1:
-        run = mergesort.run(a, np.empty_like(a), 0, n_keys, **run_options)
+        run = mergesort.run(a, np.empty_like(a), 0, n_keys, **{**_PRIVATE, **run_options})
     return (a, run) if return_run else a
 
 

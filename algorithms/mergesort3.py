@@ -68,6 +68,10 @@ def merge3(a, tmp, lo, m1, m2, hi):
         a[t] = tmp[t]
 
 
+#: the wrapper's arrays are private copies: no snapshot of them (hpu._snapshot)
+_PRIVATE = {"keep_inputs": False}
+
+
 @hpu.divide_and_conquer(b=3, cost="n", span=("lo", "hi"))
 def mergesort3(a, tmp, lo, hi):
     """Sort ``a[lo:hi]`` in place, stably, by three-way mergesort."""
@@ -94,7 +98,7 @@ def sort3(x, *, return_run=False, **run_options):
     a, n_keys = nans_last(a)
     run = None
     if n_keys > 1:
-        run = mergesort3.run(a, np.empty_like(a), 0, n_keys, **run_options)
+        run = mergesort3.run(a, np.empty_like(a), 0, n_keys, **{**_PRIVATE, **run_options})
     return (a, run) if return_run else a
 
 

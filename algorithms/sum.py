@@ -37,6 +37,10 @@ from algorithms._registry import Algorithm, Prepared, close, float_tolerance, re
 __all__ = ["accumulator_dtype", "dc_sum", "total"]
 
 
+#: the wrapper's arrays are private copies: no snapshot of them (hpu._snapshot)
+_PRIVATE = {"keep_inputs": False}
+
+
 @hpu.divide_and_conquer(b=2, cost="1", span=("lo", "hi"))
 def dc_sum(a, lo, hi):
     """Sum ``a[lo:hi]`` (at least one element) into ``a[lo]`` and return it."""
@@ -73,7 +77,7 @@ def total(x, *, return_run=False, **run_options):
         return (acc.dtype.type(0), None) if return_run else acc.dtype.type(0)
     run = None
     if acc.size > 1:
-        run = dc_sum.run(acc, 0, acc.size, **run_options)
+        run = dc_sum.run(acc, 0, acc.size, **{**_PRIVATE, **run_options})
     value = acc[0]  # Algorithm 4 leaves the total in the first element
     return (value, run) if return_run else value
 

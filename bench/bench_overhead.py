@@ -17,7 +17,9 @@ table shows medians; every result is checked against NumPy first.
    mergesort slowdown ≤ 2× ``.sequential``'s.
 3. **Memory** (``--memory M``, default 26): peak resident memory of a child
    process that sorts 2**M int32 keys on the device path and on the CPU path
-   (``resource.getrusage`` maxrss).  Target: device path ≤ 1.25× the CPU path.
+   (``resource.getrusage`` maxrss), each with the call's snapshot of the arrays
+   it writes (the default, ``keep_inputs=True``) and without (``:nokeep``).
+   Target: device path ≤ 1.25× the CPU path.
 4. **First call**: a new process's import and first call with warm caches (the
    on-disk Numba/OpenCL caches filled by an earlier process), and with cold ones
    (empty cache folders), split into import, specialisation and the rest of the
@@ -189,6 +191,7 @@ import resource, sys, warnings
 import numpy as np
 from algorithms.mergesort import mergesort
 path, m = sys.argv[1], int(sys.argv[2])
+device, _, mode = path.partition(":")  # "gpu:nokeep": keep_inputs=False
 n = 1 << m
 # only the sort's own arrays: no reference copy (it would count in the peak); checked after
 # the peak is read, by chunks: sorted, and the same sum and extremes as before
@@ -197,7 +200,7 @@ tmp = np.empty_like(a)
 before = (int(a.sum(dtype=np.int64)), int(a.min()), int(a.max()))
 if path != "none":
     warnings.simplefilter("ignore")
-    mergesort.options(device=path)(a, tmp, 0, n)
+    mergesort.options(device=device, keep_inputs=mode != "nokeep")(a, tmp, 0, n)
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 if path != "none":
     step = 1 << 20
@@ -211,13 +214,16 @@ print(peak)
 
 def memory(m: int) -> dict:
     out = {"m": m}
-    for path in ("none", "cpu", "gpu"):
+    for path in ("none", "cpu", "gpu", "cpu:nokeep", "gpu:nokeep"):
         r = subprocess.run([sys.executable, "-c", _MEMORY_CHILD, path, str(m)],
                            capture_output=True, text=True, cwd=ROOT, env=_env())
         if r.returncode:
             raise SystemExit(f"bench_overhead: the memory child ({path}) failed:\n{r.stderr}")
         out[f"peak_mib.{path}"] = int(r.stdout.split()[-1]) / 1024.0
     out["memory.gpu_vs_cpu"] = out["peak_mib.gpu"] / out["peak_mib.cpu"]
+    # like for like without the call's copies, and against the CPU path without them
+    out["memory.gpu_vs_cpu_nokeep"] = out["peak_mib.gpu:nokeep"] / out["peak_mib.cpu:nokeep"]
+    out["memory.gpu_vs_cpu_without_copy"] = out["peak_mib.gpu"] / out["peak_mib.cpu:nokeep"]
     return out
 
 

@@ -296,7 +296,8 @@ class DivideAndConquer:
         those of :data:`hpu._options.RUN_OPTIONS`: ``device`` (``"hybrid"``,
         ``"cpu"``, ``"gpu"``), ``alpha``, ``y``, ``K``, ``strategy``,
         ``cl_device`` (which OpenCL device), ``depth``, ``machine``, ``backend``
-        (the device backend class).  Checked
+        (the device backend class), ``cluster``, ``keep_inputs`` (False: no copy
+        of the written arrays to put back on an error, guide §9).  Checked
         here: a bad value raises at once.
         """
         return Configured(self, options)
@@ -355,22 +356,38 @@ class DivideAndConquer:
             from hpu._dask import run_on_cluster
 
             return run_on_cluster(self, program, values, options=o)
-        if o["device"] != "cpu":
-            from hpu._hybrid import run_on_devices
+        from hpu._snapshot import Snapshot
 
-            backend = {} if o["backend"] is None else {"backend": o["backend"]}
+        # the caller's arrays as they were, put back on any exception (hpu._snapshot)
+        snapshot = Snapshot.take(program, values, keep=o["keep_inputs"])
+        user_error = None
+        try:
+            if o["device"] != "cpu":
+                from hpu._hybrid import run_on_devices
 
-            run = run_on_devices(self, program, values, device=o["device"],
-                                 device_spec=o["cl_device"], alpha=o["alpha"], y=o["y"],
-                                 K=o["K"], strategy=o["strategy"], depth=o["depth"],
-                                 machine=o["machine"], **backend)
-        else:
-            from hpu._hybrid import execute_plan
-            from hpu._plan import make_plan
+                backend = {} if o["backend"] is None else {"backend": o["backend"]}
 
-            t0 = time.perf_counter()
-            plan = make_plan(program.spec, values, device="cpu", K=o["K"], machine=o["machine"])
-            run = execute_plan(program, values, plan, device="cpu", t_start=t0)
+                run = run_on_devices(self, program, values, device=o["device"],
+                                     device_spec=o["cl_device"], alpha=o["alpha"], y=o["y"],
+                                     K=o["K"], strategy=o["strategy"], depth=o["depth"],
+                                     machine=o["machine"], snapshot=snapshot, **backend)
+            else:
+                from hpu._hybrid import execute_plan
+                from hpu._plan import make_plan
+
+                t0 = time.perf_counter()
+                plan = make_plan(program.spec, values, device="cpu", K=o["K"],
+                                 machine=o["machine"])
+                run = execute_plan(program, values, plan, device="cpu", t_start=t0)
+        except BaseException as err:
+            snapshot.restore()  # the device, if any, was stopped on the way out
+            # a task's error that its rerun alone did not repeat: the one Python would raise
+            user_error = snapshot.rerun(program, values) if getattr(err, "not_reproduced",
+                                                                    False) else None
+            if user_error is None:
+                raise
+        if user_error is not None:
+            raise user_error
         if os.environ.get("HPU_TRACE"):  # trace every run into that folder (hpu._trace)
             from hpu._trace import trace_env
 

@@ -103,17 +103,24 @@ class DeviceBackend(Backend, Protocol):
     ``combine`` (which may merely enqueue).  ``kind`` is ``"gpu"``.
 
     ``prepare(levels, starts, y, span)``
-        once the tree is expanded: keep what a CPU redo needs, upload the
-        data (``span = (lo, hi)`` of every array, or None for whole arrays)
-        and the level arrays of levels ``y..K``; ``starts[i]`` is the
-        device's first task of level ``i``.  A failure is remembered, not
-        raised.
+        once the tree is expanded: upload the data (``span = (lo, hi)`` of
+        every array, or None for whole arrays) and the level arrays of levels
+        ``y..K``; ``starts[i]`` is the device's first task of level ``i``.  A
+        failure is remembered, not raised.  What a CPU redo needs is the
+        call's :class:`~hpu._snapshot.Snapshot`, set as ``originals`` before
+        this call on a backend that has that attribute.
     ``finish()``
         wait and bring results back (the data span and level ``y``'s
         results); raises :class:`~hpu._errors.DeviceFault` or
         :class:`~hpu._errors.StackOverflowError` when the device failed.
     ``restore()``
-        put the device share's original data back (before the CPU redoes it).
+        stop writing into the caller's arrays before the CPU redoes the
+        device's share (the split then restores that share from the call's
+        snapshot).  Without a snapshot (``keep_inputs=False``) it puts back a
+        copy of its own share, and returns True when that was whole arrays.
+    ``wrote_caller_arrays()`` (optional)
+        whether the device wrote into the caller's arrays what it cannot put
+        back; without a snapshot a failure after that raises.
     ``cancel()``
         leave nothing queued; never raises (an error ended the run elsewhere).
     ``transfers()``

@@ -166,11 +166,13 @@ def task_failed(err, task, args, spec, phase: str, level: int) -> None:
     task(tid, *args)
     from hpu._errors import HpuError
 
-    raise HpuError(f"{spec.filename}:{spec.lineno}: {spec.name}: task {tid} of level {level} "
-                   f"raised an exception in its {phase} phase on Numba's threads, and did not "
-                   "raise it again when run alone (it depends on data the first run changed); "
-                   f"call {spec.name}.sequential(...) or {spec.name}.py_func(...) with the same "
-                   "arguments to see it")
+    failure = HpuError(f"{spec.filename}:{spec.lineno}: {spec.name}: task {tid} of level {level} "
+                       f"raised an exception in its {phase} phase on Numba's threads, and did "
+                       "not raise it again when run alone (it depends on data the first run "
+                       f"changed); call {spec.name}.sequential(...) or {spec.name}.py_func(...) "
+                       "with the same arguments to see it")
+    failure.not_reproduced = True  # a call with a snapshot reruns it from there (hpu._snapshot)
+    raise failure
 
 
 def bad_float(x) -> bool:

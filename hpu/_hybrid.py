@@ -25,7 +25,10 @@ next to what really happened (``run.K``, ``run.level_sizes``): a tree whose
 tasks are all base cases above ``K`` ends there.  A device that is missing or
 fails mid-run never loses the caller's data: the run falls back to the CPU,
 warns once (:class:`~hpu.HpuPerformanceWarning`) and says why in
-``run.fallbacks``.
+``run.fallbacks``.  The device's original data comes from the call's one
+:class:`~hpu._snapshot.Snapshot` (``snapshot=``), which the call also restores
+from when anything else ends the run: on any exception :func:`run_on_devices`
+first stops the device (``split.abandon()``), so nothing writes afterwards.
 """
 from __future__ import annotations
 
@@ -80,12 +83,14 @@ def execute_plan(program, values, plan, *, device: str, fallbacks=(), y_report=N
 
 def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=None, y=None,
                    K=None, strategy: str = "advanced", depth: int = 64,
-                   backend=None, machine=None) -> Run:
+                   backend=None, machine=None, snapshot=None) -> Run:
     """Plan and run ``program`` with ``device="gpu"`` or ``"hybrid"``; return the Run.
 
     ``backend``: the device backend class (see the module docstring; None: OpenCL);
     ``device_spec``: which of its devices (for OpenCL: ``cl_device``);
-    ``machine``: a :class:`hpu.model.Machine` to plan with instead of the profile.
+    ``machine``: a :class:`hpu.model.Machine` to plan with instead of the profile;
+    ``snapshot``: the call's :class:`~hpu._snapshot.Snapshot` a device failure is
+    redone from (None: taken here, for callers that do not keep one themselves).
     """
     from hpu._cpu import CpuBackend
     from hpu._driver import execute
@@ -134,17 +139,21 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
         _learn(run, plan, spec, values, handle, machine)
         return run
 
+    if snapshot is None:
+        from hpu._snapshot import Snapshot
+
+        snapshot = Snapshot.take(program, values)
     shared = {n: values[n] for n in program.layout.shared}
     cpu = cpu_backend(program, plan)
     gpu = backend(program, shared, handle, depth=depth)
     split = DeviceSplit(cpu, gpu, alpha=plan.split_alpha, y=plan.transfer_level, values=values,
-                        spec=spec, shared=shared, warn_stacklevel=7)
+                        spec=spec, shared=shared, warn_stacklevel=7, snapshot=snapshot)
     try:
         ex = execute(program.layout, program.types, values, cpu, K=plan.cutoff_level,
                      assign=split.assign, on_expanded=split.on_expanded,
                      before_phase=split.before_phase)
     finally:
-        split.abandon()
+        split.abandon()  # on an error: the device stops before the caller's arrays are restored
     leaf_cpu, leaf_gpu = split.leaf_split(ex.level_sizes[-1])
     run = Run(value=ex.value, device=device, alpha=plan.split_alpha, y=split.y, K=ex.K,
               cpu_tasks=int(leaf_cpu), gpu_tasks=int(leaf_gpu), fallbacks=split.fallbacks,

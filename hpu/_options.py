@@ -92,6 +92,13 @@ def _check_depth(v):
                          "solver's stack; pass e.g. depth=64")
 
 
+def _check_keep_inputs(v):
+    if not isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"keep_inputs={v!r} must be True (copy the arrays the function writes, "
+                        "to put them back if the call raises) or False (no copy: after an "
+                        "error the arrays are partially processed); pass keep_inputs=False")
+
+
 def _check_machine(v):
     from hpu import model
 
@@ -140,6 +147,10 @@ RUN_OPTIONS: dict[str, RunOption] = {o.name: o for o in (
     RunOption("cluster", None, "a dask.distributed.Client, a scheduler address, 'local:N' or "
               "hpu.Cluster(...): the top levels of the tree across Dask workers "
               "(None: this machine only)"),
+    RunOption("keep_inputs", True, "copy what the function writes (the arrays, or their "
+              "span) before the run, to put it back when the call raises and to redo a failed "
+              "device's share; False saves the copy: an error then leaves the arrays "
+              "partially processed (guide §9)", _check_keep_inputs),
 )}
 
 

@@ -27,6 +27,22 @@ the first phase above ``y`` (or before the value is read) the device's work
 is collected: :meth:`DeviceSplit.collect`, one download.  If the device failed
 its data is restored and its share redone on the CPU, recorded in ``redo`` and
 ``fallbacks``.
+
+Where the device's original data comes from
+-------------------------------------------
+
+From the call's one :class:`~hpu._snapshot.Snapshot` (taken before anything
+ran, see :mod:`hpu._snapshot`), not from a copy of the device's own: the split
+restores the device's span from it before the CPU's redo.  When the device was
+given whole arrays (no span), the CPU's share shares those arrays, so the
+arrays are restored whole and levels ``K..y`` are redone whole on the CPU (a
+restore of the device's part alone cannot be told apart from the CPU's
+writes).  Without a snapshot (``keep_inputs=False``) the backend's own
+``restore()`` puts its share back (it returns True when that was whole arrays,
+and levels ``K..y`` are redone whole); a backend that says it wrote into the
+caller's arrays what it cannot put back (``device.wrote_caller_arrays()``: a
+download into them began) makes the run raise :class:`~hpu._errors.DeviceFault`
+saying the arrays are partially processed.
 """
 from __future__ import annotations
 
@@ -40,6 +56,7 @@ import numpy as np
 from hpu import model
 from hpu._errors import DeviceFault, HpuPerformanceWarning, StackOverflowError
 from hpu._run import LevelRecord
+from hpu._snapshot import Snapshot
 
 __all__ = ["DeviceSplit"]
 
@@ -65,11 +82,14 @@ class DeviceSplit:
     ``redo``
         :class:`~hpu._run.LevelRecord` of the CPU's redo after a device failure;
     ``fallbacks``
-        one line per failure that was redone on the CPU.
+        one line per failure that was redone on the CPU;
+    ``snapshot``
+        the call's :class:`~hpu._snapshot.Snapshot`, the device's share is restored from.
     """
 
     def __init__(self, cpu, device, *, alpha: float, y: int, values: Mapping[str, Any], spec,
-                 shared: Mapping[str, Any], warn_stacklevel: int = 5):
+                 shared: Mapping[str, Any], warn_stacklevel: int = 5,
+                 snapshot: Snapshot | None = None):
         self.cpu = cpu
         self.device = device
         self.alpha = float(alpha)
@@ -81,6 +101,9 @@ class DeviceSplit:
         self.synced = True
         self.redo: list[LevelRecord] = []
         self.fallbacks: list[str] = []
+        self.snapshot = snapshot
+        self._prepared = False
+        self._device_span = None
         self._values = values
         self._spec = spec
         self._shared = shared
@@ -100,7 +123,11 @@ class DeviceSplit:
         self.starts = starts
         if s >= m:
             return  # the device's share is empty
-        self.device.prepare(levels, starts, y, self._span(levels[y], s))
+        self._device_span = span = self._span(levels[y], s)
+        if self.snapshot is not None and hasattr(self.device, "originals"):
+            self.device.originals = self.snapshot  # the device keeps no copy of its own
+        self._prepared = True  # from here on the device may have work queued
+        self.device.prepare(levels, starts, y, span)
         self.active = True
         self.synced = False
 
@@ -126,24 +153,45 @@ class DeviceSplit:
             self.device.finish()
             return
         except DeviceFault as err:
-            reason = f"the OpenCL device failed ({err}); its share was redone on the CPU"
+            what = f"the OpenCL device failed ({err})"
+            reason = f"{what}; its share was redone on the CPU"
         except StackOverflowError as err:  # the CPU's recursion has no fixed stack
             # redo first, advise after: a recursion that never ends raises HpuRecursionError
             # on the CPU, and must not be told to try a larger depth= (issue 11)
-            self.device.restore()
-            self._redo_on_cpu()
+            self._redo_on_cpu(self._put_back(str(err)))
             reason = (f"{err}; the device's share was redone on the CPU, where the recursion "
                       "ended")
             warnings.warn(f"hpu: {reason}", HpuPerformanceWarning, stacklevel=self._stacklevel)
             self.fallbacks.append(reason)
             return
+        whole = self._put_back(what)
         warnings.warn(f"hpu: {reason}", HpuPerformanceWarning, stacklevel=self._stacklevel)
         self.fallbacks.append(reason)
-        self.device.restore()
-        self._redo_on_cpu()
+        self._redo_on_cpu(whole)
 
-    def _redo_on_cpu(self) -> None:
-        levels, starts, y = self.levels, self.starts, self.y
+    def _put_back(self, what: str) -> bool:
+        """The device share's original data back in place; True when the arrays were
+        restored whole and levels ``K..y`` must be redone whole (see the module docstring)."""
+        # the device stops writing (and, without a snapshot, puts back a copy of its own)
+        whole = bool(self.device.restore())
+        span = self._device_span
+        snap = self.snapshot
+        if snap is not None and snap.kept:
+            snap.restore(span)  # the device's span (a task touches nothing outside it)
+            return span is None
+        wrote = getattr(self.device, "wrote_caller_arrays", None)
+        if wrote is not None and wrote():
+            names = ", ".join(sorted(snap.arrays)) if snap is not None else "the written arrays"
+            raise DeviceFault(
+                f"{what}; it had already written part of its results into the caller's "
+                f"arrays ({names}) and keep_inputs=False kept no copy to redo its share from, "
+                f"so {names} are partially processed: run again on fresh inputs with "
+                "keep_inputs=True (the default) or device='cpu'")
+        return whole
+
+    def _redo_on_cpu(self, whole: bool = False) -> None:
+        levels, y = self.levels, self.y
+        starts = {i: 0 for i in self.starts} if whole else self.starts
         K = levels[-1].index
         t0 = time.perf_counter()
         self.cpu.leaf(levels[K], starts[K], levels[K].size, self._shared)
@@ -158,8 +206,10 @@ class DeviceSplit:
                                          0.0, t0, t1))
 
     def abandon(self) -> None:
-        """An error ended the run elsewhere: leave nothing queued on the device."""
-        if self.active and not self.synced:
+        """An error ended the run elsewhere: leave nothing queued on the device, so that
+        nothing writes into the caller's arrays once the error leaves the run (the call
+        restores them next, :mod:`hpu._snapshot`)."""
+        if self._prepared:  # collected or not: an interrupted finish() may leave work queued
             self.device.cancel()
 
     # -- reporting -------------------------------------------------------------

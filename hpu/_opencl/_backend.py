@@ -11,15 +11,17 @@ device lifecycle :class:`hpu._driver.DeviceBackend` describes, driven by
 :class:`hpu._split.DeviceSplit`:
 
 ``prepare(levels, starts, y, span)``
-    keep the originals of what the device may write (for a CPU redo), then
-    upload the data span and the level arrays of levels ``y..K``;
+    upload the data span and the level arrays of levels ``y..K`` (the originals
+    a CPU redo needs are the call's :class:`~hpu._snapshot.Snapshot`, which the
+    split hands over as ``originals``: the device keeps no copy of its own);
 ``leaf`` / ``combine``
     enqueue a kernel over a task range (a failure is remembered, not raised);
 ``finish()``
     wait, then one download; raises :class:`~hpu._errors.DeviceFault` or
     :class:`~hpu._errors.StackOverflowError`;
 ``restore()`` / ``cancel()``
-    put the originals back before a CPU redo / leave nothing queued;
+    stop writing before the split puts the originals back for a CPU redo /
+    leave nothing queued;
 ``transfers()`` / ``event_seconds()``
     what moved and how long each kernel ran, for the Run.
 
@@ -34,7 +36,11 @@ Memory
 * With ``span=("lo", "hi")`` the device's data is exactly ``[min lo, max hi)``
   of its tasks at level y; without it, whole arrays go over and only the
   elements the device changed are written back (correct, because sibling
-  subproblems are independent).
+  subproblems are independent): which ones, against the call's snapshot of the
+  whole arrays.  With ``keep_inputs=False`` (no snapshot) the backend keeps what a
+  CPU redo needs itself: on a device working in place, a copy of its share (the
+  old cost of the device path); on one with its own memory nothing with a span
+  (the caller's arrays are untouched until the download), whole arrays without.
 * Devices that share the host's memory (PoCL, integrated GPUs) use the caller's
   arrays in place (``CL_MEM_USE_HOST_PTR``): zero copies.
 * ``HPU_INJECT_DEVICE_FAULT=1`` makes the device fail after its first enqueue
@@ -237,14 +243,18 @@ class OpenCLBackend:
         self.failed: str | None = None
         self.upload = _Transfer("host->device")
         self.download = _Transfer("device->host")
-        self._snapshots: dict[str, np.ndarray] = {}
+        #: the call's Snapshot (set by the split; None: keep_inputs=False or used alone)
+        self.originals = None
+        self._written: tuple[str, ...] = ()        # arrays the function may write
+        self._own: dict[str, np.ndarray] = {}      # originals kept here when none are given
+        self._wrote = False                        # the caller's arrays may have been written
         self._span = None
         self._pipelined = False
         self._deferred: dict[str, np.ndarray] = {}   # arrays uploaded chunk by chunk
 
     # -- setup -----------------------------------------------------------------
     def prepare(self, levels, starts: Mapping[int, int], y: int, span) -> None:
-        """Keep the device share's originals, then upload what the device needs.
+        """Upload what the device needs (the originals are the split's ``originals``).
 
         ``starts[i]`` is the first device task of level ``i`` (``y <= i <= K``);
         ``span`` is ``(base, end)`` of the device's data, or None for whole arrays.
@@ -263,10 +273,15 @@ class OpenCLBackend:
         if self._pipelined:
             self.tqueue = self._built.transfer_queue()
         t0 = time.perf_counter()
-        for name, arr in arrays.items():
-            if name in written:  # what the device may change, kept until it is done
-                lo, hi = (0, arr.size) if span is None else span
-                self._snapshots[name] = arr[lo:hi].copy()
+        self._written = tuple(n for n in arrays if n in written)
+        if self.originals is None or not self.originals.kept:  # keep_inputs=False
+            for name in self._written:
+                arr = arrays[name]
+                if self.unified:  # it works in place: its share's originals, for a CPU redo
+                    lo, hi = (0, arr.size) if span is None else span
+                    self._own[name] = arr[lo:hi].copy()
+                elif span is None:  # whole arrays: which elements it changed
+                    self._own[name] = arr.copy()
         try:
             for name, arr in arrays.items():
                 if name not in written and self.unified:
@@ -416,10 +431,9 @@ class OpenCLBackend:
     def _download_piece(self, lo: int, hi: int, after) -> None:
         if hi <= lo:
             return
-        for name in self.layout.arrays:
-            if name not in self._snapshots:  # never written by the function
-                continue
+        for name in self._written:
             arr = self.shared[name]
+            self._wrote = True
             ev = self._cl.enqueue_copy(self.tqueue, arr[lo:hi], self._bufs[name],
                                        src_offset=lo * arr.itemsize, is_blocking=False,
                                        wait_for=[after])
@@ -487,13 +501,12 @@ class OpenCLBackend:
 
     def _download(self) -> None:
         cl = self._cl
-        for name in self.layout.arrays:
-            if name not in self._snapshots:  # never written by the function
-                continue
+        for name in self._written:
             arr = self.shared[name]
             if self._span is not None:
                 lo, hi = self._span
                 if hi > lo and not self._pipelined:  # pipelined: already copied in pieces
+                    self._wrote = True
                     cl.enqueue_copy(self.queue, arr[lo:hi], self._bufs[name],
                                     src_offset=lo * arr.itemsize, is_blocking=True)
                     self.download.nbytes += (hi - lo) * arr.itemsize
@@ -501,10 +514,13 @@ class OpenCLBackend:
             got = np.empty_like(arr)
             cl.enqueue_copy(self.queue, got, self._bufs[name], is_blocking=True)
             self.download.nbytes += arr.nbytes
-            changed = got != self._snapshots[name]
+            was = self._original(name)
+            changed = got != was
             if arr.dtype.kind == "f":  # NaN == NaN for "unchanged"
-                changed &= ~(np.isnan(got) & np.isnan(self._snapshots[name]))
+                changed &= ~(np.isnan(got) & np.isnan(was))
+            self._wrote = True
             arr[changed] = got[changed]
+            self._own.pop(name, None)
         lv = self._levels[self._y]
         s = self._starts[self._y]
         for k, res in enumerate(lv.results):
@@ -526,13 +542,31 @@ class OpenCLBackend:
         """Leave nothing queued (an error elsewhere ended the run); never raises."""
         self._drain()
 
-    def restore(self) -> None:
-        """Put the device share's original data back (before a CPU redo)."""
-        self._drain()  # a broken queue must not stop the restore
-        for name, snap in self._snapshots.items():
-            arr = self.shared[name]
-            lo, hi = (0, arr.size) if self._span is None else self._span
-            arr[lo:hi] = snap
+    def restore(self) -> bool:
+        """Stop writing before a CPU redo: the split then puts the device share's original
+        data back from the call's snapshot (:mod:`hpu._snapshot`).  Without one
+        (``keep_inputs=False``) a device working in place puts back its own copy of its
+        share; True when that was whole arrays (the CPU's share included: redo it too)."""
+        self._drain()  # nothing may land in the caller's arrays after this
+        whole = False
+        if self.unified and self._own:
+            for name, copy in self._own.items():
+                arr = self.shared[name]
+                lo, hi = (0, arr.size) if self._span is None else self._span
+                arr[lo:hi] = copy
+            whole = self._span is None
+        self._own.clear()
+        return whole
+
+    def wrote_caller_arrays(self) -> bool:
+        """Whether a download into the caller's arrays began (a device with its own memory)
+        that no copy can undo: without the call's snapshot, its failure cannot be redone."""
+        return self._wrote
+
+    def _original(self, name: str):
+        """The whole original of written array ``name``, or None where none is kept."""
+        got = None if self.originals is None else self.originals.original(name)
+        return self._own.get(name) if got is None else got
 
     def event_seconds(self) -> dict:
         out = {}
