@@ -83,12 +83,14 @@ def test_a_second_process_finds_the_cache_and_compiles_nothing(tmp_path):
     (src / "cached_sort.py").write_text(MODULE)
     cache = tmp_path / "cache"
     cold = _child(src, cache)
-    assert cold["writes"] == 1 and cold["hits"] == 0 and cold["numba_misses"] >= 1
+    # two modules: the type-independent one (typing) and the signature's CPU module (whose
+    # solver switches to a growable stack in deep recursions)
+    assert cold["writes"] == 2 and cold["hits"] == 0 and cold["numba_misses"] >= 1
     files = _files(cache)
     assert any(name.endswith(".py") for name in files)
     assert any(name.endswith(".nbi") for name in files)  # Numba's index, next to the module
     warm = _child(src, cache)
-    assert warm["writes"] == 0 and warm["hits"] == 1
+    assert warm["writes"] == 0 and warm["hits"] == 2
     assert warm["numba_misses"] == 0
     assert _files(cache) == files  # nothing new written, nothing rewritten
     print(f"\nfirst call, n=1000 mergesort: cold cache {cold['first_call_s']:.2f} s, "
@@ -98,7 +100,7 @@ def test_a_second_process_finds_the_cache_and_compiles_nothing(tmp_path):
     module = next(cache.glob("generated/*.py"))
     module.write_text("this is not python (\n")
     again = _child(src, cache)
-    assert again["writes"] == 1 and again["hits"] == 0
+    assert again["writes"] == 1 and again["hits"] == 1
 
 
 def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
@@ -355,6 +357,8 @@ def test_the_translation_record_gives_what_the_translator_gives(monkeypatch, tmp
     for got in (first, second):
         assert got.source == fresh.source and got.kernels == fresh.kernels
         assert (got.uses_fp64, got.fp64_first_use) == (fresh.uses_fp64, fresh.fp64_first_use)
+        # the error channel's texts: a device error names the user's line after a record hit
+        assert got.sites == fresh.sites and fresh.sites
     # another depth is another key
     monkeypatch.setattr(_levels, "_cache", {})
     assert _build.translated_levels(program, shared, 8).source != fresh.source

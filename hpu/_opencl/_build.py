@@ -176,16 +176,19 @@ def _translation_key(program, shared, depth: int) -> dict:
     from hpu._cache import _versions, module_name
     from hpu._opencl._levels import _signature_key
 
-    source, kinds, depth = _signature_key(program, shared, depth)
+    # every part of the in-memory key (the checked modes too: bounds, the error channel)
+    source, kinds, depth, *modes = _signature_key(program, shared, depth)
     return {"iter_source": hashlib.sha256(source.encode()).hexdigest(),
             "module": module_name(source, f"{program.spec.name}_iter"),
             "kinds": [list(k) for k in kinds], "depth": depth,
+            "modes": [repr(m) for m in modes],
             "translator": _translator_hash(), "versions": _versions()}
 
 
 def _to_record(translated) -> dict:
     return {"source": translated.source, "uses_fp64": bool(translated.uses_fp64),
             "fp64_first_use": translated.fp64_first_use,
+            "sites": [str(t) for t in translated.sites],
             "kernels": {name: [[p.name, p.kind, p.dtype.str, p.array] for p in params]
                         for name, params in translated.kernels.items()}}
 
@@ -202,6 +205,9 @@ def _from_record(value):
                                     for n, k, dt, a in params)
                    for name, params in value["kernels"].items()}
         source, fp64, first = value["source"], value["uses_fp64"], value["fp64_first_use"]
+        sites = value["sites"]
+        if not isinstance(sites, list) or not all(isinstance(t, str) for t in sites):
+            return None
         if not isinstance(source, str) or not isinstance(fp64, bool) or not all(
                 p.kind in ("array", "length", "scalar", "start", "stop")
                 for params in kernels.values() for p in params):
@@ -213,7 +219,7 @@ def _from_record(value):
     # ``functions`` (the per-function typing) is not kept: the level backend reads only
     # the source and the kernels' parameters
     return TranslatedProgram(source=source, functions={}, kernels=kernels, uses_fp64=fp64,
-                             fp64_first_use=first)
+                             fp64_first_use=first, sites=tuple(sites))
 
 
 def translated_levels(program, shared, depth: int):
