@@ -356,6 +356,17 @@ class DivideAndConquer:
             from hpu._dask import run_on_cluster
 
             return run_on_cluster(self, program, values, options=o)
+        try:
+            return self._run_once(o, values, program)
+        except BaseException as err:
+            # deeper than native recursion may go: the arrays are back as they were, so the
+            # call runs again with the solver that continues on a growable stack
+            if not (program.could_go_deeper(err) and o["keep_inputs"]):
+                raise
+        program.go_deep()
+        return self._run_once(o, values, program)
+
+    def _run_once(self, o, values, program) -> Run:
         from hpu._snapshot import Snapshot
 
         # the caller's arrays as they were, put back on any exception (hpu._snapshot)

@@ -66,33 +66,58 @@ class Program:
     boundscheck: bool | None = None
     _iter: dict = field(default_factory=dict, repr=False)
     _cpu: Any = field(default=None, repr=False)
+    #: a recursion of this specialisation went deeper than the native depth (see cpu_module)
+    deep: bool = field(default=False, repr=False)
     _lock: Any = field(default_factory=threading.Lock, repr=False)
 
     @property
     def function(self):
         """The user's recursive function compiled by Numba (one core): ``.sequential``.
 
-        From :attr:`cpu_module`: native recursion that continues deep subtrees
-        on an explicit stack, so ``.sequential`` stays "the plain function on
-        one core" and succeeds (or raises ``HpuRecursionError``) exactly where
-        the CPU backend does.
+        From :attr:`deep_module`: native recursion that continues deep subtrees
+        on an explicit stack, so ``.sequential`` stays "the plain function on one
+        core" and succeeds (or raises ``HpuRecursionError``) where the runs do.
         """
-        return getattr(self.cpu_module, self.spec.name)
+        return getattr(self.deep_module, self.spec.name)
 
     @property
     def cpu_module(self):
-        """The module the CPU backend runs (:func:`hpu._codegen.cpu_source`), loaded once.
+        """The module the CPU backend runs.
 
-        :attr:`module` (type-independent) serves type inference; this one is
-        generated from its types and holds the same drivers plus the
-        growable-stack solver that deep recursions switch to.
+        The type-independent core module (:attr:`module`: native recursion,
+        which stops at :data:`hpu._guard.NATIVE_DEPTH` calls) until a run of
+        this specialisation went deeper (:meth:`go_deep`); then
+        :attr:`deep_module`.  Its growable-stack solver costs seconds of
+        compilation (as much as the rest of the module), which a function whose
+        recursion is never that deep (every balanced split) must not pay.
         """
+        return self.deep_module if self.deep else self.module
+
+    @property
+    def deep_module(self):
+        """:func:`hpu._codegen.cpu_source`, loaded once: the core module's drivers with a
+        recursive function that continues deep subtrees on a growable explicit stack."""
         with self._lock:
             if self._cpu is None:
                 self._cpu = load_module(cpu_source(self.spec, self.closure, self.layout,
                                                    self.types, self.boundscheck),
                                         f"{self.spec.name}_cpu")
             return self._cpu
+
+    def could_go_deeper(self, err: BaseException) -> bool:
+        """Whether ``err`` is the core module's stop at the native depth while the
+        limit (:func:`hpu._guard.depth_limits`) lets a run go deeper."""
+        from hpu._codegen import frame_bytes
+        from hpu._errors import HpuRecursionError
+        from hpu._guard import NATIVE_DEPTH, depth_limits
+
+        return (isinstance(err, HpuRecursionError) and not self.deep
+                and depth_limits(frame_bytes(self.layout, self.types))[1] > NATIVE_DEPTH)
+
+    def go_deep(self) -> None:
+        """From now on run the module whose recursion continues on a growable stack."""
+        self.deep = True
+        self.__dict__.pop("_cpu_backends", None)  # hpu._hybrid.cpu_backend's, on the old module
 
     def iter_source(self, depth: int = DEFAULT_DEPTH) -> str:
         return iter_source(self.spec, self.closure, self.layout, self.types, depth)

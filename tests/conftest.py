@@ -20,9 +20,16 @@ import shutil
 import tempfile
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 _made: list[str] = []
+
+# Hypothesis's "explain" phase traces every line run while it re-runs a failing example:
+# through Numba's compiler that turns a failure found in seconds into tens of minutes.
+# Without it a failure is still found, shrunk and reported, only not annotated.
+settings.register_profile(
+    "hpu-default", phases=[p for p in Phase if p is not Phase.explain])
+settings.load_profile("hpu-default")
 
 settings.register_profile(
     "hpu-compiles",
