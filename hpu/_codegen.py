@@ -199,7 +199,7 @@ class _Checked(ast.NodeTransformer):
 
     def __init__(self, filename: str, line: int | None = None, context: str = "",
                  bounds: bool = False, arrays: tuple[str, ...] = (),
-                 sites: list[str] | None = None):
+                 sites: list[str] | None = None, stores: tuple[str, ...] = ()):
         #: the module's ``hpu__SITES``: each check carries an index into it, not the
         #: text (passing a string per call would cost more than the check itself)
         self.sites = sites if sites is not None else []
@@ -209,6 +209,9 @@ class _Checked(ast.NodeTransformer):
         #: bounds-checked mode: ``a[i]`` -> ``a[hpu__ix(i, len(a), "file:line: a[i]")]``
         self.bounds = bounds
         self.arrays = set(arrays)
+        #: names whose ``x[i] = v`` stores go through ``hpu__store`` without being known
+        #: arrays (a helper's parameters: ``hpu__store`` is free unless an int array gets a float)
+        self.stores = set(stores) | self.arrays
 
     def visit_Subscript(self, node):
         where = self._where(node)
@@ -234,7 +237,7 @@ class _Checked(ast.NodeTransformer):
         (a float into an int array raises as ``int(x)``; anything else is free)."""
         t = node.targets[0] if len(node.targets) == 1 else None
         if not (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
-                and t.value.id in self.arrays and not isinstance(t.slice, (ast.Slice, ast.Tuple))):
+                and t.value.id in self.stores and not isinstance(t.slice, (ast.Slice, ast.Tuple))):
             return self.generic_visit(node)
         where = self._where(t)
         self.generic_visit(node)
@@ -350,7 +353,11 @@ def hpu__round(x, site__):
 
 def _checked_source(tree, filename: str, line: int | None = None, context: str = "",
                     bounds: bool = False, sites: list[str] | None = None) -> str:
-    checker = _Checked(filename, line, context, bounds, sites=sites)
+    """A helper's checked source: its parameters' stores too (a float into an int array
+    parameter raises as into the function's own arrays)."""
+    params = tuple(a.arg for f in tree.body if isinstance(f, ast.FunctionDef)
+                   for a in f.args.posonlyargs + f.args.args + f.args.kwonlyargs)
+    checker = _Checked(filename, line, context, bounds, sites=sites, stores=params)
     return ast.unparse(checker.visit(copy.deepcopy(tree)))
 
 

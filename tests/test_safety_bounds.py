@@ -202,3 +202,42 @@ def test_device_bounds_in_a_child_process(tmp_path):
                          cwd=os.path.dirname(os.path.dirname(HERE)))
     assert out.returncode == 0, (out.returncode, out.stdout[-3000:], out.stderr[-2000:])
     assert " passed" in out.stdout and "skipped" not in out.stdout.splitlines()[-1], out.stdout[-500:]
+
+
+# ----------------------------------------------- a float stored into a helper's int array
+
+def put_twice(out, i, v):
+    out[i] = v * 2.0   # LINE_HELPER_STORE
+
+
+@hpu.divide_and_conquer(b=2, cost="1")
+def stores_in_helper(x, out, lo, hi):
+    if hi - lo == 1:
+        put_twice(out, lo, x[lo])
+        return
+    mid = (lo + hi) // 2
+    stores_in_helper(x, out, lo, mid)
+    stores_in_helper(x, out, mid, hi)
+
+
+@pytest.mark.parametrize("path, kw", PATHS)
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), 1e19, -1e300])
+def test_a_bad_float_stored_into_a_helpers_int_array_raises(path, kw, bad):
+    x = np.linspace(-50.7, 50.7, 33)
+    out = np.zeros(33, np.int64)
+    ref = np.zeros(33, np.int64)
+    _call(stores_in_helper, (x, out, 0, 33), path, kw)
+    stores_in_helper.py_func(x, ref, 0, 33)
+    assert (out == ref).all()  # in range: truncated, as NumPy does
+    x[7] = bad
+    try:
+        stores_in_helper.py_func(x, np.zeros(33, np.int64), 0, 33)
+    except (ValueError, OverflowError) as e:
+        python = type(e)
+    else:
+        raise AssertionError("NumPy accepted a bad float")
+    with pytest.raises(python) as err:
+        _call(stores_in_helper, (x, out, 0, 33), path, kw)
+    # a helper's sites carry its def line (as test_a_helper_names_itself's)
+    assert str(err.value).startswith(
+        f"{HERE}:{_line('LINE_HELPER_STORE') - 1}: in put_twice(): out[i]: cannot convert")
