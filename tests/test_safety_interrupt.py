@@ -54,6 +54,8 @@ SCRIPT = textwrap.dedent('''
     want = T.slow_sum.py_func(small, 0, len(small), 10)
     assert T.slow_sum.run(small, 0, len(small), 10, device=device, **kw).value == want
     big = np.arange(1 << 16)
+    # the same plan and drivers once, quickly: nothing is left to compile when the signal comes
+    T.slow_sum.run(big, 0, len(big), 1, device=device, K=12, **kw)
     print("go", flush=True)
     try:
         # minutes in all, in 4096 leaf tasks of well under a second each (K=12)
@@ -81,8 +83,12 @@ def test_ctrl_c_stops_a_long_run_promptly_and_the_process_stays_usable(device, k
         time.sleep(1.0)
         sent = time.time()
         proc.send_signal(signal.SIGINT)
-        got = json.loads(proc.stdout.readline())
-        again = json.loads(proc.stdout.readline())
+        line = proc.stdout.readline()
+        assert line, ("the child ended without a report", proc.stderr.read()[-3000:])
+        got = json.loads(line)
+        line = proc.stdout.readline()
+        assert line, ("the child ended after the interrupt", proc.stderr.read()[-3000:])
+        again = json.loads(line)
         proc.wait(timeout=120)
     finally:
         if proc.poll() is None:
