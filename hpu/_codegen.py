@@ -815,6 +815,64 @@ def cpu_source(spec: DCSpec, closure: Closure, lay: Layout, types: Types,
     return "\n".join(head) + "\n" + w.text()
 
 
+def _stack_loop(w: _Writer, spec: DCSpec, lay: Layout, full) -> None:
+    """The explicit-stack loop of both iterative solvers (``solve_iter``, ``solve__grow``).
+
+    Emitted once the stacks exist; ``full()`` emits, at indent 3, what a frame about to
+    push a child does when the stack is full (stop with ``err__``, or grow the stacks).
+    """
+    A, r = lay.a, lay.result_arity
+    w("st__next[0] = 1", 1)
+    for v in lay.varying:
+        w(f"st__{v}[1] = {v}", 1)
+    w("st__next[1] = 0", 1)
+    w("d__ = 1", 1)
+    w("while d__ > 0:", 1)
+    for v in lay.varying:
+        w(f"{v} = st__{v}[d__]", 2)
+    w("s__ = st__next[d__]", 2)
+    w(f"slot__ = (d__ - 1) * {A} + st__next[d__ - 1] - 1  # where this frame's result goes", 2)
+    w("if s__ == 0:", 2)
+    w("ret__ = False", 3)
+    w("for once__ in range(1):", 3)
+    check = _returns_to_breaks([copy.deepcopy(s) for s in spec.check], r, "cr__", "slot__", "ret__")
+    w.user(check, 4)
+    w("if ret__:", 3)
+    w("d__ -= 1  # a base case: solved", 4)
+    w("continue", 4)
+    w.user([copy.deepcopy(s) for s in spec.divide], 3)
+    for j, c in enumerate(spec.calls):
+        w(f"# child {j + 1}: line {c.lineno}: {spec.line(c.lineno)}", 3)
+        for k, p in enumerate(lay.params):
+            if p in lay.varying:
+                w(f"ch__{p}[d__ * {A} + {j}] = {ast.unparse(c.args[k])}", 3)
+    for name in lay.carried:
+        w(f"st__{name}[d__] = {name}", 3)
+    w(f"if s__ < {A}:", 2)
+    full()
+    for v in lay.varying:
+        w(f"st__{v}[d__ + 1] = ch__{v}[d__ * {A} + s__]", 3)
+    w("st__next[d__] = s__ + 1", 3)
+    w("st__next[d__ + 1] = 0", 3)
+    w("d__ += 1", 3)
+    w("continue", 3)
+    w("# every child is solved: combine", 2)
+    for name in lay.carried:
+        w(f"{name} = st__{name}[d__]", 2)
+    for j, c in enumerate(spec.calls):
+        names = c.targets if len(c.targets) == max(r, 1) else ()
+        for k, t in enumerate(names):
+            w(f"{t} = cr__{k}[d__ * {A} + {j}]", 2)
+    w("ret__ = False", 2)
+    w("for once__ in range(1):", 2)
+    combine = _returns_to_breaks([copy.deepcopy(s) for s in spec.combine], r, "cr__", "slot__",
+                                 "ret__")
+    w.user(combine, 3)
+    if not combine:
+        w("pass", 3)
+    w("d__ -= 1", 2)
+
+
 def _grow_solver(w: _Writer, spec: DCSpec, lay: Layout, types: Types, limit: int,
                  fbytes: int) -> None:
     """Emit ``solve__grow(<params>, depth0__)``: the subtree of a call at depth ``depth0__``.
@@ -846,63 +904,18 @@ def _grow_solver(w: _Writer, spec: DCSpec, lay: Layout, types: Types, limit: int
     w(f"cap__ = min(64, {limit} - depth0__)  # frames 1..cap__; slot 0 gets the result", 1)
     for name, per, dt in stacks:
         w(f"{name} = np.empty((cap__ + 1) * {per}, {_dtype_expr(dt)})", 1)
-    w("st__next[0] = 1", 1)
-    for v in lay.varying:
-        w(f"st__{v}[1] = {v}", 1)
-    w("st__next[1] = 0", 1)
-    w("d__ = 1", 1)
-    w("while d__ > 0:", 1)
-    for v in lay.varying:
-        w(f"{v} = st__{v}[d__]", 2)
-    w("s__ = st__next[d__]", 2)
-    w(f"slot__ = (d__ - 1) * {A} + st__next[d__ - 1] - 1  # where this frame's result goes", 2)
-    w("if s__ == 0:", 2)
-    w("ret__ = False", 3)
-    w("for once__ in range(1):", 3)
-    check = _returns_to_breaks([copy.deepcopy(s) for s in spec.check], r, "cr__", "slot__", "ret__")
-    w.user(check, 4)
-    w("if ret__:", 3)
-    w("d__ -= 1  # a base case: solved", 4)
-    w("continue", 4)
-    w.user([copy.deepcopy(s) for s in spec.divide], 3)
-    for j, c in enumerate(spec.calls):
-        w(f"# child {j + 1}: line {c.lineno}: {spec.line(c.lineno)}", 3)
-        for k, p in enumerate(lay.params):
-            if p in lay.varying:
-                w(f"ch__{p}[d__ * {A} + {j}] = {ast.unparse(c.args[k])}", 3)
-    for name in lay.carried:
-        w(f"st__{name}[d__] = {name}", 3)
-    w(f"if s__ < {A}:", 2)
-    w("if d__ == cap__:  # full: double the stack, or stop at the limit", 3)
-    w(f"if depth0__ + d__ >= {limit}:", 4)
-    w(f"raise hpu__RecursionError({msg!r})", 5)
-    w(f"new__ = min(2 * cap__, {limit} - depth0__)", 4)
-    for name, per, dt in stacks:
-        w(f"grown__{name} = np.empty((new__ + 1) * {per}, {_dtype_expr(dt)})", 4)
-        w(f"grown__{name}[:(cap__ + 1) * {per}] = {name}", 4)
-        w(f"{name} = grown__{name}", 4)
-    w("cap__ = new__", 4)
-    for v in lay.varying:
-        w(f"st__{v}[d__ + 1] = ch__{v}[d__ * {A} + s__]", 3)
-    w("st__next[d__] = s__ + 1", 3)
-    w("st__next[d__ + 1] = 0", 3)
-    w("d__ += 1", 3)
-    w("continue", 3)
-    w("# every child is solved: combine", 2)
-    for name in lay.carried:
-        w(f"{name} = st__{name}[d__]", 2)
-    for j, c in enumerate(spec.calls):
-        names = c.targets if len(c.targets) == max(r, 1) else ()
-        for k, t in enumerate(names):
-            w(f"{t} = cr__{k}[d__ * {A} + {j}]", 2)
-    w("ret__ = False", 2)
-    w("for once__ in range(1):", 2)
-    combine = _returns_to_breaks([copy.deepcopy(s) for s in spec.combine], r, "cr__", "slot__",
-                                 "ret__")
-    w.user(combine, 3)
-    if not combine:
-        w("pass", 3)
-    w("d__ -= 1", 2)
+    def full():
+        w("if d__ == cap__:  # full: double the stack, or stop at the limit", 3)
+        w(f"if depth0__ + d__ >= {limit}:", 4)
+        w(f"raise hpu__RecursionError({msg!r})", 5)
+        w(f"new__ = min(2 * cap__, {limit} - depth0__)", 4)
+        for name, per, dt in stacks:
+            w(f"grown__{name} = np.empty((new__ + 1) * {per}, {_dtype_expr(dt)})", 4)
+            w(f"grown__{name}[:(cap__ + 1) * {per}] = {name}", 4)
+            w(f"{name} = grown__{name}", 4)
+        w("cap__ = new__", 4)
+
+    _stack_loop(w, spec, lay, full)
     if r == 1:
         w("return cr__0[0]", 1)
     elif r > 1:
@@ -952,57 +965,12 @@ def iter_source(spec: DCSpec, closure: Closure, lay: Layout, types: Types,
         w(f"cr__{k} = np.empty({slots}, {_dtype_expr(types.results[k])})"
           f"  # results, {A} per frame", 1)
     w(f"st__next = np.empty({frames}, np.int64)  # next child to start; {A}: combine", 1)
-    w("st__next[0] = 1", 1)
-    for v in lay.varying:
-        w(f"st__{v}[1] = {v}", 1)
-    w("st__next[1] = 0", 1)
-    w("d__ = 1", 1)
-    w("while d__ > 0:", 1)
-    for v in lay.varying:
-        w(f"{v} = st__{v}[d__]", 2)
-    w("s__ = st__next[d__]", 2)
-    w(f"slot__ = (d__ - 1) * {A} + st__next[d__ - 1] - 1  # where this frame's result goes", 2)
-    w("if s__ == 0:", 2)
-    w("ret__ = False", 3)
-    w("for once__ in range(1):", 3)
-    check = _returns_to_breaks([copy.deepcopy(s) for s in spec.check], r, "cr__", "slot__", "ret__")
-    w.user(check, 4)
-    w("if ret__:", 3)
-    w("d__ -= 1  # a base case: solved", 4)
-    w("continue", 4)
-    w.user([copy.deepcopy(s) for s in spec.divide], 3)
-    for j, c in enumerate(spec.calls):
-        w(f"# child {j + 1}: line {c.lineno}: {spec.line(c.lineno)}", 3)
-        for k, p in enumerate(lay.params):
-            if p in lay.varying:
-                w(f"ch__{p}[d__ * {A} + {j}] = {ast.unparse(c.args[k])}", 3)
-    for name in lay.carried:
-        w(f"st__{name}[d__] = {name}", 3)
-    w(f"if s__ < {A}:", 2)
-    w(f"if d__ == {depth}:", 3)
-    w("err__[0] = 1  # deeper than the stack", 4)
-    w("return", 4)
-    for v in lay.varying:
-        w(f"st__{v}[d__ + 1] = ch__{v}[d__ * {A} + s__]", 3)
-    w("st__next[d__] = s__ + 1", 3)
-    w("st__next[d__ + 1] = 0", 3)
-    w("d__ += 1", 3)
-    w("continue", 3)
-    w("# every child is solved: combine", 2)
-    for name in lay.carried:
-        w(f"{name} = st__{name}[d__]", 2)
-    for j, c in enumerate(spec.calls):
-        names = c.targets if len(c.targets) == max(r, 1) else ()
-        for k, t in enumerate(names):
-            w(f"{t} = cr__{k}[d__ * {A} + {j}]", 2)
-    w("ret__ = False", 2)
-    w("for once__ in range(1):", 2)
-    combine = _returns_to_breaks([copy.deepcopy(s) for s in spec.combine], r, "cr__", "slot__",
-                                 "ret__")
-    w.user(combine, 3)
-    if not combine:
-        w("pass", 3)
-    w("d__ -= 1", 2)
+    def full():
+        w(f"if d__ == {depth}:", 3)
+        w("err__[0] = 1  # deeper than the stack", 4)
+        w("return", 4)
+
+    _stack_loop(w, spec, lay, full)
     for k in range(r):
         w(f"res__{k}[ridx__] = cr__{k}[0]", 1)
     w("")
