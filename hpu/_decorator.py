@@ -78,6 +78,16 @@ __all__ = ["divide_and_conquer", "DivideAndConquer", "Configured", "DEVICES", "D
 ENV_DISABLE = "HPU_DISABLE"
 
 
+def _default_options() -> dict:
+    from hpu._options import check_options
+
+    return check_options({}, "run")
+
+
+#: The options of a plain call, checked once (nothing in a run changes them).
+_DEFAULT_OPTIONS = _default_options()
+
+
 def _disabled() -> bool:
     return os.environ.get(ENV_DISABLE, "").strip().lower() not in ("", "0", "false", "no", "off")
 
@@ -242,7 +252,7 @@ class DivideAndConquer:
         caller = sys._getframe(1).f_code
         if caller is self.py_func.__code__ or _disabled():
             return self.py_func(*args, **kwargs)  # plain recursion inside the original
-        return self._run({}, args, kwargs).value
+        return self._run({}, args, kwargs, _DEFAULT_OPTIONS).value
 
     def sequential(self, *args, **kwargs):
         """The original compiled by Numba, on one core (004's baseline); returns its value."""
@@ -330,11 +340,11 @@ class DivideAndConquer:
         opts, user = self._split(kwargs, "run")
         return self._run(opts, args, user)
 
-    def _run(self, options, args, kwargs) -> Run:
+    def _run(self, options, args, kwargs, checked=None) -> Run:
         # no helper frame between the caller and the backends: warnings' stacklevels count
         from hpu._options import check_options
 
-        o = check_options(options, f"{self.__name__}.run")
+        o = checked if checked is not None else check_options(options, f"{self.__name__}.run")
         if _disabled():
             t0 = time.perf_counter()
             value = self.py_func(*args, **kwargs)
@@ -399,6 +409,9 @@ class DivideAndConquer:
                 raise
         if user_error is not None:
             raise user_error
+        from hpu._overheads import observe
+
+        observe(run)  # what a parallel region costs now (hpu._overheads)
         if os.environ.get("HPU_TRACE"):  # trace every run into that folder (hpu._trace)
             from hpu._trace import trace_env
 
@@ -481,7 +494,8 @@ class Configured:
     def __init__(self, base: DivideAndConquer, options: dict):
         from hpu._options import check_options
 
-        check_options(options, f"{base.__name__}.options")
+        # checked once here; every call reuses the result (the values cannot change)
+        self._checked = check_options(options, f"{base.__name__}.options")
         self._base = base
         self._opts = dict(options)
         self.py_func = base.py_func
@@ -503,11 +517,11 @@ class Configured:
     def __call__(self, *args, **kwargs):
         if _disabled():
             return self.py_func(*args, **kwargs)
-        return self._base._run(self._opts, args, kwargs).value
+        return self._base._run(self._opts, args, kwargs, self._checked).value
 
     def run(self, *args, **kwargs) -> Run:
         """Run with the configured options; every keyword is the function's."""
-        return self._base._run(self._opts, args, kwargs)
+        return self._base._run(self._opts, args, kwargs, self._checked)
 
     def plan(self, *args, **kwargs):
         """The plan a run with the configured options executes."""

@@ -34,15 +34,38 @@ calibration stores them in the profile (``parallel_level_s``,
 (a ``device="cpu"`` plan reads no profile): they are quiet-machine figures of
 a 2-core x86 host and err towards parallel runs, so a big problem is never
 kept on one thread by them.
+
+A shared machine is the normal case
+-----------------------------------
+
+A parallel region costs microseconds on an idle machine and milliseconds on a
+busy one: every worker must get a time slice before the join, and with other
+processes on the cores that is a scheduler quantum.  Measured on a 2-core VM at
+load 2, sorting 4096 keys with one parallel level took 2.7 ms where one task
+took 0.64 ms.  No calibration taken earlier can know the load of the moment, so
+:func:`observe` watches the process's own small CPU runs: what each parallel
+region cost beyond the plan's predicted work (the run's wall time less the
+work and the phases' bookkeeping, per region).  The median of the last few
+seconds' observations, when it exceeds the calibrated figure, prices the next
+plans' regions (:func:`effective`), so that under load small problems take the
+small path, and when the load goes the observations expire and the calibrated
+figure returns.  The plan's ``reason`` gives the figure it used.
+``HPU_OBSERVE_OVERHEADS=0`` turns the observation off (the test suite does, so
+that a test's plan does not depend on the tests before it).
 """
 from __future__ import annotations
 
+import math
+import os
 import statistics
+import threading
 import time
+from collections import deque
 from typing import Mapping
 
 __all__ = ["DEFAULTS", "SERIAL_EXPAND_TASKS", "Overheads", "measure", "serial_levels",
-           "small_plan_reason", "overheads_of", "measure_quietly", "run_seconds"]
+           "small_plan_reason", "overheads_of", "measure_quietly", "run_seconds", "observe",
+           "effective", "OBSERVE_WINDOW_S", "OBSERVE_BELOW_S"]
 
 #: Count and fill phases with fewer tasks than this run on the calling thread: each task
 #: is a few loads and stores, so a parallel region would cost more than the tasks.
@@ -92,6 +115,93 @@ def overheads_of(profile=None) -> Overheads:
     return Overheads(parallel_level_s=getattr(profile, "parallel_level_s", None),
                      device_launch_s=getattr(profile, "device_launch_s", None),
                      seconds_per_unit=getattr(profile, "cpu_seconds_per_element", None))
+
+
+#: Observations older than this (seconds) no longer count: the load they saw has passed.
+OBSERVE_WINDOW_S = 10.0
+#: Runs longer than this are not observed: their fixed costs are lost in the work's noise,
+#: and the decisions the observations drive concern small problems.
+OBSERVE_BELOW_S = 0.05
+#: (time.monotonic(), seconds per parallel region beyond the predicted work)
+_observed: deque = deque(maxlen=16)
+_observed_lock = threading.Lock()
+#: id(plan) -> plan, of the plans that have run once (kept alive so that ids are not reused)
+_first_runs: dict = {}
+
+
+def observing() -> bool:
+    """Whether runs are observed (``HPU_OBSERVE_OVERHEADS=0`` turns it off, e.g. where
+    plans must not depend on what ran before: the test suite)."""
+    return os.environ.get("HPU_OBSERVE_OVERHEADS", "1") not in ("0", "")
+
+
+def _regions(plan) -> int:
+    K = plan.cutoff_level or 0
+    serial = set(getattr(plan, "serial_levels", ()) or ())
+    return sum(1 for i in range(K + 1) if i not in serial)
+
+
+def observe(run, ov: Overheads | None = None) -> float | None:
+    """Record what the parallel regions of a finished CPU run cost beyond its plan's
+    predicted work (see the module docstring); the figure, or None when the run says
+    nothing about them (no plan, the device used, no parallel region, a long run)."""
+    if not observing():
+        return None
+    plan = getattr(run, "plan", None)
+    seconds = getattr(run, "seconds", None)
+    if plan is None or seconds is None or plan.uses_device or not plan.cutoff_level:
+        return None
+    if seconds > OBSERVE_BELOW_S or getattr(run, "fallbacks", None):
+        return None
+    regions = _regions(plan)
+    if regions == 0:
+        return None
+    with _observed_lock:
+        # a plan's first run pays its drivers' first calls (the thread pool's start, code
+        # loaded from the cache): that is not what a region costs
+        if id(plan) not in _first_runs:
+            if len(_first_runs) > 256:
+                _first_runs.clear()
+            _first_runs[id(plan)] = plan
+            return None
+    ov = ov or Overheads()
+    K = plan.cutoff_level
+    work = plan.predicted_time * _seconds(plan, ov)
+    excess = max(0.0, (seconds - work - (3 * K + 1) * ov.phase_s) / regions)
+    with _observed_lock:
+        _observed.append((time.monotonic(), excess))
+    return excess
+
+
+def _recent(now: float | None = None) -> float | None:
+    """The median cost per region of the last :data:`OBSERVE_WINDOW_S` seconds' runs
+    (at least two of them), or None."""
+    now = time.monotonic() if now is None else now
+    with _observed_lock:
+        xs = [x for t, x in _observed if now - t <= OBSERVE_WINDOW_S]
+    if len(xs) < 2:
+        return None
+    return statistics.median(xs)
+
+
+def _round_up_pow2_us(seconds: float) -> float:
+    """``seconds`` rounded up to a power of two of microseconds: observations that differ
+    by noise give the same Overheads, so the cached plans are reused."""
+    us = max(math.ceil(seconds * 1e6), 1)
+    return float(1 << (us - 1).bit_length()) * 1e-6
+
+
+def effective(ov: Overheads) -> Overheads:
+    """``ov`` with its parallel region priced at what this process's recent runs saw,
+    when that is more (see the module docstring)."""
+    seen = _recent() if observing() else None
+    if seen is None:
+        return ov
+    seen = _round_up_pow2_us(seen)
+    if seen <= ov.parallel_level_s:
+        return ov
+    return Overheads(phase_s=ov.phase_s, parallel_level_s=seen,
+                     device_launch_s=ov.device_launch_s, seconds_per_unit=ov.seconds_per_unit)
 
 
 def _median_seconds(call, repeats: int) -> float:
@@ -177,24 +287,32 @@ def serial_levels(plan, ov: Overheads) -> tuple[int, ...]:
     K = plan.cutoff_level
     if K is None:
         return ()
+    out = []
+    for i, saved in _saved_by_threads(plan, ov):
+        if saved is None or saved < ov.parallel_level_s:
+            out.append(i)
+    return tuple(out)
+
+
+def _saved_by_threads(plan, ov: Overheads):
+    """``(level, seconds)`` for levels ``0..K``: what running the level's CPU phase on
+    ``p`` threads saves over the calling thread, ``work·(1 − 1/min(p, tasks))`` (None for
+    a level of one task).  Stops where the model's tree does (a given K below it)."""
+    K = plan.cutoff_level or 0
     unit = _seconds(plan, ov)
     p = max(float(plan.p), 1.0)
-    out = []
     for i in range(0, K + 1):
         if i >= len(plan.tasks) or i >= len(plan.levels):
             break  # a given K below the model's tree: the real tree decides, in parallel
         tasks = plan.tasks[i][0]
         if tasks <= 1:
-            out.append(i)
+            yield i, None
             continue
         if i < K:
             per_task = plan.levels[i].work / max(plan.levels[i].tasks, 1.0)
         else:  # the cut-off level solves subtrees: the work below it, per task
             per_task = (sum(lv.work for lv in plan.levels[K:])) / float(plan.a) ** K
-        saved = tasks * per_task * unit * (1.0 - 1.0 / min(p, tasks))
-        if saved < ov.parallel_level_s:
-            out.append(i)
-    return tuple(out)
+        yield i, tasks * per_task * unit * (1.0 - 1.0 / min(p, tasks))
 
 
 def run_seconds(plan, ov: Overheads, serial: tuple[int, ...] = ()) -> float:
@@ -208,6 +326,9 @@ def run_seconds(plan, ov: Overheads, serial: tuple[int, ...] = ()) -> float:
     t += phases * ov.phase_s
     regions = sum(1 for i in range(K + 1) if i not in serial)
     t += regions * ov.parallel_level_s
+    # a serial level's work runs on one thread: what the threads would have saved is paid
+    t += sum(saved for i, saved in _saved_by_threads(plan, ov)
+             if saved is not None and i in serial)
     if plan.uses_device and plan.transfer_level is not None:
         t += (K - plan.transfer_level + 1) * ov.device_launch_s
     return t
@@ -230,4 +351,11 @@ def small_plan_reason(plan, ov: Overheads) -> str | None:
             f"is not slower than the split over K = {plan.cutoff_level} levels "
             f"(~{par * 1e6:.0f} us with {3 * plan.cutoff_level + 1} phases at "
             f"~{ov.phase_s * 1e6:.0f} us and parallel regions at "
-            f"~{ov.parallel_level_s * 1e6:.0f} us), so K = 0")
+            f"~{ov.parallel_level_s * 1e6:.0f} us{_source(ov)}), so K = 0")
+
+
+def _source(ov: Overheads) -> str:
+    seen = _recent()
+    if seen is not None and _round_up_pow2_us(seen) == ov.parallel_level_s:
+        return " as this process's recent runs measured them"
+    return ""

@@ -160,6 +160,9 @@ def _profile_machine(cl_device, *, autocalibrate: bool):
             st = os.stat(path)
             if (st.st_mtime_ns, st.st_size, st.st_ino) == stamp:
                 return answer
+        except FileNotFoundError:
+            if stamp is None:  # still no profile: the same built-in values
+                return answer
         except OSError:
             pass
     if autocalibrate:
@@ -182,6 +185,8 @@ def _remember_file(fast_key, cl_device, prof, answer) -> None:
     """Keep ``answer`` for :func:`_profile_machine`'s fast path when ``prof`` is exactly what
     :func:`hpu._profile.read_profile` last read from the profile file (not a calibration
     kept in memory, not the built-in values)."""
+    import os
+
     from hpu import _profile
 
     try:
@@ -189,6 +194,12 @@ def _remember_file(fast_key, cl_device, prof, answer) -> None:
     except Exception:  # noqa: BLE001 - no path to watch: no fast path
         return
     read = _profile._read_cache.get(path)
+    if getattr(prof, "source", None) == "builtin":
+        # no profile file (HPU_NO_AUTOCALIBRATE, or calibration impossible): the built-in
+        # values stand until a file appears at ``path``
+        if os.path.exists(path):
+            return
+        read = (None, prof)
     if read is None or read[1] is not prof:
         return
     if len(_from_file) > 64:
@@ -219,6 +230,7 @@ def _finish(plan: Plan, ov, *, small: bool) -> Plan:
 
     from hpu import _overheads
 
+    ov = _overheads.effective(ov)  # under load, what this process's recent runs saw
     key = (id(plan), ov.key(), small)
     hit = _finished.get(key)
     if hit is not None and hit[0] is plan:

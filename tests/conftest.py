@@ -52,6 +52,9 @@ def pytest_configure(config):
     os.environ["HPU_HISTORY_DIR"] = history
     os.environ.pop("HPU_PROFILE", None)
     os.environ.setdefault("HPU_NO_AUTOCALIBRATE", "1")
+    # plans must not depend on what earlier tests ran (hpu._overheads.observe); the tests of
+    # the observation turn it on
+    os.environ["HPU_OBSERVE_OVERHEADS"] = "0"
     if os.environ.get("HPU_REQUIRE_OPENCL", "") not in ("", "0"):
         from hpu._opencl._device import devices
 

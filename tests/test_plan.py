@@ -237,3 +237,27 @@ def test_the_profile_machine_is_kept_only_while_its_file_is_unchanged(monkeypatc
     path.unlink()  # gone: the full path again (here: hpu's built-in values)
     m4 = _plan._profile_machine(device, autocalibrate=False)[0]
     assert len(calls) == 3 and m4.p == _profile.Profile.builtin(device).p
+
+
+def test_the_built_in_values_are_not_reread_on_every_call(monkeypatch, tmp_path):
+    # no profile file (HPU_NO_AUTOCALIBRATE): the second plan takes the fast path, no read
+    from hpu import _plan, _profile
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setenv("HPU_NO_AUTOCALIBRATE", "1")
+    monkeypatch.setattr(_plan, "_from_file", {})
+    first = _plan._profile_machine(None, autocalibrate=True)
+    reads = []
+    real = _profile.load_profile
+    monkeypatch.setattr(_profile, "load_profile", lambda *a, **k: reads.append(1) or real(*a, **k))
+    assert _plan._profile_machine(None, autocalibrate=True) is first
+    assert reads == []
+    # a profile file appears: it is read
+    path = _profile.profile_path(None)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{}")
+    from hpu._errors import ProfileError
+
+    with pytest.raises(ProfileError):  # read (and found corrupt), not the remembered values
+        _plan._profile_machine(None, autocalibrate=True)
+    assert reads == [1]

@@ -175,3 +175,79 @@ def test_the_run_summary_says_why():
     x, tmp, lo, hi = _sort_args(100)
     run = E.mergesort.run(x, tmp, lo, hi, device="cpu")
     assert "plan: small problem" in run.summary()
+
+
+# ---------------------------------------------------------------- fixed costs seen under load
+
+@pytest.fixture
+def observing(monkeypatch):
+    monkeypatch.setenv("HPU_OBSERVE_OVERHEADS", "1")
+    monkeypatch.setattr(_overheads, "_observed", type(_overheads._observed)(maxlen=16))
+    monkeypatch.setattr(_overheads, "_first_runs", {})
+    return _overheads._observed
+
+
+def _fake_run(plan, seconds):
+    return type("R", (), {"plan": plan, "seconds": seconds, "fallbacks": []})()
+
+
+def test_a_run_records_what_its_parallel_regions_cost(observing):
+    program, values = _values(E.mergesort, *_sort_args(4096))
+    plan = make_plan(program.spec, values, device="cpu", K=3, machine=TWO_CORES)
+    assert _overheads._regions(plan) >= 1
+    assert _overheads.observe(_fake_run(plan, 0.02)) is None  # a plan's first run: warm-up
+    got = _overheads.observe(_fake_run(plan, 0.02))
+    ov = _overheads.Overheads()
+    work = plan.predicted_time * ov.seconds_per_unit
+    expected = (0.02 - work - 10 * ov.phase_s) / _overheads._regions(plan)
+    assert got == pytest.approx(expected) and len(observing) == 1
+    # nothing to learn from: a long run, a run that used the device, a run of one task
+    assert _overheads.observe(_fake_run(plan, 1.0)) is None
+    one = make_plan(program.spec, values, device="cpu", K=0, machine=TWO_CORES)
+    assert _overheads.observe(_fake_run(one, 0.001)) is None
+    assert len(observing) == 1
+
+
+def test_costly_regions_send_small_problems_down_the_small_path(observing):
+    program, values = _values(E.mergesort, *_sort_args(16))
+    values = dict(values, hi=1 << 16)
+    cheap = _overheads.Overheads(phase_s=1e-6, parallel_level_s=1e-6)
+    split = make_plan(program.spec, values, device="cpu", machine=TWO_CORES, overheads=cheap)
+    assert split.cutoff_level > 0
+    now = __import__("time").monotonic()
+    observing.extend([(now, 0.006), (now, 0.009), (now, 0.007)])  # a loaded machine
+    ov = _overheads.effective(cheap)
+    assert ov.parallel_level_s == 8192e-6  # the median, rounded up to a power of two of us
+    small = make_plan(program.spec, values, device="cpu", machine=TWO_CORES, overheads=cheap)
+    assert small.cutoff_level == 0
+    assert "recent runs measured" in small.reason and "8192 us" in small.reason
+    # a big problem still splits: the work dwarfs the regions
+    big = make_plan(program.spec, dict(values, hi=1 << 24), device="cpu", machine=TWO_CORES,
+                    overheads=cheap)
+    assert big.cutoff_level > 0
+    # the load passes: old observations expire and the calibrated figure returns
+    assert _overheads._recent(now + _overheads.OBSERVE_WINDOW_S + 1) is None
+    observing.clear()
+    observing.extend([(now, 1e-7), (now, 1e-7)])  # cheaper than calibrated: no change
+    assert _overheads.effective(cheap) is cheap
+    assert make_plan(program.spec, values, device="cpu", machine=TWO_CORES,
+                     overheads=cheap).cutoff_level == split.cutoff_level
+
+
+def test_observation_can_be_turned_off(observing, monkeypatch):
+    now = __import__("time").monotonic()
+    observing.extend([(now, 0.006), (now, 0.009)])
+    ov = _overheads.Overheads()
+    assert _overheads.effective(ov).parallel_level_s > ov.parallel_level_s
+    monkeypatch.setenv("HPU_OBSERVE_OVERHEADS", "0")
+    assert _overheads.effective(ov) is ov
+
+
+def test_real_runs_feed_the_observation(observing):
+    x, tmp, lo, hi = _sort_args(1 << 12)
+    f = E.mergesort.options(device="cpu", K=3)
+    for _ in range(3):
+        a = x.copy()
+        f(a, tmp, lo, hi)
+        np.testing.assert_array_equal(a, np.sort(x))
+    assert len(observing) == 2 and all(x >= 0 for _, x in observing)
