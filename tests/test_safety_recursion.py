@@ -151,9 +151,10 @@ def test_a_deep_recursion_succeeds_on_every_path(path, kw):
                    for w in got["warnings"]), got["warnings"]
 
 
-@pytest.mark.parametrize("path, kw", [PATHS[0], PATHS[1], PATHS[4]])
+@pytest.mark.parametrize("path, kw", [PATHS[1]])
 def test_quicksort_of_200000_sorted_keys_succeeds(path, kw):
-    """The first-element-pivot quicksort of issue 11: 200 000 calls deep (and quadratic)."""
+    """The first-element-pivot quicksort of issue 11: 200 000 calls deep (and quadratic:
+    ~20 s, so on the CPU path only; ``chain`` above takes every path as deep)."""
     got = _run("quicksort", path, kw, 200_000)
     assert got["kind"] == "returned" and got["sorted"], got
 
