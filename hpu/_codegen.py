@@ -419,17 +419,22 @@ def _depth_limited_source(spec: DCSpec, bounds: bool = False,
     params = [a.arg for a in tree.args.args]
     tree.name = inner
     tree.args.args.append(ast.arg("depth__"))
+    # Ctrl-C's stop flag (hpu/_interrupt.py) is 0, or 2**62 when set: subtracted from the
+    # depth limit it folds into the depth test, so a call pays one load and one
+    # subtraction (measured: a separate test cost more on a function of one add per call)
+    stop = "    if hpu__stop_requested():\n        hpu__stopped()\n"
     if grow is not None:
         native, solver = grow
         call = f"{solver}({', '.join(params + ['depth__'])})"
         body = f"{call}\n    return" if spec.result_arity == 0 else f"return {call}"
-        check = ast.parse(f"if depth__ >= {native}:\n    {body}").body
+        check = ast.parse(f"if depth__ >= {native} - hpu__stop_requested():\n{stop}"
+                          f"    {body}").body
     else:
         limit = min(NATIVE_DEPTH, max_depth())
         msg = _recursion_message(spec, limit, "so that the thread's stack cannot overflow")
-        check = ast.parse(f"if depth__ >= {limit}:\n    raise hpu__RecursionError({msg!r})").body
-    stop = ast.parse("if hpu__stop_requested():\n    hpu__stopped()").body
-    tree.body = check + stop + tree.body
+        check = ast.parse(f"if depth__ >= {limit} - hpu__stop_requested():\n{stop}"
+                          f"    raise hpu__RecursionError({msg!r})").body
+    tree.body = check + tree.body
     outer = f"def {spec.name}({', '.join(params)}):\n    return {inner}({', '.join(params + ['np.int64(0)'])})"
     # nogil: .sequential runs it on a helper thread while the caller waits (hpu/_interrupt.py)
     return ast.unparse(tree) + "\n\n\n@njit(cache=True, nogil=True)\n" + outer

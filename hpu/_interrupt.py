@@ -15,6 +15,9 @@ returns.  Two things are needed to stop it promptly:
   flag, a process-wide int64 that the generated CPU module reads (:func:`stop_requested`,
   one load) at every call of the recursive function and every iteration of its
   growable-stack loop (:mod:`hpu._codegen`), and raises :class:`Stopped` when it is set.
+  In the recursion the read is folded into the depth test the function
+  already makes (``depth >= limit - flag``; the flag is 0 or :data:`STOP_VALUE`),
+  so a call pays one load and one subtraction.
   The exception unwinds the recursion the way the user's own exceptions do (a
   Numba call already tests a status after every call, so unwinding costs
   nothing until it happens); the level drivers already skip the tasks not yet
@@ -47,13 +50,17 @@ import os
 import threading
 
 __all__ = ["Stopped", "stop_requested", "call", "stop_epoch", "raise_if_stopped",
-           "POLL_SECONDS", "SYMBOL"]
+           "POLL_SECONDS", "SYMBOL", "STOP_VALUE"]
 
 #: How long the calling thread waits on a helper between looks at signals.
 POLL_SECONDS = 0.05
 
 #: The stop flag's symbol in compiled code.
 SYMBOL = "hpu_stop_flag__"
+
+#: The flag's value while set: the recursion subtracts it from its depth limit, so one
+#: test catches both (any depth is >= limit - 2**62), :func:`hpu._codegen._depth_limited_source`.
+STOP_VALUE = 1 << 62
 
 _FLAG = ctypes.c_int64(0)
 _lock = threading.Lock()
@@ -125,7 +132,7 @@ def _request() -> None:
     with _lock:
         _stopping += 1
         _epoch += 1
-        _FLAG.value = 1
+        _FLAG.value = STOP_VALUE
 
 
 def _release() -> None:
