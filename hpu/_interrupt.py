@@ -62,7 +62,10 @@ SYMBOL = "hpu_stop_flag__"
 #: test catches both (any depth is >= limit - 2**62), :func:`hpu._codegen._depth_limited_source`.
 STOP_VALUE = 1 << 62
 
-_FLAG = ctypes.c_int64(0)
+#: The flag alone in a cache line (the line in the middle of a 128-byte buffer): no write
+#: to a neighbour makes the compiled code's every read a cache miss.
+_LINE = (ctypes.c_int64 * 16)()
+_FLAG = ctypes.c_int64.from_buffer(_LINE, (-ctypes.addressof(_LINE)) % 64)
 _lock = threading.Lock()
 _stopping = 0        # calls between their KeyboardInterrupt and their helper's end
 _epoch = 0           # stops requested so far (a run compares it before and after)
