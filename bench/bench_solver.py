@@ -22,6 +22,7 @@ the spread, not the median alone, says whether a difference is real.
     python bench/bench_solver.py                      # 2**20 .. 2**22, 7 repeats
     python bench/bench_solver.py --log2 20 --repeat 11 --json
     python bench/bench_solver.py --polling 20 --repeat 11   # Ctrl-C's helper thread
+    python bench/bench_solver.py --stop-check 20 --repeat 15   # Ctrl-C's stop-flag read
 
 Measured (2 cores shared with other processes, load 7-10; 7 repeats): the
 switching solver's paired ratio to native had medians 0.985-1.074 (single
@@ -31,7 +32,11 @@ dominate), 1.6-1.8x (quicksort) and 6.5-7.8x (sum, maximum subarray) slower.
 So the explicit stack only takes over below depth 5 000.  Ctrl-C's helper
 thread (``--polling 20``, 9 repeats, same load): paired ratio helper/direct
 median 0.883 (0.670-0.992) -- no cost seen, within the noise (the helper ran
-first in each pair).
+first in each pair).  The stop flag read at every recursive call (``--stop-check 20``,
+15 repeats, load ~5): mergesort paired ratio with/without 0.997 (``.sequential``,
+0.88-1.11) and 0.987 (``.run(device="cpu")``); sum, one addition per call, the worst
+case: 1.04-1.06x for the solver alone, ``.sequential`` too noisy at that load to say
+(0.84-2.1x).
 """
 from __future__ import annotations
 
@@ -164,6 +169,85 @@ def measure_polling(log2, repeat, seed):
             "ratio": (statistics.median(ratios), min(ratios), max(ratios))}
 
 
+_STOP_CHECK = r"^[ \t]*if hpu__stop_requested\(\):\n[ \t]*hpu__stopped\(\)\n"
+
+
+def _without_stop_check(source: str) -> str:
+    """The generated source with the Ctrl-C stop-flag reads removed (the code before them)."""
+    import re
+
+    out, k = re.subn(_STOP_CHECK, "", source, flags=re.M)
+    out, j = re.subn(r" - hpu__stop_requested\(\):", ":", out)
+    if not k or not j:
+        raise AssertionError("no stop-flag check found in the generated source")
+    return out
+
+
+def measure_stop_check(log2, repeat, seed):
+    """The cost of reading the stop flag (Ctrl-C, :mod:`hpu._interrupt`) at every call of
+    the recursion: ``.sequential`` and ``.run(device="cpu")`` as shipped against the same
+    calls on the same source without the check, and ``.sequential`` without its helper
+    thread (what it was before), interleaved in one process."""
+    import hpu._interrupt as interrupt
+    from algorithms.mergesort import mergesort
+    from algorithms.sum import dc_sum
+    from hpu._cache import load_module
+    from hpu._codegen import cpu_source
+
+    n = 1 << log2
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(0, 1 << 30, n).astype(np.int32)
+    ints = rng.integers(-1000, 1000, n)
+    cases = [("mergesort", mergesort, lambda: (keys.copy(), np.empty_like(keys), 0, n)),
+             ("sum", dc_sum, lambda: (ints.copy(), 0, n))]
+    direct = lambda fn, *args: fn(*args)  # noqa: E731 - .sequential without the helper
+    rows = []
+    for name, fn, make in cases:
+        fn.sequential(*make())
+        fn.run(*make(), device="cpu")
+        program = next(iter(fn._programs.values()))
+        checked = {"core": program.module, "deep": program.deep_module}
+        plain = {"core": load_module(_without_stop_check(program.source), f"{name}_nostop"),
+                 "deep": load_module(_without_stop_check(cpu_source(
+                     program.spec, program.closure, program.layout, program.types,
+                     program.boundscheck)), f"{name}_cpu_nostop")}
+        helper_call = interrupt.call
+
+        def use(which, helper=True):
+            program.module, program._cpu = which["core"], which["deep"]
+            program.__dict__.pop("_cpu_backends", None)
+            interrupt.call = helper_call if helper else direct
+
+        variants = {
+            "seq checked": (lambda: use(checked), lambda a: fn.sequential(*a)),
+            "seq plain": (lambda: use(plain), lambda a: fn.sequential(*a)),
+            "seq before": (lambda: use(plain, helper=False), lambda a: fn.sequential(*a)),
+            "run checked": (lambda: use(checked), lambda a: fn.run(*a, device="cpu")),
+            "run plain": (lambda: use(plain), lambda a: fn.run(*a, device="cpu")),
+        }
+        times = {k: [] for k in variants}
+        try:
+            for rep in range(repeat + 1):  # the first round is a warm-up
+                for k, (setup, go) in variants.items():
+                    setup()
+                    args = make()
+                    t0 = time.perf_counter()
+                    go(args)
+                    if rep:
+                        times[k].append(time.perf_counter() - t0)
+        finally:
+            use(checked)
+        row = {"case": name, "n": n, "repeat": repeat}
+        for k, ts in times.items():
+            row[k] = statistics.median(ts)
+        for a, b in (("seq checked", "seq plain"), ("seq checked", "seq before"),
+                     ("run checked", "run plain")):
+            ratios = [x / y for x, y in zip(times[a], times[b])]
+            row[f"{a} / {b}"] = (statistics.median(ratios), min(ratios), max(ratios))
+        rows.append(row)
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--log2", type=int, nargs="+", default=[20, 21, 22])
@@ -172,7 +256,22 @@ def main(argv=None):
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--polling", type=int, metavar="LOG2", default=0,
                     help="instead: the cost of the Ctrl-C helper thread on mergesort.run(2**LOG2)")
+    ap.add_argument("--stop-check", type=int, metavar="LOG2", default=0,
+                    help="instead: the cost of Ctrl-C's stop-flag read at every recursive call")
     a = ap.parse_args(argv)
+    if a.stop_check:
+        rows = measure_stop_check(a.stop_check, a.repeat, a.seed)
+        if a.json:
+            print(json.dumps(rows, indent=1))
+            return
+        for r in rows:
+            print(f"{r['case']} n={r['n']} ({r['repeat']} repeats): medians "
+                  + ", ".join(f"{k} {r[k] * 1e3:.1f} ms" for k in r if isinstance(r[k], float)))
+            for k, v in r.items():
+                if isinstance(v, tuple):
+                    print(f"    {k}: paired ratio median {v[0]:.3f} (min {v[1]:.3f}, "
+                          f"max {v[2]:.3f})")
+        return
     if a.polling:
         r = measure_polling(a.polling, a.repeat, a.seed)
         print(json.dumps(r) if a.json else

@@ -63,7 +63,11 @@ Native recursion stays for everything shallower because it is faster: the
 explicit stack alone measured 1.05x (mergesort) to 7.8x (sum, maximum
 subarray) slower, the switch itself no cost (``bench/bench_solver.py``).  Its
 parallel level drivers are ``nogil`` and skip the tasks not yet started once
-``err__[1]`` is set, which is how Ctrl-C stops a level (:mod:`hpu._cpu`).
+``err__[1]`` is set, which is how Ctrl-C stops a level (:mod:`hpu._cpu`); the
+recursive function (both modules) and ``solve__grow``'s loop read the stop flag
+(:mod:`hpu._interrupt`) at every call and iteration, which is how Ctrl-C stops a
+long task, ``.sequential`` included (its entry point, ``leaf_task`` and
+``leaf_serial__`` are ``nogil``: they run on a helper thread).
 
 The iterative solver (``iter_source``)
 --------------------------------------
@@ -285,6 +289,14 @@ _CHECKED_PRELUDE = """
 from hpu._errors import HpuRecursionError as hpu__RecursionError
 from hpu._guard import bad_float as hpu__bad_float
 from hpu._guard import bad_int_store as hpu__bad_int_store
+from hpu._interrupt import Stopped as hpu__Stopped
+from hpu._interrupt import stop_requested as hpu__stop_requested
+
+
+# ---- Ctrl-C (hpu/_interrupt.py): the recursion reads the stop flag at every call
+@njit(cache=True)
+def hpu__stopped():
+    raise hpu__Stopped("stopped by Ctrl-C")
 
 
 # ---- checks of the user's operations (hpu/_guard.py): a fast test inline, the raise apart;
@@ -379,7 +391,9 @@ def _depth_limited_source(spec: DCSpec, bounds: bool = False,
     Numba compiles the recursion natively: a runaway or very deep recursion
     would overflow the thread's stack and kill the process.  ``<name>__d``
     takes the depth as a last parameter; ``<name>`` keeps the user's
-    signature.  With ``grow=(native, solver)`` (the CPU module,
+    signature and is compiled ``nogil``.  Every call reads the stop flag
+    (:mod:`hpu._interrupt`): Ctrl-C unwinds the recursion at its next call.
+    With ``grow=(native, solver)`` (the CPU module,
     :func:`cpu_source`), a call at depth ``native`` continues its subtree in
     ``solver`` (the explicit, growable stack), which raises at the limit.
     Without it (the type-independent core module, used for type inference),
@@ -405,18 +419,25 @@ def _depth_limited_source(spec: DCSpec, bounds: bool = False,
     params = [a.arg for a in tree.args.args]
     tree.name = inner
     tree.args.args.append(ast.arg("depth__"))
+    # Ctrl-C's stop flag (hpu/_interrupt.py) is 0, or 2**62 when set: subtracted from the
+    # depth limit it folds into the depth test, so a call pays one load and one
+    # subtraction (measured: a separate test cost more on a function of one add per call)
+    stop = "    if hpu__stop_requested():\n        hpu__stopped()\n"
     if grow is not None:
         native, solver = grow
         call = f"{solver}({', '.join(params + ['depth__'])})"
         body = f"{call}\n    return" if spec.result_arity == 0 else f"return {call}"
-        check = ast.parse(f"if depth__ >= {native}:\n    {body}").body
+        check = ast.parse(f"if depth__ >= {native} - hpu__stop_requested():\n{stop}"
+                          f"    {body}").body
     else:
         limit = min(NATIVE_DEPTH, max_depth())
         msg = _recursion_message(spec, limit, "so that the thread's stack cannot overflow")
-        check = ast.parse(f"if depth__ >= {limit}:\n    raise hpu__RecursionError({msg!r})").body
+        check = ast.parse(f"if depth__ >= {limit} - hpu__stop_requested():\n{stop}"
+                          f"    raise hpu__RecursionError({msg!r})").body
     tree.body = check + tree.body
     outer = f"def {spec.name}({', '.join(params)}):\n    return {inner}({', '.join(params + ['np.int64(0)'])})"
-    return ast.unparse(tree) + "\n\n\n@njit(cache=True)\n" + outer
+    # nogil: .sequential runs it on a helper thread while the caller waits (hpu/_interrupt.py)
+    return ast.unparse(tree) + "\n\n\n@njit(cache=True, nogil=True)\n" + outer
 
 
 class _Writer:
@@ -648,7 +669,8 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
     call_args = ", ".join(p if p not in lay.varying else f"in__{p}[tid__]" for p in lay.params)
     w("")
     w("")
-    w("@njit(cache=True)")
+    # nogil (CPU): a one-task leaf phase runs it on a helper thread (Ctrl-C, hpu/_interrupt.py)
+    w("@njit(cache=True, nogil=True)" if checked else "@njit(cache=True)")
     w(sig("leaf_task", lay.leaf_args()))
     w(f'"""Solve task tid__\'s whole subtree with {spec.name} itself."""', 1)
     if r == 0:
@@ -732,7 +754,8 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
     w("# ---- the same on the calling thread: for ranges too small to pay for a parallel")
     w("# region (its fork and join cost more than the tasks, and stall when cores are busy)")
     for name, args, body, targs in drivers:
-        w("@njit(cache=True)")
+        w("@njit(cache=True, nogil=True)" if checked and name == "leaf_level"
+          else "@njit(cache=True)")
         w(f"def {name.replace('_level', '_serial__')}"
           f"({', '.join(('start__', 'stop__') + tuple(args))}):")
         w("for tid__ in range(start__, stop__):", 1)
@@ -815,11 +838,13 @@ def cpu_source(spec: DCSpec, closure: Closure, lay: Layout, types: Types,
     return "\n".join(head) + "\n" + w.text()
 
 
-def _stack_loop(w: _Writer, spec: DCSpec, lay: Layout, full) -> None:
+def _stack_loop(w: _Writer, spec: DCSpec, lay: Layout, full, stop: bool = False) -> None:
     """The explicit-stack loop of both iterative solvers (``solve_iter``, ``solve__grow``).
 
     Emitted once the stacks exist; ``full()`` emits, at indent 3, what a frame about to
     push a child does when the stack is full (stop with ``err__``, or grow the stacks).
+    ``stop`` (the CPU's ``solve__grow``): every iteration reads the stop flag, as every
+    call of the recursion does (Ctrl-C, :mod:`hpu._interrupt`).
     """
     A, r = lay.a, lay.result_arity
     w("st__next[0] = 1", 1)
@@ -828,6 +853,9 @@ def _stack_loop(w: _Writer, spec: DCSpec, lay: Layout, full) -> None:
     w("st__next[1] = 0", 1)
     w("d__ = 1", 1)
     w("while d__ > 0:", 1)
+    if stop:
+        w("if hpu__stop_requested():", 2)
+        w("hpu__stopped()", 3)
     for v in lay.varying:
         w(f"{v} = st__{v}[d__]", 2)
     w("s__ = st__next[d__]", 2)
@@ -915,7 +943,7 @@ def _grow_solver(w: _Writer, spec: DCSpec, lay: Layout, types: Types, limit: int
             w(f"{name} = grown__{name}", 4)
         w("cap__ = new__", 4)
 
-    _stack_loop(w, spec, lay, full)
+    _stack_loop(w, spec, lay, full, stop=True)
     if r == 1:
         w("return cr__0[0]", 1)
     elif r > 1:

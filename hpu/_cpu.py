@@ -13,25 +13,26 @@ The specialisation it runs (:class:`~hpu._program.Program`) lives in
 :mod:`hpu._program`, shared with the OpenCL backend; the names are re-exported
 here for older imports.
 
-Ctrl-C: each parallel driver runs on a helper thread (:func:`_interruptible`)
-so that ``KeyboardInterrupt`` reaches the caller within a fraction of a second
-instead of when the level ends.
+Ctrl-C: each parallel driver, and each leaf phase on the calling thread (one
+task, or a serial level), runs on a helper thread (:func:`_interruptible`,
+:func:`hpu._interrupt.call`) so that ``KeyboardInterrupt`` reaches the caller
+within a fraction of a second instead of when the level ends; the recursive
+solver reads the stop flag at every call, so a long task stops too.
 """
 from __future__ import annotations
 
-import threading
-
-import numba
 import numpy as np
 
 from hpu._codegen import DEFAULT_DEPTH
 from hpu._driver import Level, level_env
 from hpu._errors import StackOverflowError
 from hpu._guard import native_errors, task_failed
+from hpu._interrupt import POLL_SECONDS, call, raise_if_stopped, stop_epoch
 from hpu._overheads import SERIAL_EXPAND_TASKS
 from hpu._program import Program, numba_signature, specialize
 
-__all__ = ["Program", "specialize", "CpuBackend", "numba_signature", "StackOverflowError"]
+__all__ = ["Program", "specialize", "CpuBackend", "numba_signature", "StackOverflowError",
+           "POLL_SECONDS"]
 
 
 class CpuBackend:
@@ -103,10 +104,10 @@ class CpuBackend:
         env = {**level_env(level), **shared}
         if self._iter is None:
             args = self._args(self._names["leaf"], env)
-            if stop - start == 1:
-                self.m.leaf_task(start, *args)
+            if stop - start == 1:  # on a helper thread, as the serial driver: Ctrl-C
+                _solve(self.m.leaf_task, start, *args)
             elif level.index in self.serial_levels:
-                self.m.leaf_serial__(start, stop, *args)
+                _solve(self.m.leaf_serial__, start, stop, *args)
             else:
                 err = np.zeros(2, np.int64)
                 _interruptible(self.m.leaf_level, start, stop, [err, *args], chunk=1)
@@ -138,46 +139,38 @@ class CpuBackend:
 def _interruptible(driver, start: int, stop: int, args, chunk: int = 0) -> None:
     """Run a parallel driver so that Ctrl-C stops it within a slice of :data:`POLL_SECONDS`.
 
-    Python runs signal handlers only on the main thread, between bytecodes: a
-    Numba call that runs for seconds defers Ctrl-C until it returns.  So the
-    driver (compiled ``nogil``) runs on a helper thread while this thread
-    waits in short ``join`` slices, where ``KeyboardInterrupt`` arrives at
-    once.  It then sets ``err[1]`` (``args[0]``), which the driver reads
-    before each task: the tasks not yet started are skipped, the running ones
-    finish, the helper is joined and the interrupt re-raised -- the process
-    stays usable.  The arrays are then partly processed; the driver
-    (:mod:`hpu._hybrid`) restores what the design promises.  ``chunk``: Numba's
-    parallel chunk size, which is per thread, so it is set on the helper.
+    The driver (compiled ``nogil``) runs on a helper thread while this thread
+    waits where ``KeyboardInterrupt`` can arrive (:func:`hpu._interrupt.call`).
+    It then sets ``err[1]`` (``args[0]``), which the driver reads before each
+    task: the tasks not yet started are skipped; the running ones stop at
+    their next recursive call (the stop flag), the helper is joined and the
+    interrupt re-raised -- the process stays usable.  The arrays are then partly
+    processed; the call's snapshot (:mod:`hpu._snapshot`) puts them back.
+    A task stopped by another call's Ctrl-C (the flag is the process's) records
+    a failure in ``err[0]`` like any exception: that too raises
+    ``KeyboardInterrupt`` (:func:`hpu._interrupt.raise_if_stopped`).
+    ``chunk``: Numba's parallel chunk size, which is per thread, so it is set on
+    the helper.
     """
     err = args[0]
-    box: list = []
+    epoch = stop_epoch()
 
-    def work():
-        old = numba.set_parallel_chunksize(chunk) if chunk else None
-        try:
-            driver(start, stop, *args)
-        except BaseException as exc:  # noqa: BLE001 - re-raised on the calling thread
-            box.append(exc)
-        finally:
-            if chunk:
-                numba.set_parallel_chunksize(old)
+    def cancel():
+        err[1] = 1  # skip the tasks not yet started
 
-    helper = threading.Thread(target=work, name="hpu-level", daemon=True)
-    helper.start()
+    call(driver, start, stop, *args, on_stop=cancel, chunk=chunk)
+    if err[0]:
+        raise_if_stopped(None, epoch)
+
+
+def _solve(fn, *args):
+    """A phase that may be one long task (the sequential solver, or the serial driver of a
+    level): like :func:`_interruptible`, stopped by Ctrl-C at its next recursive call."""
+    epoch = stop_epoch()
     try:
-        while helper.is_alive():
-            helper.join(POLL_SECONDS)
+        call(fn, *args)
     except KeyboardInterrupt:
-        err[1] = 1  # cancel the tasks not yet started
-        while helper.is_alive():
-            try:
-                helper.join()
-            except KeyboardInterrupt:  # a second Ctrl-C: still wait, the threads use the arrays
-                err[1] = 1
         raise
-    if box:
-        raise box[0]
-
-
-#: How long the calling thread waits on a level's helper thread between looks at signals.
-POLL_SECONDS = 0.05
+    except Exception as err:  # noqa: BLE001 - the user's, unless a Ctrl-C stopped the run
+        raise_if_stopped(err, epoch)
+        raise

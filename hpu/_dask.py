@@ -106,6 +106,11 @@ Faults
   (every retry lost, or an error on the worker) is redone on the client from
   the caller's untouched arrays, with a warning and a line in ``run.fallbacks``;
   an error the function itself raises is raised, as a local run would.
+* Any exception out of a distributed run (the function's own error on a worker
+  or on the client, ``KeyboardInterrupt`` while the client waits) leaves the
+  caller's arrays as they were, as a local run does: the run takes the call's
+  snapshot (:mod:`hpu._snapshot`; none with ``keep_inputs=False``) before the
+  client's divides write anything, and puts it back before re-raising.
 * A scheduler address that cannot be reached raises
   :class:`ClusterUnavailableError` (a typo should not silently run locally); a
   cluster with no workers runs locally with a warning and a fallback line.
@@ -125,7 +130,9 @@ import tempfile
 import threading
 import time
 import warnings
+from collections import ChainMap
 from dataclasses import dataclass, field
+from types import CodeType
 from typing import Any
 
 import numpy as np
@@ -303,6 +310,11 @@ def dumps_function(dc) -> bytes:
     from hpu._decorator import DivideAndConquer
 
     class Pickler(cloudpickle.Pickler):
+        # cloudpickle >= 3.1 names every code object it ships "<dynamic-code>"; the
+        # worker's decorator reads the source by the file name, so it travels too
+        dispatch_table = ChainMap({CodeType: _code_reduce_keeping_filename},
+                                  cloudpickle.Pickler.dispatch_table)
+
         def reducer_override(self, obj):
             if isinstance(obj, DivideAndConquer):
                 return (_blank_dc, (), (obj.py_func, recipe_options(obj)), None, None,
@@ -325,6 +337,19 @@ def dumps_function(dc) -> bytes:
             if registered:
                 cloudpickle.unregister_pickle_by_value(module)
     return pickle.dumps((_source_of(dc), buf.getvalue()), protocol=5)
+
+
+def _code_reduce_keeping_filename(code):
+    """cloudpickle's reduction of a code object, with its ``co_filename`` kept."""
+    from cloudpickle import cloudpickle as cp
+
+    rebuild, args = cp._code_reduce(code)
+    return _code_with_filename, (rebuild, args, code.co_filename)
+
+
+def _code_with_filename(rebuild, args, filename):
+    code = rebuild(*args)
+    return code if code.co_filename == filename else code.replace(co_filename=filename)
 
 
 def recipe_options(dc) -> dict:
@@ -1378,9 +1403,14 @@ def run_on_cluster(dc, program, values, *, options) -> ClusterRun:
                      strategy, cl_device)
     if not plan.distribute:
         return local(plan.reason, plan)
-    backend = _DaskBackend(dc, program, values, client, plan, local_opts, fallbacks)
     from hpu._cpu import CpuBackend
+    from hpu._snapshot import Snapshot
 
+    # the caller's arrays as they were, put back on any exception, as a local run does
+    # (hpu._snapshot; the local runs above take their own): the client's divides and
+    # combines write them, and the workers' changes are applied before the root combine
+    snapshot = Snapshot.take(program, values, keep=options["keep_inputs"])
+    backend = _DaskBackend(dc, program, values, client, plan, local_opts, fallbacks)
     cpu = CpuBackend(program)
     D = plan.level
 
@@ -1389,7 +1419,18 @@ def run_on_cluster(dc, program, values, *, options) -> ClusterRun:
             return [(backend, 0, m)]
         return [(cpu, 0, m)]
 
-    ex = execute(program.layout, program.types, values, cpu, K=D, assign=assign)
+    user_error = None
+    try:
+        ex = execute(program.layout, program.types, values, cpu, K=D, assign=assign)
+    except BaseException as err:
+        snapshot.restore()
+        # a task's error that its rerun alone did not repeat: the one Python would raise
+        user_error = snapshot.rerun(program, values) if getattr(err, "not_reproduced",
+                                                                False) else None
+        if user_error is None:
+            raise
+    if user_error is not None:
+        raise user_error
     on_workers = backend.on_workers(ex.K - 1)  # False when the tree ended above its top
     # the leaf phase (and the workers' combines) booked on the client: submitting, then
     # waiting at the last of them for every task below

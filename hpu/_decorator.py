@@ -265,7 +265,13 @@ class DivideAndConquer:
             return self._functional_compiled()(*args, **kwargs)
         values = self._check_args(args, kwargs)
         program = self._program(values)
-        return program.function(*(values[p] for p in program.spec.params))
+        from hpu._interrupt import call, raise_if_stopped
+
+        try:  # on a helper thread: Ctrl-C stops it at its next recursive call (hpu._interrupt)
+            return call(program.function, *(values[p] for p in program.spec.params))
+        except Exception as err:  # noqa: BLE001 - the user's, unless a Ctrl-C stopped it
+            raise_if_stopped(err)
+            raise
 
     # ------------------------------------------------------------------ functional
     def _functional_compiled(self):

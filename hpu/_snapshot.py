@@ -114,6 +114,9 @@ class Snapshot:
         try:
             program.function(*(values[p] for p in program.spec.params))
         except Exception as err:  # noqa: BLE001 - the user's error, raised by the caller
+            from hpu._interrupt import raise_if_stopped
+
+            raise_if_stopped(err)  # a Ctrl-C stopped it: KeyboardInterrupt
             return err.with_traceback(None)
         finally:
             self.restore()

@@ -451,6 +451,64 @@ def test_the_functions_own_error_is_raised_and_the_inputs_are_untouched(client):
     np.testing.assert_array_equal(x, keep)
 
 
+@hpu.divide_and_conquer(b=2, cost="1", span=("lo", "hi"))
+def mark_then_divide(a, b, lo, hi):
+    """The divide writes ``a`` (on the client, above the distribution level); a leaf on a
+    worker divides by ``b``."""
+    if hi - lo == 1:
+        return 10 // b[lo]
+    a[lo] = a[lo] + 1
+    mid = (lo + hi) // 2
+    left = mark_then_divide(a, b, lo, mid)
+    right = mark_then_divide(a, b, mid, hi)
+    return left + right
+
+
+@pytest.mark.parametrize("combine", ["client", "workers"])
+def test_an_error_on_a_worker_leaves_the_arrays_the_client_wrote_as_they_were(client,
+                                                                             combine):
+    a = np.arange(64, dtype=np.int64)
+    b = np.ones(64, dtype=np.int64)
+    b[45] = 0
+    keep = a.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HpuPerformanceWarning)
+        with pytest.raises(ZeroDivisionError):
+            mark_then_divide.run(a, b, 0, a.size, device="cpu", K=0,
+                                 cluster=Cluster(client, level=2, combine=combine))
+        np.testing.assert_array_equal(a, keep)  # the client's divides were put back
+        b[45] = 1
+        assert mark_then_divide.run(a, b, 0, a.size, device="cpu", K=0,
+                                    cluster=Cluster(client, level=2)).value == 640
+        want = keep.copy()
+        mark_then_divide.py_func(want, b, 0, want.size)
+        np.testing.assert_array_equal(a, want)
+
+
+def test_keep_inputs_false_on_the_cluster_copies_nothing(client, monkeypatch):
+    from hpu import _snapshot
+
+    taken = []
+    real = _snapshot.Snapshot.take.__func__
+
+    def spy(cls, program, values, keep=True):
+        snap = real(cls, program, values, keep)
+        taken.append(snap)
+        return snap
+
+    monkeypatch.setattr(_snapshot.Snapshot, "take", classmethod(spy))
+    a = np.arange(64, dtype=np.int64)
+    b = np.ones(64, dtype=np.int64)
+    b[45] = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HpuPerformanceWarning)
+        with pytest.raises(ZeroDivisionError):
+            mark_then_divide.options(keep_inputs=False, device="cpu", K=0,
+                                     cluster=Cluster(client, level=2)).run(a, b, 0, a.size)
+    assert taken and not any(s.kept for s in taken)
+    assert not (a == np.arange(64)).all()  # as far as the run got: the client's divides
+
+
 def test_a_range_lost_for_good_is_redone_here(monkeypatch):
     import dask
     from distributed import Client, LocalCluster
