@@ -145,6 +145,8 @@ class DivideAndConquer:
         self._lock = threading.RLock()
         self._functional = None     # (file, line, construct) of an allocation: hpu._functional
         self._compiled = None
+        self._helpers: dict = {}    # the helpers' dispatchers (compile_functional)
+        self._call_shape = None     # (a, arity) of a functional function (call_shape)
         if not _disabled():
             from hpu._functional import check_shape, find_allocation
 
@@ -263,16 +265,23 @@ class DivideAndConquer:
             if self._compiled is None:
                 from hpu._functional import compile_functional
 
-                self._compiled = compile_functional(self.py_func, self)
+                helpers: dict = {}
+                self._compiled = compile_functional(self.py_func, self, helpers)
+                self._helpers = helpers
             return self._compiled
 
     def _run_functional(self, o, args, kwargs) -> Run:
         """A function that allocates or returns arrays (see :mod:`hpu._functional`): the
-        function compiled by Numba on the CPU; other devices fall back to it, recorded."""
+        function compiled by Numba on the CPU's threads (its top ``K`` levels as Python,
+        the subtrees below at once, :class:`hpu._functional.FanOut`); other devices fall
+        back to it, recorded."""
         import warnings
 
+        import numba
+
         from hpu._errors import HpuPerformanceWarning
-        from hpu._functional import FALLBACK_REASON, convert_arguments
+        from hpu._functional import (FALLBACK_REASON, FanOut, call_shape, convert_arguments,
+                                     fanout_levels)
 
         fallbacks = []
         if o["device"] != "cpu" or o["cluster"] is not None:
@@ -282,11 +291,25 @@ class DivideAndConquer:
             warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=4)
         args, kwargs = convert_arguments(args, kwargs)
         compiled = self._functional_compiled()
+        if self._call_shape is None:
+            self._call_shape = call_shape(self.py_func)
+        a, arity = self._call_shape
+        n = max((v.size for v in (*args, *kwargs.values()) if isinstance(v, np.ndarray)),
+                default=0)
+        threads = numba.get_num_threads()
+        K, reason = fanout_levels(n, a, float(self._options["b"]), threads, o["K"])
         t0 = time.perf_counter()
-        value = compiled(*args, **kwargs)
-        return Run(value=value, device=o["device"], alpha=1.0, y=None, K=0, cpu_tasks=1,
+        if K == 0:
+            value, tasks, sizes = compiled(*args, **kwargs), 1, (1,)
+        else:
+            fan = FanOut(self.py_func, self, compiled, self._helpers, K=K, threads=threads,
+                         arity=arity)
+            value = fan.run(args, kwargs)
+            tasks, sizes = fan.subtrees, tuple(fan.level_sizes)
+        return Run(value=value, device=o["device"], alpha=1.0, y=None, K=K, cpu_tasks=tasks,
                    gpu_tasks=0, fallbacks=fallbacks, levels=(), transfers=(),
-                   seconds=time.perf_counter() - t0)
+                   seconds=time.perf_counter() - t0, level_sizes=sizes, started=t0,
+                   reason=reason)
 
     def options(self, **options) -> "Configured":
         """This function with run options set; its call, ``.run``, ``.plan``,
