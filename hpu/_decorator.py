@@ -305,7 +305,10 @@ class DivideAndConquer:
             fan = FanOut(self.py_func, self, compiled, self._helpers, K=K, threads=threads,
                          arity=arity)
             value = fan.run(args, kwargs)
-            tasks, sizes = fan.subtrees, tuple(fan.level_sizes)
+            sizes = list(fan.level_sizes)
+            while sizes[-1] == 0:       # the tree ended above level K: as really expanded
+                sizes.pop()
+            tasks, sizes = fan.subtrees, tuple(sizes)
         return Run(value=value, device=o["device"], alpha=1.0, y=None, K=K, cpu_tasks=tasks,
                    gpu_tasks=0, fallbacks=fallbacks, levels=(), transfers=(),
                    seconds=time.perf_counter() - t0, level_sizes=sizes, started=t0,
