@@ -137,8 +137,9 @@ def list_to_array(v):
 # breadth-first driver's levels hold numbers per task, so these functions take another
 # road, chosen at decoration: on the CPU the user's function and its helpers are
 # compiled by Numba as written (Numba allocates, slices and returns arrays, and the
-# root's array comes back as a NumPy array of the dtype Numba's typing gives), on one
-# core -- the subtree solver of the design, applied to the whole tree.  Per-level
+# root's array comes back as a NumPy array of the dtype Numba's typing gives) -- the
+# subtree solver of the design, run on every core below the top levels (:class:`FanOut`,
+# "every core" below).  Per-level
 # allocation buffers (a prefix sum of each level's sizes, carved per allocation site)
 # and a bounded per-task arena on the device are not built yet, so ``device="gpu"``
 # and ``"hybrid"`` run these functions on the CPU too, with an HpuPerformanceWarning
@@ -346,6 +347,10 @@ def convert_arguments(args, kwargs):
 # subtrees; subtrees already running finish in the background.  A subtree's exception
 # travels up through the Futures: the caller gets the user's exception itself, the
 # first one in the order the values are used (the order ``.sequential`` meets them).
+#
+# Memory: glibc raises its mmap threshold each time a large block is freed, and blocks
+# under it then stay in the allocating thread's arena after ``free``; with several
+# threads allocating, the peak doubled (:func:`pin_mmap_threshold` pins it instead).
 #
 # The top levels are the user's code run by Python on the values Numba returns, so
 # their arithmetic follows Python's and NumPy's rules where Numba's typing may differ
@@ -555,7 +560,17 @@ def _code_names(code) -> set[str]:
     return names
 
 
-def _numba_return_type(disp):
+def _numba_return_type(disp, args=(), kwargs=None):
+    """The return type of ``disp`` for these arguments (compiled for them if no subtree
+    was: a root that is a base case), else its only return type, else None."""
+    if not kwargs:
+        try:
+            key = tuple(disp.typeof_pyval(a) for a in args)
+            if key not in disp.overloads:
+                disp.compile(key)
+            return disp.overloads[key].signature.return_type
+        except Exception:  # noqa: BLE001 - arguments Numba does not take as given: no boxing
+            pass
     types = {sig.return_type for sig in disp.nopython_signatures}
     return types.pop() if len(types) == 1 else None
 
@@ -632,13 +647,13 @@ class FanOut:
             if depth < len(self.level_sizes):
                 self.level_sizes[depth] += 1
             self.subtrees += not inline
-            if inline:
-                fut = _cf.Future()
-                _threading.Thread(target=self._node, args=(fut, depth, args, kwargs),
-                                  name=f"hpu-{self.fn.__name__}-level{depth}",
-                                  daemon=True).start()
-            else:
-                fut = self._pool.submit(self.compiled, *args, **kwargs)
+        if inline:
+            fut = _cf.Future()
+            _threading.Thread(target=self._node, args=(fut, depth, args, kwargs),
+                              name=f"hpu-{self.fn.__name__}-level{depth}", daemon=True).start()
+        else:
+            fut = self._pool.submit(self.compiled, *args, **kwargs)
+        with self._lock:
             self._pending.add(fut)
         return Lazy(lambda: self._result(fut), self.arity)
 
@@ -681,7 +696,7 @@ class FanOut:
             raise
         finally:
             self._pool.shutdown(wait=False, cancel_futures=True)
-        return box_like_numba(value, _numba_return_type(self.compiled))
+        return box_like_numba(value, _numba_return_type(self.compiled, args, kwargs))
 
 
 #: glibc's mallopt parameter number and its initial (and documented default) value

@@ -226,6 +226,19 @@ def checked_sort(a):
     return merge(checked_sort(a[:m]), checked_sort(a[m:]))
 
 
+@hpu.divide_and_conquer
+def sort_min(a):
+    """(sorted copy, smallest key or 0): the top levels' ``out[0]`` is a NumPy scalar in
+    Python, an ``int``/``float`` from Numba."""
+    if len(a) <= 1:
+        return a.copy(), (a[0] if len(a) else 0)
+    m = len(a) // 2
+    left, x = sort_min(a[:m])
+    right, y = sort_min(a[m:])
+    out = merge(left, right)
+    return out, out[0]
+
+
 def plain_prefix(xs):
     out, s = [], 0.0
     for v in xs:
@@ -238,6 +251,7 @@ FANOUT_REFERENCES = {
     **ARRAY_REFERENCES,
     "prefix_sums": (prefix_sums, lambda xs: (plain_prefix(xs),)),
     "msort4": (msort4, lambda xs: (sorted(xs),)),
+    "sort_min": (sort_min, lambda xs: (sorted(xs), min(xs) if xs else 0)),
 }
 
 
