@@ -69,7 +69,7 @@ import numpy as np
 
 from hpu._errors import TranslationError
 from hpu._options import DEFAULT_DEVICE, DEVICES, STRATEGIES  # noqa: F401 - re-exported
-from hpu._run import Run
+from hpu._run import LevelRecord, Run
 from hpu._types import ARRAY_DTYPES, dtype_name_list
 
 __all__ = ["divide_and_conquer", "DivideAndConquer", "Configured", "DEVICES", "DEFAULT_DEVICE",
@@ -299,6 +299,7 @@ class DivideAndConquer:
         threads = numba.get_num_threads()
         K, reason = fanout_levels(n, a, float(self._options["b"]), threads, o["K"])
         t0 = time.perf_counter()
+        levels = ()
         if K == 0:
             value, tasks, sizes = compiled(*args, **kwargs), 1, (1,)
         else:
@@ -309,8 +310,14 @@ class DivideAndConquer:
             while sizes[-1] == 0:       # the tree ended above level K: as really expanded
                 sizes.pop()
             tasks, sizes = fan.subtrees, tuple(sizes)
+            if fan.spans:               # the subtrees, from the first start to the last end
+                start = min(s for s, _ in fan.spans)
+                end = max(e for _, e in fan.spans)
+                levels = (LevelRecord(level=K, phase="leaf", cpu_tasks=tasks, gpu_tasks=0,
+                                      cpu_seconds=end - start, gpu_seconds=0.0,
+                                      cpu_start=start, cpu_end=end),)
         return Run(value=value, device=o["device"], alpha=1.0, y=None, K=K, cpu_tasks=tasks,
-                   gpu_tasks=0, fallbacks=fallbacks, levels=(), transfers=(),
+                   gpu_tasks=0, fallbacks=fallbacks, levels=levels, transfers=(),
                    seconds=time.perf_counter() - t0, level_sizes=sizes, started=t0,
                    reason=reason)
 

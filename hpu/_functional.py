@@ -360,6 +360,7 @@ def convert_arguments(args, kwargs):
 import concurrent.futures as _cf
 import operator as _op
 import threading as _threading
+import time as _time
 
 #: the fewest elements (longest array argument) for which the top levels fan out
 FANOUT_MIN = 1 << 15
@@ -598,8 +599,10 @@ def box_like_numba(v, t):
 class FanOut:
     """One call of a functional function with its top ``K`` levels run as Python and
     each call at level ``K`` as the compiled function on ``threads`` threads (see the
-    essay above).  After :meth:`run`: ``subtrees`` (calls run compiled) and
-    ``level_sizes`` (calls made at each level ``0..K``)."""
+    essay above).  After :meth:`run`: ``subtrees`` (calls run compiled),
+    ``level_sizes`` (calls made at each level ``0..K``), ``submitted`` and ``spans`` (when
+    each compiled call was submitted, and its ``(start, end)``, in ``time.perf_counter()``
+    seconds)."""
 
     def __init__(self, fn, self_obj, compiled, helpers: dict, *, K: int, threads: int,
                  arity: int | None):
@@ -608,6 +611,8 @@ class FanOut:
         self.K, self.threads, self.arity = K, threads, arity
         self.subtrees = 0
         self.level_sizes = [1] + [0] * K
+        self.submitted: list[float] = []
+        self.spans: list[tuple[float, float]] = []
         self._nodes = 0
         self._pending: set = set()   # Futures whose value no proxy has taken yet
         self._lock = _threading.Lock()
@@ -652,10 +657,21 @@ class FanOut:
             _threading.Thread(target=self._node, args=(fut, depth, args, kwargs),
                               name=f"hpu-{self.fn.__name__}-level{depth}", daemon=True).start()
         else:
-            fut = self._pool.submit(self.compiled, *args, **kwargs)
+            with self._lock:
+                self.submitted.append(_time.perf_counter())
+            fut = self._pool.submit(self._subtree, args, kwargs)
         with self._lock:
             self._pending.add(fut)
         return Lazy(lambda: self._result(fut), self.arity)
+
+    def _subtree(self, args, kwargs):
+        start = _time.perf_counter()
+        try:
+            return self.compiled(*args, **kwargs)
+        finally:
+            end = _time.perf_counter()
+            with self._lock:
+                self.spans.append((start, end))
 
     def _node(self, fut, depth, args, kwargs):
         self._local.depth = depth

@@ -430,3 +430,24 @@ def test_ctrl_c_stops_waiting_and_cancels_the_pending_subtrees():
     assert np.count_nonzero(marks) < 4                     # the pending ones were cancelled
     assert msort.run(np.arange(9)[::-1].copy(), device="cpu", K=2).value.tolist() == \
         list(range(9))
+
+
+def test_every_subtree_is_submitted_before_any_ends():
+    """The subtrees are all submitted before anything waits (the next sibling's calls are
+    not held back by a combine waiting for the first's), and run without the GIL."""
+    from functional_examples import spin_sort
+
+    from hpu._functional import FanOut
+
+    x = np.arange(8)
+    marks = np.zeros(8, np.int64)
+    compiled = spin_sort._functional_compiled()
+    fan = FanOut(spin_sort.py_func, spin_sort, compiled, spin_sort._helpers, K=3, threads=2,
+                 arity=None)
+    assert compiled.targetoptions["nogil"] is True
+    assert fan.run((x, marks, 5_000_000), {}).tolist() == list(range(8))
+    assert fan.subtrees == 8 and len(fan.spans) == 8 and np.count_nonzero(marks) == 8
+    assert max(fan.submitted) < min(end for _, end in fan.spans)
+    run = spin_sort.run(x, marks, 1, device="cpu", K=3)
+    (leaf,) = run.levels                       # one record: the subtrees, first to last
+    assert (leaf.level, leaf.phase, leaf.cpu_tasks) == (3, "leaf", 8)
