@@ -31,7 +31,8 @@ import math
 
 import numpy as np
 
-__all__ = ["rewrite_values", "array_names", "list_to_array"]
+__all__ = ["rewrite_values", "array_names", "list_to_array", "compile_functional", "FanOut",
+           "Lazy", "fanout_levels", "call_shape"]
 
 _SPECIAL = {"inf": math.inf, "+inf": math.inf, "-inf": -math.inf, "infinity": math.inf,
             "+infinity": math.inf, "-infinity": -math.inf, "nan": math.nan, "+nan": math.nan,
