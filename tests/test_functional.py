@@ -451,3 +451,13 @@ def test_every_subtree_is_submitted_before_any_ends():
     run = spin_sort.run(x, marks, 1, device="cpu", K=3)
     (leaf,) = run.levels                       # one record: the subtrees, first to last
     assert (leaf.level, leaf.phase, leaf.cpu_tasks) == (3, "leaf", 8)
+
+
+@pytest.mark.parametrize("device", ["gpu", "hybrid"])
+def test_other_devices_fall_back_to_the_fan_out(device):
+    x = np.arange(100)[::-1].copy()
+    with pytest.warns(HpuPerformanceWarning, match="allocates"):
+        run = msort.run(x, device=device, K=2)
+    assert run.value.tolist() == list(range(100))
+    assert run.K == 2 and run.cpu_tasks == 4 and run.gpu_tasks == 0
+    assert len(run.fallbacks) == 1
