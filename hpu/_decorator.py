@@ -146,7 +146,7 @@ class DivideAndConquer:
         self._functional = None     # (file, line, construct) of an allocation: hpu._functional
         self._compiled = None
         self._helpers: dict = {}    # the helpers' dispatchers (compile_functional)
-        self._call_shape = None     # (a, arity) of a functional function (call_shape)
+        self._call_shape = None     # (a, arity, loop) of a functional function
         if not _disabled():
             from hpu._functional import check_shape, find_allocation
 
@@ -293,11 +293,11 @@ class DivideAndConquer:
         compiled = self._functional_compiled()
         if self._call_shape is None:
             self._call_shape = call_shape(self.py_func)
-        a, arity = self._call_shape
+        a, arity, loop = self._call_shape
         n = max((v.size for v in (*args, *kwargs.values()) if isinstance(v, np.ndarray)),
                 default=0)
         threads = numba.get_num_threads()
-        K, reason = fanout_levels(n, a, float(self._options["b"]), threads, o["K"])
+        K, reason = fanout_levels(n, a, float(self._options["b"]), threads, o["K"], loop)
         t0 = time.perf_counter()
         levels = ()
         if K == 0:

@@ -375,27 +375,39 @@ MAX_NODES = 512
 WAIT_SLICE = 0.1
 
 
-def call_shape(fn) -> tuple[int, int | None]:
-    """``(a, arity)``: how many self-calls ``fn``'s source makes (at least 2), and the
+_LOOPS = (ast.For, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def call_shape(fn) -> tuple[int, int | None, tuple[int, str] | None]:
+    """``(a, arity, loop)``: how many self-calls ``fn``'s source makes (at least 2), the
     length of the tuple every ``return`` returns (None when they are not all tuples of
-    one length)."""
+    one length), and ``(line, text)`` of the first loop in ``fn``'s own body that makes no
+    self-call (None if none): at the top levels it would run as Python, element by
+    element, so such a function fans out only when ``K`` is given."""
     tree = _tree_of(fn)
     if tree is None:
-        return 2, None
+        return 2, None, None
     name = tree.name
-    a = sum(1 for n in ast.walk(tree) if isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Name) and n.func.id == name)
+
+    def self_calls(node):
+        return sum(1 for n in ast.walk(node) if isinstance(n, ast.Call)
+                   and isinstance(n.func, ast.Name) and n.func.id == name)
+
     lengths = {len(r.value.elts) if isinstance(r.value, ast.Tuple) else None
                for r in ast.walk(tree) if isinstance(r, ast.Return)}
     arity = lengths.pop() if len(lengths) == 1 else None
-    return max(a, 2), arity
+    loop = next(((n.lineno, ast.unparse(n).splitlines()[0].rstrip(":"))
+                 for n in ast.walk(tree) if isinstance(n, _LOOPS) and not self_calls(n)),
+                None)
+    return max(self_calls(tree), 2), arity, loop
 
 
-def fanout_levels(n: int, a: int, b: float, threads: int, K: int | None = None
-                  ) -> tuple[int, str]:
+def fanout_levels(n: int, a: int, b: float, threads: int, K: int | None = None,
+                  loop: tuple[int, str] | None = None) -> tuple[int, str]:
     """``(K, reason)``: how many top levels run as Python before the compiled subtrees
     (0: the compiled function alone, as one call).  ``n``: elements of the longest array
-    argument; ``a``: self-calls per call; ``b``: the shrink factor."""
+    argument; ``a``: self-calls per call; ``b``: the shrink factor; ``loop``: a loop of
+    the function's own (:func:`call_shape`)."""
     if K is not None:
         if K == 0:
             return 0, "K=0 given: the function compiled by Numba, as one call"
@@ -407,6 +419,11 @@ def fanout_levels(n: int, a: int, b: float, threads: int, K: int | None = None
     if n < FANOUT_MIN:
         return 0, (f"{n} elements (< {FANOUT_MIN}): the function compiled by Numba, as one "
                    "call; threads would cost more than they save")
+    if loop is not None:
+        return 0, (f"the function compiled by Numba, as one call: its own loop at line "
+                   f"{loop[0]} (`{loop[1]}`) would run as Python in the top levels that "
+                   "share the work among threads; move the loop into a helper function "
+                   "(compiled by Numba) to use every core, or pass K to fan out anyway")
     want = TASKS_PER_THREAD * threads
     K = 1
     while a ** K < want and n / b ** (K + 1) >= MIN_SUBTREE:

@@ -271,3 +271,23 @@ def spin_sort(a, marks, work):
         return spin_leaf(a, marks, work)
     m = len(a) // 2
     return merge(spin_sort(a[:m], marks, work), spin_sort(a[m:], marks, work))
+
+
+@hpu.divide_and_conquer
+def msort_inline(a):
+    """Mergesort with the merge written in the function itself."""
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    left = msort_inline(a[:m])
+    right = msort_inline(a[m:])
+    out = np.empty(len(a), a.dtype)
+    i = j = 0
+    for k in range(len(a)):  # merge-loop
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+    return out

@@ -461,3 +461,22 @@ def test_other_devices_fall_back_to_the_fan_out(device):
     assert run.value.tolist() == list(range(100))
     assert run.K == 2 and run.cpu_tasks == 4 and run.gpu_tasks == 0
     assert len(run.fallbacks) == 1
+
+
+def test_a_loop_of_its_own_keeps_the_function_whole_unless_K_is_given():
+    from functional_examples import msort_inline
+
+    from hpu._functional import call_shape
+
+    line = _line(msort_inline.py_func, "merge-loop")
+    assert call_shape(msort_inline.py_func)[2] == (line, "for k in range(len(a))")
+    assert call_shape(msort.py_func)[2] is None
+    x = np.random.default_rng(2).integers(0, 1000, FANOUT_MIN)
+    run = msort_inline.run(x, device="cpu")
+    assert np.array_equal(run.value, np.sort(x))
+    assert run.K == 0 and run.cpu_tasks == 1
+    assert f"line {line}" in run.reason and "helper" in run.reason
+    forced = msort_inline.run(x[:64], device="cpu", K=2)
+    assert forced.cpu_tasks == 4 and np.array_equal(forced.value, np.sort(x[:64]))
+    # a loop around the self-calls (msort4's) is the divide step: it fans out
+    assert call_shape(FANOUT_REFERENCES["msort4"][0].py_func)[2] is None
