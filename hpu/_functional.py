@@ -376,14 +376,23 @@ WAIT_SLICE = 0.1
 
 
 _LOOPS = (ast.For, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+#: builtins that loop over their one argument (in Python, element by element)
+_LOOPING_BUILTINS = frozenset({"sum", "min", "max", "sorted", "list", "tuple", "any", "all"})
+
+
+def _reduction(node) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in _LOOPING_BUILTINS and len(node.args) == 1
+            and not node.keywords)
 
 
 def call_shape(fn) -> tuple[int, int | None, tuple[int, str] | None]:
     """``(a, arity, loop)``: how many self-calls ``fn``'s source makes (at least 2), the
     length of the tuple every ``return`` returns (None when they are not all tuples of
     one length), and ``(line, text)`` of the first loop in ``fn``'s own body that makes no
-    self-call (None if none): at the top levels it would run as Python, element by
-    element, so such a function fans out only when ``K`` is given."""
+    self-call, or call of a builtin looping over one argument (``sum(a)``), None if none:
+    at the top levels it would run as Python, element by element, so such a function
+    fans out only when ``K`` is given."""
     tree = _tree_of(fn)
     if tree is None:
         return 2, None, None
@@ -397,8 +406,8 @@ def call_shape(fn) -> tuple[int, int | None, tuple[int, str] | None]:
                for r in ast.walk(tree) if isinstance(r, ast.Return)}
     arity = lengths.pop() if len(lengths) == 1 else None
     loop = next(((n.lineno, ast.unparse(n).splitlines()[0].rstrip(":"))
-                 for n in ast.walk(tree) if isinstance(n, _LOOPS) and not self_calls(n)),
-                None)
+                 for n in ast.walk(tree) if (isinstance(n, _LOOPS) or _reduction(n))
+                 and not self_calls(n)), None)
     return max(self_calls(tree), 2), arity, loop
 
 

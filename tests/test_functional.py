@@ -463,6 +463,13 @@ def test_other_devices_fall_back_to_the_fan_out(device):
     assert len(run.fallbacks) == 1
 
 
+def _sum_top(a):
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    return _sum_top(a[:m]) + _sum_top(a[m:]) + max(a[0], a[-1]) + sum(a)  # sum-here
+
+
 def test_a_loop_of_its_own_keeps_the_function_whole_unless_K_is_given():
     from functional_examples import msort_inline
 
@@ -471,6 +478,7 @@ def test_a_loop_of_its_own_keeps_the_function_whole_unless_K_is_given():
     line = _line(msort_inline.py_func, "merge-loop")
     assert call_shape(msort_inline.py_func)[2] == (line, "for k in range(len(a))")
     assert call_shape(msort.py_func)[2] is None
+    assert call_shape(_sum_top)[2] == (_line(_sum_top, "sum-here"), "sum(a)")
     x = np.random.default_rng(2).integers(0, 1000, FANOUT_MIN)
     run = msort_inline.run(x, device="cpu")
     assert np.array_equal(run.value, np.sort(x))
