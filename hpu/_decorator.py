@@ -281,7 +281,7 @@ class DivideAndConquer:
 
         from hpu._errors import HpuPerformanceWarning
         from hpu._functional import (FALLBACK_REASON, FanOut, call_shape, convert_arguments,
-                                     fanout_levels)
+                                     fanout_levels, recursion_through_globals)
 
         fallbacks = []
         if o["device"] != "cpu" or o["cluster"] is not None:
@@ -298,6 +298,9 @@ class DivideAndConquer:
                 default=0)
         threads = numba.get_num_threads()
         K, reason = fanout_levels(n, a, float(self._options["b"]), threads, o["K"], loop)
+        if K and not recursion_through_globals(self.py_func, self):
+            K, reason = 0, (f"{self.__name__} calls itself through a closure, not a global "
+                            "name: the function compiled by Numba, as one call")
         t0 = time.perf_counter()
         levels = ()
         if K == 0:

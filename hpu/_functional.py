@@ -411,6 +411,13 @@ def call_shape(fn) -> tuple[int, int | None, tuple[int, str] | None]:
     return max(self_calls(tree), 2), arity, loop
 
 
+def recursion_through_globals(fn, self_obj) -> bool:
+    """Whether ``fn`` reaches itself through a global name (the fan-out rebinds that name
+    in its copy; a recursion through a closure cell it cannot see)."""
+    return any(fn.__globals__.get(n) is self_obj or fn.__globals__.get(n) is fn
+               for n in _code_names(fn.__code__))
+
+
 def fanout_levels(n: int, a: int, b: float, threads: int, K: int | None = None,
                   loop: tuple[int, str] | None = None) -> tuple[int, str]:
     """``(K, reason)``: how many top levels run as Python before the compiled subtrees

@@ -363,6 +363,12 @@ def test_fanout_levels():
     assert fanout_levels(FANOUT_MIN, 2, 2.0, 64)[0] == 4    # subtrees of >= 2**11 elements
     assert fanout_levels(10, 2, 2.0, 2, K=5) == (5, fanout_levels(10, 2, 2.0, 2, K=5)[1])
     assert fanout_levels(1 << 20, 2, 2.0, 2, K=0)[0] == 0
+    from functional_examples import merge
+
+    from hpu._functional import recursion_through_globals
+
+    assert recursion_through_globals(msort.py_func, msort)      # the name the copy rebinds
+    assert not recursion_through_globals(merge, msort)
 
 
 def test_an_exception_in_a_subtree_is_the_users():
