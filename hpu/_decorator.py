@@ -69,7 +69,7 @@ import numpy as np
 
 from hpu._errors import TranslationError
 from hpu._options import DEFAULT_DEVICE, DEVICES, STRATEGIES  # noqa: F401 - re-exported
-from hpu._run import Run
+from hpu._run import LevelRecord, Run
 from hpu._types import ARRAY_DTYPES, dtype_name_list
 
 __all__ = ["divide_and_conquer", "DivideAndConquer", "Configured", "DEVICES", "DEFAULT_DEVICE",
@@ -155,6 +155,8 @@ class DivideAndConquer:
         self._lock = threading.RLock()
         self._functional = None     # (file, line, construct) of an allocation: hpu._functional
         self._compiled = None
+        self._helpers: dict = {}    # the helpers' dispatchers (compile_functional)
+        self._call_shape = None     # (a, arity, loop) of a functional function
         if not _disabled():
             from hpu._functional import check_shape, find_allocation
 
@@ -279,16 +281,23 @@ class DivideAndConquer:
             if self._compiled is None:
                 from hpu._functional import compile_functional
 
-                self._compiled = compile_functional(self.py_func, self)
+                helpers: dict = {}
+                self._compiled = compile_functional(self.py_func, self, helpers)
+                self._helpers = helpers
             return self._compiled
 
     def _run_functional(self, o, args, kwargs) -> Run:
         """A function that allocates or returns arrays (see :mod:`hpu._functional`): the
-        function compiled by Numba on the CPU; other devices fall back to it, recorded."""
+        function compiled by Numba on the CPU's threads (its top ``K`` levels as Python,
+        the subtrees below at once, :class:`hpu._functional.FanOut`); other devices fall
+        back to it, recorded."""
         import warnings
 
+        import numba
+
         from hpu._errors import HpuPerformanceWarning
-        from hpu._functional import FALLBACK_REASON, convert_arguments
+        from hpu._functional import (FALLBACK_REASON, FanOut, call_shape, convert_arguments,
+                                     fanout_levels, recursion_through_globals)
 
         fallbacks = []
         if o["device"] != "cpu" or o["cluster"] is not None:
@@ -298,11 +307,38 @@ class DivideAndConquer:
             warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=4)
         args, kwargs = convert_arguments(args, kwargs)
         compiled = self._functional_compiled()
+        if self._call_shape is None:
+            self._call_shape = call_shape(self.py_func)
+        a, arity, loop = self._call_shape
+        n = max((v.size for v in (*args, *kwargs.values()) if isinstance(v, np.ndarray)),
+                default=0)
+        threads = numba.get_num_threads()
+        K, reason = fanout_levels(n, a, float(self._options["b"]), threads, o["K"], loop)
+        if K and not recursion_through_globals(self.py_func, self):
+            K, reason = 0, (f"{self.__name__} calls itself through a closure, not a global "
+                            "name: the function compiled by Numba, as one call")
         t0 = time.perf_counter()
-        value = compiled(*args, **kwargs)
-        return Run(value=value, device=o["device"], alpha=1.0, y=None, K=0, cpu_tasks=1,
-                   gpu_tasks=0, fallbacks=fallbacks, levels=(), transfers=(),
-                   seconds=time.perf_counter() - t0)
+        levels = ()
+        if K == 0:
+            value, tasks, sizes = compiled(*args, **kwargs), 1, (1,)
+        else:
+            fan = FanOut(self.py_func, self, compiled, self._helpers, K=K, threads=threads,
+                         arity=arity)
+            value = fan.run(args, kwargs)
+            sizes = list(fan.level_sizes)
+            while sizes[-1] == 0:       # the tree ended above level K: as really expanded
+                sizes.pop()
+            tasks, sizes = fan.subtrees, tuple(sizes)
+            if fan.spans:               # the subtrees, from the first start to the last end
+                start = min(s for s, _ in fan.spans)
+                end = max(e for _, e in fan.spans)
+                levels = (LevelRecord(level=K, phase="leaf", cpu_tasks=tasks, gpu_tasks=0,
+                                      cpu_seconds=end - start, gpu_seconds=0.0,
+                                      cpu_start=start, cpu_end=end),)
+        return Run(value=value, device=o["device"], alpha=1.0, y=None, K=K, cpu_tasks=tasks,
+                   gpu_tasks=0, fallbacks=fallbacks, levels=levels, transfers=(),
+                   seconds=time.perf_counter() - t0, level_sizes=sizes, started=t0,
+                   reason=reason)
 
     def options(self, **options) -> "Configured":
         """This function with run options set; its call, ``.run``, ``.plan``,

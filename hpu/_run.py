@@ -99,6 +99,9 @@ class Run:
     level_sizes: tuple[int, ...] = ()
     #: ``time.perf_counter()`` when the run began: the origin of the records' timestamps
     started: float | None = field(default=None, repr=False)
+    #: why the run took its shape when no plan says it (a functional function, guide §10:
+    #: how many subtrees ran on how many threads, or why it ran as one call); else None
+    reason: str | None = None
 
     def trace(self, path) -> "Path":
         """Write this run as a Chrome/Perfetto trace (Trace Event Format JSON) to ``path``.
@@ -122,6 +125,8 @@ class Run:
         head = (f"{self.device}: K={self.K}, alpha={self.alpha}, y={self.y}, "
                 f"tasks cpu={self.cpu_tasks} gpu={self.gpu_tasks}, {self.seconds:.6f} s")
         lines = [head]
+        if self.reason is not None:
+            lines.append(f"  {self.reason}")
         if self.plan is not None:  # why it ran this way (e.g. a small problem as one task)
             lines.append(f"  plan: {self.plan.reason}")
             lines.append(f"  strategy: {self.plan.strategy}")

@@ -171,3 +171,123 @@ ARRAY_REFERENCES = {
     "sort_count": (sort_count, lambda xs: (sorted(xs), plain_inversions(xs))),
     "best_run": (best_run, lambda xs: plain_best_run(xs)),
 }
+
+
+# ---------------------------------------------------------------- shapes of the fan-out
+
+def join_prefix(left, right):
+    """Prefix sums of ``left + right`` from those of each half."""
+    out = np.empty(len(left) + len(right), np.float64)
+    carry = 0.0
+    for i in range(len(left)):
+        out[i] = left[i]
+        carry = left[i]
+    for j in range(len(right)):
+        out[len(left) + j] = right[j] + carry
+    return out
+
+
+@hpu.divide_and_conquer
+def prefix_sums(a):
+    """Running sums of a list of numbers (``left = f(...)``, then ``right = f(...)``)."""
+    if len(a) == 0:
+        return np.zeros(0, np.float64)
+    if len(a) == 1:
+        out = np.empty(1, np.float64)
+        out[0] = a[0]
+        return out
+    m = len(a) // 2
+    left = prefix_sums(a[:m])
+    right = prefix_sums(a[m:])
+    return join_prefix(left, right)
+
+
+@hpu.divide_and_conquer
+def msort4(a):
+    """Four-way mergesort whose self-calls fill a list in a loop."""
+    if len(a) <= 3:
+        return merge(merge(a[:1], a[1:2]), a[2:])
+    q = len(a) // 4
+    parts = []
+    for k in range(3):
+        parts.append(msort4(a[k * q:(k + 1) * q]))
+    parts.append(msort4(a[3 * q:]))
+    return merge(merge(parts[0], parts[1]), merge(parts[2], parts[3]))
+
+
+@hpu.divide_and_conquer
+def checked_sort(a):
+    """Sorted copy; a negative key raises ValueError in the base case that meets it."""
+    if len(a) <= 1:
+        if len(a) == 1 and a[0] < 0:
+            raise ValueError("negative key")
+        return a.copy()
+    m = len(a) // 2
+    return merge(checked_sort(a[:m]), checked_sort(a[m:]))
+
+
+@hpu.divide_and_conquer
+def sort_min(a):
+    """(sorted copy, smallest key or 0): the top levels' ``out[0]`` is a NumPy scalar in
+    Python, an ``int``/``float`` from Numba."""
+    if len(a) <= 1:
+        return a.copy(), (a[0] if len(a) else 0)
+    m = len(a) // 2
+    left, x = sort_min(a[:m])
+    right, y = sort_min(a[m:])
+    out = merge(left, right)
+    return out, out[0]
+
+
+def plain_prefix(xs):
+    out, s = [], 0.0
+    for v in xs:
+        s += v
+        out.append(s)
+    return out
+
+
+FANOUT_REFERENCES = {
+    **ARRAY_REFERENCES,
+    "prefix_sums": (prefix_sums, lambda xs: (plain_prefix(xs),)),
+    "msort4": (msort4, lambda xs: (sorted(xs),)),
+    "sort_min": (sort_min, lambda xs: (sorted(xs), min(xs) if xs else 0)),
+}
+
+
+def spin_leaf(a, marks, work):
+    """A one-key sorted copy after ``work`` steps; ``marks[key]`` nonzero when done."""
+    x = 1
+    for _ in range(work):
+        x = (x * 3 + 1) % 1000003
+    marks[a[0]] = x | 1
+    return a.copy()
+
+
+@hpu.divide_and_conquer
+def spin_sort(a, marks, work):
+    """Mergesort of distinct keys ``0..n-1`` whose leaves take ``work`` steps each."""
+    if len(a) <= 1:
+        return spin_leaf(a, marks, work)
+    m = len(a) // 2
+    return merge(spin_sort(a[:m], marks, work), spin_sort(a[m:], marks, work))
+
+
+@hpu.divide_and_conquer
+def msort_inline(a):
+    """Mergesort with the merge written in the function itself."""
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    left = msort_inline(a[:m])
+    right = msort_inline(a[m:])
+    out = np.empty(len(a), a.dtype)
+    i = j = 0
+    for k in range(len(a)):  # merge-loop
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+    return out

@@ -277,3 +277,220 @@ def test_returning_an_array_parameter_is_refused_at_decoration():
         hpu.divide_and_conquer(returns_param)
     assert info.value.lineno == _line(returns_param, "param-here")
     assert "a.copy()" in str(info.value)
+
+
+# ---------------------------------------------------------------- every core (FanOut)
+
+from functional_examples import FANOUT_REFERENCES, checked_sort, msort  # noqa: E402
+
+from hpu._functional import FANOUT_MIN, Lazy, fanout_levels  # noqa: E402
+
+
+def _check_fanout(name, xs, dtype, K):
+    f, plain = FANOUT_REFERENCES[name]
+    want = plain(list(xs))
+    x = np.asarray(xs, dtype=dtype)
+    keep = x.copy()
+    run = f.run(x, device="cpu", K=K)
+    seq = f.sequential(x)
+    got = run.value if isinstance(run.value, tuple) else (run.value,)
+    seq = seq if isinstance(seq, tuple) else (seq,)
+    assert len(got) == len(want) == len(seq)
+    for g, s, w in zip(got, seq, want):
+        assert type(g) is type(s), (name, g, s)             # boxed as .sequential's
+        if isinstance(g, np.ndarray):
+            assert g.dtype == s.dtype
+            assert g.tolist() == list(w), (name, K)
+        else:
+            assert _same(g, w), (name, K, g, w)
+    assert np.array_equal(x, keep)                           # the input untouched
+    assert run.K == K and run.reason.startswith(f"K={K} given")
+    return run
+
+
+@pytest.mark.parametrize("name", sorted(FANOUT_REFERENCES))
+@settings(COMPILES, max_examples=10)
+@given(xs=st.lists(st.integers(-40, 40), max_size=70), data=st.data(), K=st.integers(1, 4))
+def test_fanout_matches_plain_python(name, xs, data, K):
+    # the dtypes the tests above compile already; the new examples compile one
+    dtypes = [np.int64, np.float64] if name in ARRAY_REFERENCES else [np.int64]
+    _check_fanout(name, xs, data.draw(st.sampled_from(dtypes)), K)
+
+
+@pytest.mark.parametrize("name", sorted(FANOUT_REFERENCES))
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 1001])
+def test_fanout_sizes(name, n):
+    xs = [(i * 7919) % 211 - 100 for i in range(n)]
+    run = _check_fanout(name, xs, np.int64, 3)
+    if n >= 1000:           # every level full: a^K subtrees compiled, the top levels Python
+        a = 4 if name == "msort4" else 2
+        assert run.cpu_tasks == a ** 3
+        assert run.level_sizes == tuple(a ** d for d in range(4))
+    elif n <= 1:            # the root is a base case: nothing below it
+        assert run.cpu_tasks == 0 and run.level_sizes == (1,)
+
+
+def test_a_list_at_the_call_fans_out():
+    from functional_examples import prefix_sums
+
+    run = prefix_sums.run([1, 2, 3, 4, 5], device="cpu", K=2)
+    assert run.value.tolist() == [1.0, 3.0, 6.0, 10.0, 15.0]
+    assert run.cpu_tasks == 4
+
+
+def test_large_inputs_fan_out_on_their_own():
+    import numba
+
+    x = np.random.default_rng(5).integers(0, 1 << 20, FANOUT_MIN)
+    run = msort.run(x, device="cpu")
+    assert np.array_equal(run.value, np.sort(x))
+    threads = numba.get_num_threads()
+    K, reason = fanout_levels(x.size, 2, 2.0, threads)
+    assert (run.K, run.reason) == (K, reason)
+    if threads > 1:
+        assert run.K >= 1 and run.cpu_tasks == 2 ** run.K
+        assert f"on {threads} threads" in run.reason
+    small = msort.run(x[:100], device="cpu")
+    assert small.K == 0 and small.cpu_tasks == 1 and "one call" in small.reason
+
+
+def test_fanout_levels():
+    assert fanout_levels(1 << 20, 2, 2.0, 1)[0] == 0                     # one thread
+    assert fanout_levels(FANOUT_MIN - 1, 2, 2.0, 8)[0] == 0               # too small
+    assert fanout_levels(1 << 20, 2, 2.0, 2)[0] == 3                      # 8 = 4 per thread
+    assert fanout_levels(1 << 24, 2, 2.0, 16)[0] == 6                     # 64 subtrees
+    assert fanout_levels(1 << 24, 4, 4.0, 16)[0] == 3
+    assert fanout_levels(FANOUT_MIN, 2, 2.0, 64)[0] == 4    # subtrees of >= 2**11 elements
+    assert fanout_levels(10, 2, 2.0, 2, K=5) == (5, fanout_levels(10, 2, 2.0, 2, K=5)[1])
+    assert fanout_levels(1 << 20, 2, 2.0, 2, K=0)[0] == 0
+    from functional_examples import merge
+
+    from hpu._functional import recursion_through_globals
+
+    assert recursion_through_globals(msort.py_func, msort)      # the name the copy rebinds
+    assert not recursion_through_globals(merge, msort)
+
+
+def test_an_exception_in_a_subtree_is_the_users():
+    x = np.arange(64)[::-1].copy()
+    x[50] = -1                                     # in the last of the 8 subtrees
+    with pytest.raises(ValueError) as seq:
+        checked_sort.sequential(x)
+    with pytest.raises(ValueError) as par:
+        checked_sort.run(x, device="cpu", K=3)
+    assert type(par.value) is type(seq.value) and str(par.value) == str(seq.value)
+    assert str(par.value) == "negative key"
+    x[50] = 7                                      # the next call is fine
+    assert checked_sort.run(x, device="cpu", K=3).value.tolist() == sorted(x.tolist())
+
+
+def test_lazy_values_act_as_their_value():
+    arr = np.array([3.0, 1.0, 2.0])
+
+    def lazy(v, arity=None):
+        return Lazy(lambda: v, arity)
+
+    assert np.sort(lazy(arr)).tolist() == [1.0, 2.0, 3.0]             # __array__
+    assert (lazy(2) + 3, 3 + lazy(2), lazy(7) // lazy(2), -lazy(2)) == (5, 5, 3, -2)
+    assert lazy(2.5) > 1 and max(lazy(1.0), lazy(4.0), 2.0) == 4.0
+    assert len(lazy(arr)) == 3 and lazy(arr)[1] == 1.0 and lazy(arr).dtype == np.float64
+    assert float(lazy(np.int64(2))) == 2.0 and int(lazy(2.9)) == 2 and [0, 1][lazy(1)] == 1
+    assert not lazy(0) and lazy(arr) is not None
+    s, c = lazy((arr, 4), arity=2)                       # unpacked without waiting
+    assert isinstance(s, Lazy) and c + 1 == 5 and s.tolist() == arr.tolist()
+    waited = []
+    p = Lazy(lambda: waited.append(1) or (1, 2), arity=2)
+    first, second = p
+    assert waited == [] and len(p) == 2 and (first, second) == (1, 2) and waited == [1]
+
+
+def test_ctrl_c_stops_waiting_and_cancels_the_pending_subtrees():
+    """Ctrl-C while subtrees run: KeyboardInterrupt on the caller without waiting for the
+    subtrees (seen between wait slices: ``interrupt_main`` wakes no blocked wait), the
+    ones not started never run, the process stays usable."""
+    import _thread
+    import threading
+    import time
+
+    from functional_examples import spin_sort
+
+    x = np.arange(4)
+    marks = np.zeros(4, np.int64)
+    spin_sort.sequential(x, marks, 1)                      # compiled before the signal
+
+    def ours():
+        return [t for t in threading.enumerate() if t.name.startswith("hpu-spin_sort")]
+
+    def interrupt():
+        while not any(t.name.startswith("hpu-spin_sort_") for t in ours()):  # the pool
+            time.sleep(0.005)
+        _thread.interrupt_main()
+
+    marks[:] = 0
+    threading.Thread(target=interrupt, daemon=True).start()
+    # four leaves of about half a second each on numba.get_num_threads() threads: K=2
+    with pytest.raises(KeyboardInterrupt):
+        spin_sort.run(x, marks, 25_000_000, device="cpu", K=2)
+    while ours():                                          # the running leaves finish
+        time.sleep(0.02)
+    assert np.count_nonzero(marks) < 4                     # the pending ones were cancelled
+    assert msort.run(np.arange(9)[::-1].copy(), device="cpu", K=2).value.tolist() == \
+        list(range(9))
+
+
+def test_every_subtree_is_submitted_before_any_ends():
+    """The subtrees are all submitted before anything waits (the next sibling's calls are
+    not held back by a combine waiting for the first's), and run without the GIL."""
+    from functional_examples import spin_sort
+
+    from hpu._functional import FanOut
+
+    x = np.arange(8)
+    marks = np.zeros(8, np.int64)
+    compiled = spin_sort._functional_compiled()
+    fan = FanOut(spin_sort.py_func, spin_sort, compiled, spin_sort._helpers, K=3, threads=2,
+                 arity=None)
+    assert compiled.targetoptions["nogil"] is True
+    assert fan.run((x, marks, 5_000_000), {}).tolist() == list(range(8))
+    assert fan.subtrees == 8 and len(fan.spans) == 8 and np.count_nonzero(marks) == 8
+    assert max(fan.submitted) < min(end for _, end in fan.spans)
+    run = spin_sort.run(x, marks, 1, device="cpu", K=3)
+    (leaf,) = run.levels                       # one record: the subtrees, first to last
+    assert (leaf.level, leaf.phase, leaf.cpu_tasks) == (3, "leaf", 8)
+
+
+@pytest.mark.parametrize("device", ["gpu", "hybrid"])
+def test_other_devices_fall_back_to_the_fan_out(device):
+    x = np.arange(100)[::-1].copy()
+    with pytest.warns(HpuPerformanceWarning, match="allocates"):
+        run = msort.run(x, device=device, K=2)
+    assert run.value.tolist() == list(range(100))
+    assert run.K == 2 and run.cpu_tasks == 4 and run.gpu_tasks == 0
+    assert len(run.fallbacks) == 1
+
+
+def _sum_top(a):
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    return _sum_top(a[:m]) + _sum_top(a[m:]) + max(a[0], a[-1]) + sum(a)  # sum-here
+
+
+def test_a_loop_of_its_own_keeps_the_function_whole_unless_K_is_given():
+    from functional_examples import msort_inline
+
+    from hpu._functional import call_shape
+
+    line = _line(msort_inline.py_func, "merge-loop")
+    assert call_shape(msort_inline.py_func)[2] == (line, "for k in range(len(a))")
+    assert call_shape(msort.py_func)[2] is None
+    assert call_shape(_sum_top)[2] == (_line(_sum_top, "sum-here"), "sum(a)")
+    x = np.random.default_rng(2).integers(0, 1000, FANOUT_MIN)
+    run = msort_inline.run(x, device="cpu")
+    assert np.array_equal(run.value, np.sort(x))
+    assert run.K == 0 and run.cpu_tasks == 1
+    assert f"line {line}" in run.reason and "helper" in run.reason
+    forced = msort_inline.run(x[:64], device="cpu", K=2)
+    assert forced.cpu_tasks == 4 and np.array_equal(forced.value, np.sort(x[:64]))
+    # a loop around the self-calls (msort4's) is the divide step: it fans out
+    assert call_shape(FANOUT_REFERENCES["msort4"][0].py_func)[2] is None
