@@ -351,7 +351,9 @@ def convert_arguments(args, kwargs):
 #
 # Memory: glibc raises its mmap threshold each time a large block is freed, and blocks
 # under it then stay in the allocating thread's arena after ``free``; with several
-# threads allocating, the peak doubled (:func:`pin_mmap_threshold` pins it instead).
+# threads allocating, the peak doubles.  hpu leaves the C library's settings alone (a
+# process-wide change would slow every large allocation of the user's own code);
+# ``MALLOC_MMAP_THRESHOLD_=131072`` in the environment bounds the peak (guide §10).
 #
 # The top levels are the user's code run by Python on the values Numba returns, so
 # their arithmetic follows Python's and NumPy's rules where Numba's typing may differ
@@ -728,7 +730,6 @@ class FanOut:
 
     def run(self, args, kwargs):
         """The call's value, computed as described above."""
-        pin_mmap_threshold()
         self._py = self._python_copy()
         self._local.depth = 0
         self._pool = _cf.ThreadPoolExecutor(self.threads,
@@ -747,43 +748,6 @@ class FanOut:
         finally:
             self._pool.shutdown(wait=False, cancel_futures=True)
         return box_like_numba(value, _numba_return_type(self.compiled, args, kwargs))
-
-
-#: glibc's mallopt parameter number and its initial (and documented default) value
-_M_MMAP_THRESHOLD = -3
-_MMAP_THRESHOLD = 128 * 1024
-_malloc_pinned = False
-
-
-def pin_mmap_threshold() -> bool:
-    """Pin glibc's mmap threshold at its initial 128 KiB, once per process; True when set.
-
-    glibc raises the threshold each time a large block is freed (up to 32 MiB); blocks
-    below it then come from per-thread arenas, which keep them after ``free``.  One
-    thread reuses its arena; the fan-out's threads each keep their own, and the peak
-    memory of the functional mergesort at 2**24 keys was 5.8x the input instead of 3.0x.
-    Pinned, every array above 128 KiB is its own mapping, returned to the system when
-    freed.  Left alone where the user set a ``MALLOC_*`` threshold (glibc then keeps it
-    fixed already) and off glibc."""
-    global _malloc_pinned
-    if _malloc_pinned:
-        return True
-    import os
-    import sys
-
-    if not sys.platform.startswith("linux") or any(
-            k in os.environ for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
-                                      "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_")):
-        return False
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6")
-        ok = bool(libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD))
-    except (OSError, AttributeError):
-        return False
-    _malloc_pinned = ok
-    return ok
 
 
 def _is_dispatcher(obj) -> bool:
