@@ -120,7 +120,10 @@ class Program:
         self.__dict__.pop("_cpu_backends", None)  # hpu._hybrid.cpu_backend's, on the old module
 
     def iter_source(self, depth: int = DEFAULT_DEPTH) -> str:
-        return iter_source(self.spec, self.closure, self.layout, self.types, depth)
+        """The device's module (:func:`hpu._codegen.iter_source`); in bounds-checked mode
+        its views' indices are marked for the translator's check."""
+        return iter_source(self.spec, self.closure, self.layout, self.types, depth,
+                           bounds=bool(self.boundscheck))
 
     def iter_module(self, depth: int = DEFAULT_DEPTH):
         """The module with ``solve_iter``/``leaf_task_iter``/``leaf_level_iter`` (cached)."""
@@ -153,6 +156,10 @@ def specialize(spec: DCSpec, closure: Closure, args: Mapping[str, Any],
     """Generate, load and type the module for a call with these (checked) arguments."""
     from numba.core import types as nt
 
+    from hpu._guard import boundscheck_default
+
+    if boundscheck is None:  # resolved once: every module of this specialisation agrees
+        boundscheck = boundscheck_default()
     arrays = [p for p in spec.params if isinstance(args[p], np.ndarray)]
     check_array_fit(spec, closure, args)  # issue 11: int64 data, int32 scratch: refuse first
     lay = make_layout(spec, arrays)
