@@ -95,7 +95,7 @@ from hpu._views import VIEW_INDEX, display, view_index
 
 __all__ = [
     "Layout", "Types", "DEFAULT_DEPTH", "make_layout", "core_source", "cpu_source", "iter_source",
-    "frame_bytes", "helper_source",
+    "frame_bytes", "helper_source", "iter_user_lines", "statements",
     "plain_namespace", "generated_by", "probe_items",
 ]
 
@@ -483,6 +483,17 @@ def _depth_limited_source(spec: DCSpec, bounds: bool = False,
     return ast.unparse(tree) + "\n\n\n@njit(cache=True)\n" + outer
 
 
+def statements(tree):
+    """``tree`` (a statement or a function) and the statements inside it, in source order;
+    the same order for a tree and the tree parsed again from its unparsed text."""
+    if isinstance(tree, (ast.stmt, ast.excepthandler)) and not isinstance(tree, ast.FunctionDef):
+        yield tree
+    for name in ("body", "orelse", "handlers", "finalbody"):
+        for sub in getattr(tree, name, None) or ():
+            if isinstance(sub, (ast.stmt, ast.excepthandler)):
+                yield from statements(sub)
+
+
 class _Writer:
     def __init__(self, spec: DCSpec, checked: bool = False, bounds: bool = False,
                  arrays: tuple[str, ...] = (), views: bool = False):
@@ -493,6 +504,9 @@ class _Writer:
         self.arrays = arrays
         self.sites: list[str] = []  # hpu__SITES of the checked module
         self.lines: list[str] = []
+        #: line of the body (1-based) -> the user's line of the statement emitted there
+        #: (nested statements too, where a "# line N" comment names only the outermost)
+        self.stmt_lines: dict[int, int] = {}
         self._last = None  # the user line last named in a comment
         #: rewrite the user's ``//``, ``%``, ``int()``, ``round()`` into checked calls (CPU)
         self.checked = checked
@@ -515,7 +529,12 @@ class _Writer:
                              sites=self.sites).visit(copy.deepcopy(s))
             elif self.views:
                 s = _DeviceViews().visit(copy.deepcopy(s))
-            self(ast.unparse(s), indent)
+            text = ast.unparse(s)
+            first = len(self.lines)
+            for mine, theirs in zip(statements(s), statements(ast.parse(text).body[0])):
+                if getattr(mine, "lineno", 0) >= self.spec.lineno:  # not generated (line 1..)
+                    self.stmt_lines.setdefault(first + theirs.lineno, mine.lineno)
+            self(text, indent)
 
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"
@@ -1012,6 +1031,19 @@ def iter_source(spec: DCSpec, closure: Closure, lay: Layout, types: Types,
     OpenCL translator checks against the view's length (``hpu__view_index``); without
     views, or unchecked, the source is the same either way.
     """
+    head, w = _iter(spec, closure, lay, types, depth, bounds)
+    return "\n".join(head) + "\n" + w.text()
+
+
+def iter_user_lines(spec: DCSpec, closure: Closure, lay: Layout, types: Types,
+                    depth: int = DEFAULT_DEPTH, bounds: bool = False) -> dict[int, int]:
+    """Line of :func:`iter_source`'s text -> the user's line of the statement of the
+    decorated function emitted there (the device's error texts name it)."""
+    head, w = _iter(spec, closure, lay, types, depth, bounds)
+    return {len(head) + k: line for k, line in w.stmt_lines.items()}
+
+
+def _iter(spec, closure, lay, types, depth, bounds) -> tuple[list[str], _Writer]:
     if not isinstance(depth, int) or depth < 1:
         raise ValueError(f"depth={depth!r} must be an int >= 1 (frames of the iterative "
                          "solver's stack); pass e.g. 64")
@@ -1066,7 +1098,7 @@ def iter_source(spec: DCSpec, closure: Closure, lay: Layout, types: Types,
     w(f"def leaf_level_iter({', '.join(('start__', 'stop__') + lay.leaf_iter_args())}):")
     w("for tid__ in prange(start__, stop__):", 1)
     w(f"leaf_task_iter(tid__, {', '.join(lay.leaf_iter_args())})", 2)
-    return "\n".join(head) + "\n" + w.text()
+    return head, w
 
 
 _PLAIN_HEADER = '''

@@ -25,7 +25,7 @@ import numpy as np
 
 from hpu._cache import load_module
 from hpu._codegen import (DEFAULT_DEPTH, Layout, Types, core_source, cpu_source, iter_source,
-                          make_layout, probe_items)
+                          iter_user_lines, make_layout, probe_items)
 from hpu._errors import TranslationError
 from hpu._frontend import Closure, DCSpec
 from hpu._guard import check_array_fit
@@ -124,6 +124,11 @@ class Program:
         its views' indices are marked for the translator's check."""
         return iter_source(self.spec, self.closure, self.layout, self.types, depth,
                            bounds=bool(self.boundscheck))
+
+    def iter_user_lines(self, depth: int = DEFAULT_DEPTH) -> dict[int, int]:
+        """:func:`hpu._codegen.iter_user_lines` of :meth:`iter_source`'s text."""
+        return iter_user_lines(self.spec, self.closure, self.layout, self.types, depth,
+                               bounds=bool(self.boundscheck))
 
     def iter_module(self, depth: int = DEFAULT_DEPTH):
         """The module with ``solve_iter``/``leaf_task_iter``/``leaf_level_iter`` (cached)."""

@@ -104,12 +104,14 @@ class _Sites:
         import copy
         import os
 
-        from hpu._codegen import _DeviceViews, helper_source
+        from hpu._codegen import _DeviceViews, helper_source, statements
         from hpu._views import display, view_index
 
         self.spec = program.spec
         self.helpers = {h.name: h for h in program.closure.helpers}
         self.lines = user_lines(program.iter_source(depth), os.path.basename(program.spec.filename))
+        #: generated line -> the user's line of the statement there (nested ones included)
+        self.stmt_lines = program.iter_user_lines(depth)
         self.texts: list[str] = []
         self._seen: dict[tuple, int | None] = {}
         trees = [program.spec.tree] + [h.tree for h in program.closure.helpers
@@ -143,7 +145,7 @@ class _Sites:
                 continue
             gen = ast.parse(helper_source(h, bounds)).body[0]
             table = {}
-            for mine, theirs in zip(_statements(h.tree), _statements(gen)):
+            for mine, theirs in zip(statements(h.tree), statements(gen)):
                 exprs: dict[str, int] = {}
                 for child in ast.iter_child_nodes(mine):
                     if isinstance(child, ast.expr):
@@ -172,10 +174,11 @@ class _Sites:
                     getattr(node, "lineno", 0) - typing.tree.lineno, (h.lineno, {}))
                 text = f"{h.filename}:{exprs.get(expr, line)}: in {h.name}(): {expr}"
             else:
-                at = self.lines.get(typing.source.line_of(node))
+                gen_line = typing.source.line_of(node)
+                at = self.lines.get(gen_line)
                 text = None
                 if at is not None:
-                    line = int(at.rpartition(":")[2])
+                    line = self.stmt_lines.get(gen_line, int(at.rpartition(":")[2]))
                     line = next((n for n in self._at.get(expr, ()) if n >= line), line)
                     text = f"{self.spec.filename}:{line}: {expr}"
             if text is not None:
@@ -183,18 +186,6 @@ class _Sites:
                 k = len(self.texts) - 1
         self._seen[key] = k
         return k
-
-
-def _statements(tree):
-    """The statements of ``tree`` in source order (compound statements before their bodies);
-    the same order for a tree and the tree parsed again from its unparsed text."""
-    import ast
-
-    for field in ("body", "orelse", "handlers", "finalbody"):
-        for s in getattr(tree, field, None) or ():
-            if isinstance(s, (ast.stmt, ast.excepthandler)):
-                yield s
-                yield from _statements(s)
 
 
 def translate_levels(program, shared: Mapping[str, Any], depth: int) -> TranslatedProgram:
