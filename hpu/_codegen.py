@@ -95,7 +95,7 @@ from hpu._views import VIEW_INDEX, display, view_index
 
 __all__ = [
     "Layout", "Types", "DEFAULT_DEPTH", "make_layout", "core_source", "cpu_source", "iter_source",
-    "frame_bytes", "helper_source", "iter_user_lines", "statements",
+    "frame_bytes", "helper_source", "device_views", "iter_user_lines", "statements",
     "plain_namespace", "generated_by", "probe_items",
 ]
 
@@ -408,6 +408,11 @@ class _DeviceViews(ast.NodeTransformer):
         return ast.fix_missing_locations(ast.copy_location(out, node))
 
 
+def device_views(node):
+    """A copy of ``node`` with its views' subscripts in the device's bounds-checked form."""
+    return _DeviceViews().visit(copy.deepcopy(node))
+
+
 _VIEW_INDEX_DEF = f"""
 
 @njit(cache=True)
@@ -422,7 +427,7 @@ def helper_source(h: Helper, bounds: bool = False) -> str:
     their checked form when ``bounds`` (the OpenCL translator reads this text)."""
     if not bounds or h.tree is None or not any(view_index(n) for n in ast.walk(h.tree)):
         return h.source
-    return ast.unparse(_DeviceViews().visit(copy.deepcopy(h.tree)))
+    return ast.unparse(device_views(h.tree))
 
 
 def _recursion_message(spec: DCSpec, limit: int, how: str) -> str:
@@ -528,7 +533,7 @@ class _Writer:
                 s = _Checked(self.spec.filename, bounds=self.bounds, arrays=self.arrays,
                              sites=self.sites).visit(copy.deepcopy(s))
             elif self.views:
-                s = _DeviceViews().visit(copy.deepcopy(s))
+                s = device_views(s)
             text = ast.unparse(s)
             first = len(self.lines)
             for mine, theirs in zip(statements(s), statements(ast.parse(text).body[0])):

@@ -67,7 +67,9 @@ evaluated more than once), multi-dimensional indexing.
 
 Cost: one addition per element access, one comparison per access with a
 non-constant index (for the negative wrap), and two more int64 parameters per
-view in every task's record.
+view in every task's record.  In bounds-checked mode a view's index is checked
+once, against the view's length (the base array's check is then redundant on
+the CPU; the device keeps it, as the guard of the skipped store).
 """
 from __future__ import annotations
 

@@ -101,10 +101,9 @@ class _Sites:
 
     def __init__(self, program, depth: int):
         import ast
-        import copy
         import os
 
-        from hpu._codegen import _DeviceViews, helper_source, statements
+        from hpu._codegen import device_views, helper_source, statements
         from hpu._views import display, view_index
 
         self.spec = program.spec
@@ -125,8 +124,7 @@ class _Sites:
                 if mark is not None:
                     if "__" in ast.unparse(n):  # not `a[0]` (from `a[:m][0]`): a plain one too
                         self._views.setdefault(ast.unparse(n), mark.text)
-                    self._views.setdefault(
-                        ast.unparse(_DeviceViews().visit(copy.deepcopy(n))), mark.text)
+                    self._views.setdefault(ast.unparse(device_views(n)), mark.text)
         self._display = lambda node: display(node, self._views)
         # the user's own line of each expression: a "# line N" comment names the line where
         # a statement starts; the expression may sit on a later line of it (an if's body)
