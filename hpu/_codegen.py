@@ -94,11 +94,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpu._frontend import Closure, DCSpec, check_array_params
+from hpu._frontend import Closure, DCSpec, Helper, check_array_params
+from hpu._views import VIEW_INDEX, display, view_index
 
 __all__ = [
     "Layout", "Types", "DEFAULT_DEPTH", "make_layout", "core_source", "cpu_source", "iter_source",
-    "frame_bytes",
+    "frame_bytes", "helper_source", "device_views", "iter_user_lines", "statements",
     "plain_namespace", "generated_by", "probe_items",
 ]
 
@@ -194,8 +195,12 @@ class Types:
 class _Checked(ast.NodeTransformer):
     """``x // y``, ``x % y``, ``int(x)``, ``round(x)`` -> calls that raise as Python, with the line.
 
-    See :mod:`hpu._guard`.  Line numbers are the user's (``lineno_offset`` for
-    code whose tree was parsed on its own, e.g. a helper).
+    See :mod:`hpu._guard`.  Line numbers are the user's: every tree checked here
+    (the function's, a helper's: :attr:`hpu._frontend.Helper.tree`) carries its
+    file's lines, so a site names the line of the failing expression (``line``
+    overrides it, for trees without them).  A view's subscript (marked by
+    :mod:`hpu._views`) is named as the user wrote it (``v[i]``) and, in
+    bounds-checked mode, its index is checked against the view's length.
     """
 
     _OPS = {ast.FloorDiv: "hpu__floordiv", ast.Mod: "hpu__mod"}
@@ -219,6 +224,19 @@ class _Checked(ast.NodeTransformer):
 
     def visit_Subscript(self, node):
         where = self._where(node)
+        mark = view_index(node)
+        if self.bounds and mark is not None:
+            # base[offset + wrap(i)] -> base[offset + hpu__vix(i, n, site)]: i against the
+            # view's length n, as NumPy checks a view; a view lies inside its base array
+            # (its bounds are clamped), so the base array's own check would never fire
+            check = ast.Call(ast.Name("hpu__vix", ast.Load()),
+                             [self.visit(copy.deepcopy(mark.index)),
+                              self.visit(copy.deepcopy(mark.length)), where], [])
+            off = self.visit(copy.deepcopy(mark.offset))
+            zero = isinstance(off, ast.Constant) and off.value == 0
+            node.slice = check if zero else ast.BinOp(off, ast.Add(), check)
+            node.value = self.visit(node.value)
+            return node
         self.generic_visit(node)
         if not self.bounds or not isinstance(node.value, ast.Name):
             return node
@@ -233,7 +251,7 @@ class _Checked(ast.NodeTransformer):
 
     def _where(self, node) -> ast.Constant:
         line = self.line if self.line is not None else getattr(node, "lineno", 0)
-        self.sites.append(f"{self.filename}:{line}: {self.context}{ast.unparse(node)}")
+        self.sites.append(f"{self.filename}:{line}: {self.context}{display(node)}")
         return ast.Constant(len(self.sites) - 1)
 
     def visit_Assign(self, node):
@@ -334,6 +352,13 @@ def hpu__ix(i, n, site__):
 
 
 @njit(cache=True)
+def hpu__vix(i, n, site__):  # a view's index (hpu/_views.py): against the view's length n
+    if i < -n or i >= n:
+        hpu__outofbounds(i, n, site__)
+    return i + n if i < 0 else i
+
+
+@njit(cache=True)
 def hpu__badconv(x, site__):
     if x != x:
         raise ValueError(hpu__SITES[site__] + ": cannot convert float NaN to integer")
@@ -363,14 +388,58 @@ def hpu__round(x, site__):
 """
 
 
-def _checked_source(tree, filename: str, line: int | None = None, context: str = "",
-                    bounds: bool = False, sites: list[str] | None = None) -> str:
+def _checked_source(h: Helper, bounds: bool = False, sites: list[str] | None = None) -> str:
     """A helper's checked source: its parameters' stores too (a float into an int array
-    parameter raises as into the function's own arrays)."""
-    params = tuple(a.arg for f in tree.body if isinstance(f, ast.FunctionDef)
-                   for a in f.args.posonlyargs + f.args.args + f.args.kwonlyargs)
-    checker = _Checked(filename, line, context, bounds, sites=sites, stores=params)
-    return ast.unparse(checker.visit(copy.deepcopy(tree)))
+    parameter raises as into the function's own arrays).  Sites name the failing line
+    (the helper's tree carries its file's lines)."""
+    if h.tree is None:  # no tree: the text, its sites at the def line
+        tree, line = ast.parse(h.source).body[0], h.lineno
+    else:
+        tree, line = copy.deepcopy(h.tree), None
+    params = tuple(a.arg for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs)
+    checker = _Checked(h.filename, line, f"in {h.name}(): ", bounds, sites=sites, stores=params)
+    return ast.unparse(checker.visit(tree))
+
+
+class _DeviceViews(ast.NodeTransformer):
+    """The device's bounds-checked form of a view's subscript: ``base[offset +
+    hpu__view_index(i, n)]``, which the OpenCL translator checks against the view's
+    length ``n`` (:mod:`hpu._opencl._translate`); Numba runs it as the plain wrap."""
+
+    def visit_Subscript(self, node):
+        mark = view_index(node)
+        if mark is None:
+            return self.generic_visit(node)
+        call = ast.Call(ast.Name(VIEW_INDEX, ast.Load()),
+                        [self.visit(copy.deepcopy(mark.index)),
+                         self.visit(copy.deepcopy(mark.length))], [])
+        off = self.visit(copy.deepcopy(mark.offset))
+        zero = isinstance(off, ast.Constant) and off.value == 0
+        out = ast.Subscript(self.visit(node.value),
+                            call if zero else ast.BinOp(off, ast.Add(), call), node.ctx)
+        return ast.fix_missing_locations(ast.copy_location(out, node))
+
+
+def device_views(node):
+    """A copy of ``node`` with its views' subscripts in the device's bounds-checked form."""
+    return _DeviceViews().visit(copy.deepcopy(node))
+
+
+_VIEW_INDEX_DEF = f"""
+
+@njit(cache=True)
+def {VIEW_INDEX}(i, n):
+    \"\"\"A view's index i (hpu/_views.py) wrapped as NumPy does; in bounds-checked mode
+    the OpenCL translator checks it against the view's length n (hpu/_codegen.py).\"\"\"
+    return i + n if i < 0 else i"""
+
+
+def helper_source(h: Helper, bounds: bool = False) -> str:
+    """A helper as the device's module holds it: its source, with views' subscripts in
+    their checked form when ``bounds`` (the OpenCL translator reads this text)."""
+    if not bounds or h.tree is None or not any(view_index(n) for n in ast.walk(h.tree)):
+        return h.source
+    return ast.unparse(device_views(h.tree))
 
 
 def _recursion_message(spec: DCSpec, limit: int, how: str) -> str:
@@ -440,14 +509,30 @@ def _depth_limited_source(spec: DCSpec, bounds: bool = False,
     return ast.unparse(tree) + "\n\n\n@njit(cache=True, nogil=True)\n" + outer
 
 
+def statements(tree):
+    """``tree`` (a statement or a function) and the statements inside it, in source order;
+    the same order for a tree and the tree parsed again from its unparsed text."""
+    if isinstance(tree, (ast.stmt, ast.excepthandler)) and not isinstance(tree, ast.FunctionDef):
+        yield tree
+    for name in ("body", "orelse", "handlers", "finalbody"):
+        for sub in getattr(tree, name, None) or ():
+            if isinstance(sub, (ast.stmt, ast.excepthandler)):
+                yield from statements(sub)
+
+
 class _Writer:
     def __init__(self, spec: DCSpec, checked: bool = False, bounds: bool = False,
-                 arrays: tuple[str, ...] = ()):
+                 arrays: tuple[str, ...] = (), views: bool = False):
         self.spec = spec
         self.bounds = bounds
+        #: the device's bounds-checked form of views' subscripts (_DeviceViews)
+        self.views = views
         self.arrays = arrays
         self.sites: list[str] = []  # hpu__SITES of the checked module
         self.lines: list[str] = []
+        #: line of the body (1-based) -> the user's line of the statement emitted there
+        #: (nested statements too, where a "# line N" comment names only the outermost)
+        self.stmt_lines: dict[int, int] = {}
         self._last = None  # the user line last named in a comment
         #: rewrite the user's ``//``, ``%``, ``int()``, ``round()`` into checked calls (CPU)
         self.checked = checked
@@ -468,7 +553,14 @@ class _Writer:
             if self.checked:
                 s = _Checked(self.spec.filename, bounds=self.bounds, arrays=self.arrays,
                              sites=self.sites).visit(copy.deepcopy(s))
-            self(ast.unparse(s), indent)
+            elif self.views:
+                s = device_views(s)
+            text = ast.unparse(s)
+            first = len(self.lines)
+            for mine, theirs in zip(statements(s), statements(ast.parse(text).body[0])):
+                if getattr(mine, "lineno", 0) >= self.spec.lineno:  # not generated (line 1..)
+                    self.stmt_lines.setdefault(first + theirs.lineno, mine.lineno)
+            self(text, indent)
 
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"
@@ -600,9 +692,11 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
 
     ``checked``: the CPU module's form, where the user's ``//``, ``%``,
     ``int()`` and ``round()`` raise as Python with the user's line
-    (:mod:`hpu._guard`); the device's source keeps the plain operators.
+    (:mod:`hpu._guard`); the device's source keeps the plain operators, and
+    with ``bounds`` marks the views' indices for the translator (_DeviceViews).
     """
-    w = _Writer(spec, checked, bounds and checked, tuple(lay.arrays))
+    views = bounds and not checked and _has_views(spec, closure)
+    w = _Writer(spec, checked, bounds and checked, tuple(lay.arrays), views)
     if checked:
         w(_CHECKED_PRELUDE)
     A, r = lay.a, lay.result_arity
@@ -611,14 +705,14 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
         w("# ---- module constants of the user's code")
         for name, value in closure.constants:
             w(f"{name} = {_const_expr(value)}")
+    if views:
+        w(_VIEW_INDEX_DEF)
     for h in closure.helpers:
         w("")
         w("")
         w(f"# ---- helper {h.name}, from {os.path.basename(h.filename)}:{h.lineno}")
         w("@njit(cache=True)")
-        w(_checked_source(ast.parse(h.source), h.filename, h.lineno, f"in {h.name}(): ",
-                          bounds, w.sites)
-          if checked else h.source)
+        w(_checked_source(h, bounds, w.sites) if checked else helper_source(h, views))
     w("")
     w("")
     w(f"# ---- {spec.name}, the recursive function as written "
@@ -778,6 +872,12 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
         w("# ---- where each checked operation is in the user's code (see hpu__zerodiv)")
         w(f"hpu__SITES = {tuple(w.sites or [''])!r}")
     return w
+
+
+def _has_views(spec: DCSpec, closure: Closure) -> bool:
+    """Whether the function or a helper indexes a view (hpu/_views.py)."""
+    trees = [spec.tree] + [h.tree for h in closure.helpers if h.tree is not None]
+    return any(view_index(n) is not None for t in trees for n in ast.walk(t))
 
 
 def core_source(spec: DCSpec, closure: Closure, lay: Layout,
@@ -957,15 +1057,33 @@ def probe_items(lay: Layout, spec: DCSpec) -> list[tuple[str, int, str]]:
 
 
 def iter_source(spec: DCSpec, closure: Closure, lay: Layout, types: Types,
-                depth: int = DEFAULT_DEPTH) -> str:
-    """The core module plus ``solve_iter``, ``leaf_task_iter`` and ``leaf_level_iter``."""
+                depth: int = DEFAULT_DEPTH, bounds: bool = False) -> str:
+    """The core module plus ``solve_iter``, ``leaf_task_iter`` and ``leaf_level_iter``.
+
+    ``bounds`` (bounds-checked mode): views' subscripts in the form whose index the
+    OpenCL translator checks against the view's length (``hpu__view_index``); without
+    views, or unchecked, the source is the same either way.
+    """
+    head, w = _iter(spec, closure, lay, types, depth, bounds)
+    return "\n".join(head) + "\n" + w.text()
+
+
+def iter_user_lines(spec: DCSpec, closure: Closure, lay: Layout, types: Types,
+                    depth: int = DEFAULT_DEPTH, bounds: bool = False) -> dict[int, int]:
+    """Line of :func:`iter_source`'s text -> the user's line of the statement of the
+    decorated function emitted there (the device's error texts name it)."""
+    head, w = _iter(spec, closure, lay, types, depth, bounds)
+    return {len(head) + k: line for k, line in w.stmt_lines.items()}
+
+
+def _iter(spec, closure, lay, types, depth, bounds) -> tuple[list[str], _Writer]:
     if not isinstance(depth, int) or depth < 1:
         raise ValueError(f"depth={depth!r} must be an int >= 1 (frames of the iterative "
                          "solver's stack); pass e.g. 64")
     A, r = lay.a, lay.result_arity
     head = _header(spec, closure, f"{lay.a} calls; arrays: {', '.join(lay.arrays) or 'none'}; "
                    f"iterative solver, depth {depth}")
-    w = _body(spec, closure, lay)
+    w = _body(spec, closure, lay, bounds=bounds)
     frames = depth + 1
     slots = (depth + 1) * A
     vt = dict(zip(lay.varying, types.varying))
@@ -1013,7 +1131,7 @@ def iter_source(spec: DCSpec, closure: Closure, lay: Layout, types: Types,
     w(f"def leaf_level_iter({', '.join(('start__', 'stop__') + lay.leaf_iter_args())}):")
     w("for tid__ in prange(start__, stop__):", 1)
     w(f"leaf_task_iter(tid__, {', '.join(lay.leaf_iter_args())})", 2)
-    return "\n".join(head) + "\n" + w.text()
+    return head, w
 
 
 _PLAIN_HEADER = '''

@@ -213,6 +213,9 @@ class Helper:
     lineno: int
     params: tuple[str, ...]
     writes: frozenset[int]     #: positions of parameters it may write (transitively)
+    #: the tree ``source`` is the text of, with the user's file lines (error messages name
+    #: the failing line, not the ``def``) and the views' marks (hpu._views.ViewIndex)
+    tree: ast.FunctionDef | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -1393,7 +1396,7 @@ def resolve(fn, spec: DCSpec) -> Closure:
         out_helpers.append(Helper(
             name=h, source=ast.unparse(node), filename=where.filename,
             lineno=node.lineno, params=tuple(a.arg for a in node.args.args),
-            writes=frozenset(writes[h])))
+            writes=frozenset(writes[h]), tree=copy.deepcopy(node)))
     written = {spec.params[k]: node for k, node in writes[spec.name].items()}
     first_write = tuple((p, (main_where.line(n) or spec.lineno)) for p, n in written.items())
     return Closure(

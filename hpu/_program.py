@@ -25,7 +25,7 @@ import numpy as np
 
 from hpu._cache import load_module
 from hpu._codegen import (DEFAULT_DEPTH, Layout, Types, core_source, cpu_source, iter_source,
-                          make_layout, probe_items)
+                          iter_user_lines, make_layout, probe_items)
 from hpu._errors import TranslationError
 from hpu._frontend import Closure, DCSpec
 from hpu._guard import check_array_fit
@@ -120,7 +120,15 @@ class Program:
         self.__dict__.pop("_cpu_backends", None)  # hpu._hybrid.cpu_backend's, on the old module
 
     def iter_source(self, depth: int = DEFAULT_DEPTH) -> str:
-        return iter_source(self.spec, self.closure, self.layout, self.types, depth)
+        """The device's module (:func:`hpu._codegen.iter_source`); in bounds-checked mode
+        its views' indices are marked for the translator's check."""
+        return iter_source(self.spec, self.closure, self.layout, self.types, depth,
+                           bounds=bool(self.boundscheck))
+
+    def iter_user_lines(self, depth: int = DEFAULT_DEPTH) -> dict[int, int]:
+        """:func:`hpu._codegen.iter_user_lines` of :meth:`iter_source`'s text."""
+        return iter_user_lines(self.spec, self.closure, self.layout, self.types, depth,
+                               bounds=bool(self.boundscheck))
 
     def iter_module(self, depth: int = DEFAULT_DEPTH):
         """The module with ``solve_iter``/``leaf_task_iter``/``leaf_level_iter`` (cached)."""
@@ -153,6 +161,10 @@ def specialize(spec: DCSpec, closure: Closure, args: Mapping[str, Any],
     """Generate, load and type the module for a call with these (checked) arguments."""
     from numba.core import types as nt
 
+    from hpu._guard import boundscheck_default
+
+    if boundscheck is None:  # resolved once: every module of this specialisation agrees
+        boundscheck = boundscheck_default()
     arrays = [p for p in spec.params if isinstance(args[p], np.ndarray)]
     check_array_fit(spec, closure, args)  # issue 11: int64 data, int32 scratch: refuse first
     lay = make_layout(spec, arrays)

@@ -44,7 +44,13 @@ What is rewritten, exactly as NumPy behaves
   Views of views (``a[1:][:m]``) compose.
 * ``a[i]`` on a view: ``i`` is relative to the view; a negative ``i`` wraps
   against the *view's* length.  Out-of-range indices are not checked (as in
-  any compiled path).
+  any compiled path), except in bounds-checked mode: the rewritten subscript
+  carries a :class:`ViewIndex` (the attribute ``hpu_view``: the user's text,
+  the index before the wrap, the view's length and offset), from which the
+  checked CPU module (:class:`hpu._codegen._Checked`) and the device's
+  bounds-checked source test ``-n <= i < n`` against the *view's* length ``n``
+  and name the view as written (``v[i]``), as NumPy does.  Unchecked code is
+  generated from the rewritten subscript alone, exactly as without the mark.
 * ``len(a)``, ``a.size`` and ``a.shape[0]``: the view's length (on an
   ordinary array parameter, ``len(a)``).
 * A view passed to the function itself or to a helper: the callee's parameter
@@ -61,7 +67,9 @@ evaluated more than once), multi-dimensional indexing.
 
 Cost: one addition per element access, one comparison per access with a
 non-constant index (for the negative wrap), and two more int64 parameters per
-view in every task's record.
+view in every task's record.  In bounds-checked mode a view's index is checked
+once, against the view's length (the base array's check is then redundant on
+the CPU; the device keeps it, as the guard of the skipped store).
 """
 from __future__ import annotations
 
@@ -69,8 +77,8 @@ import ast
 import copy
 from dataclasses import dataclass, field
 
-__all__ = ["ViewInfo", "rewrite_main", "HelperViews", "plan_helpers", "bind", "hidden_names",
-           "device_span"]
+__all__ = ["ViewInfo", "ViewIndex", "VIEW_INDEX", "view_index", "display", "rewrite_main", "HelperViews",
+           "plan_helpers", "bind", "hidden_names", "device_span"]
 
 #: Builtins that may appear in a slice bound or an index that is evaluated more than once.
 _PURE_CALLS = frozenset({"min", "max", "abs", "int", "float", "bool", "round", "len"})
@@ -96,6 +104,67 @@ class ViewInfo:
     hidden: frozenset = frozenset()
     helper_calls: tuple = ()                    # (callee, ast.Call, frozenset of user positions)
     fixed: set = field(default_factory=set, compare=False)  # (id(call), position) completed
+
+
+@dataclass(frozen=True)
+class ViewIndex:
+    """What a rewritten view subscript ``base[offset + wrap(index)]`` was: the mark
+    (attribute ``hpu_view``) that bounds-checked code reads.
+
+    ``text``: the subscript as the user wrote it (``v[i]``, ``a[k]`` for a sliced
+    parameter ``a``), which error messages name; ``index``: the index before the
+    negative wrap; ``length``, ``offset``: the view's, as expressions.  The
+    expressions are the rewritten tree's own (hidden names, clamped bounds).
+    """
+
+    text: str
+    index: ast.expr
+    length: ast.expr
+    offset: ast.expr
+
+
+#: the device's marker of a view's index in bounds-checked mode: ``hpu__view_index(i, n)``
+#: is ``i`` wrapped against ``n``, which the OpenCL translator checks (hpu._codegen._DeviceViews)
+VIEW_INDEX = "hpu__view_index"
+
+
+def view_index(node) -> ViewIndex | None:
+    """The :class:`ViewIndex` of a rewritten view subscript, else None."""
+    return getattr(node, "hpu_view", None)
+
+
+class _Display(ast.NodeTransformer):
+    def __init__(self, texts):
+        self.texts = texts
+
+    def visit_Subscript(self, node):
+        mark = view_index(node)
+        text = mark.text if mark is not None else \
+            (self.texts.get(ast.unparse(node)) if self.texts else None)
+        if text is not None:
+            return ast.Name(id=text, ctx=ast.Load())
+        return self.generic_visit(node)
+
+
+def display(node, texts: dict[str, str] | None = None) -> str:
+    """``node`` as source, each view subscript in it as the user wrote it (``v[i]``, not
+    ``a[v__o + (i + v__n if i < 0 else i)]``): for error messages.
+
+    Marked subscripts are found by their mark; ``texts`` (rewritten text -> user text)
+    finds them in code parsed again from generated source, which has no marks.
+    """
+    if not texts and not any(view_index(n) is not None for n in ast.walk(node)):
+        return ast.unparse(node)
+    return ast.unparse(_Display(texts).visit(copy.deepcopy(node)))
+
+
+def _located(node, like):
+    """``node`` with ``like``'s location wherever it has none (marks are not in the
+    tree's fields, so :func:`ast.fix_missing_locations` does not reach them)."""
+    for sub in ast.walk(node):
+        if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
+            ast.copy_location(sub, like)
+    return node
 
 
 # --------------------------------------------------------------------------- classification
@@ -368,6 +437,7 @@ class _Rewriter(ast.NodeTransformer):
             return self.generic_visit(node)  # refused by the subset checker
         if not self._is_array_expr(node.value):
             return self.generic_visit(node)
+        text = ast.unparse(node)  # before the rewrite: the user's own text
         view = self.view_of(node.value)
         self._pure(node.slice, node, "an index of a view")
         i = self.visit(node.slice)
@@ -381,6 +451,8 @@ class _Rewriter(ast.NodeTransformer):
                             body=_add(copy.deepcopy(i), view.n()), orelse=copy.deepcopy(i))
         out = ast.Subscript(value=ast.Name(id=view.base, ctx=ast.Load()),
                             slice=_add(view.off(), idx), ctx=node.ctx)
+        out.hpu_view = ViewIndex(text, _located(copy.deepcopy(i), node),
+                                 _located(view.n(), node), _located(view.off(), node))
         return ast.copy_location(out, node)
 
     def _length(self, target, node):

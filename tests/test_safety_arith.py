@@ -49,7 +49,10 @@ def csum(a, d, lo, hi):
 
 
 def rem(x, y):
-    return x % y   # LINE_HELPER
+    r = 0
+    for k in range(1):
+        r += x % y   # LINE_HELPER
+    return r
 
 
 @hpu.divide_and_conquer(b=2, cost="1")
@@ -148,13 +151,16 @@ def test_integer_division_by_zero_raises_with_the_users_line(path, kw, n, data):
 
 
 @pytest.mark.parametrize("path, kw", ALL_PATHS)
-def test_modulo_by_zero_in_a_helper_names_the_helper(path, kw):
+def test_modulo_by_zero_in_a_helper_names_the_helper_and_the_line(path, kw):
     a = np.arange(1, 40)
     d = np.full(39, 7)
     assert _call(rsum, (a, d, 0, 39), path, kw) == int((a % 7).sum())
     d[17] = 0
-    with pytest.raises(ZeroDivisionError, match=r"in rem\(\): x % y: integer division or modulo"):
+    with pytest.raises(ZeroDivisionError) as err:
         _call(rsum, (a, d, 0, 39), path, kw)
+    # the failing line inside the helper (in a loop), not its def line
+    assert str(err.value) == (f"{HERE}:{_line('LINE_HELPER')}: in rem(): x % y: integer "
+                              "division or modulo by zero")
 
 
 @pytest.mark.parametrize("path, kw", DEVICE_PATHS)

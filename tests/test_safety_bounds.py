@@ -7,6 +7,10 @@ out of range; the plain function (NumPy) is the reference for which ones raise.
 The OpenCL device checks through its error channel (the store is skipped, the
 host raises after the device's share); since a regression there could corrupt
 memory or crash, its cases run in a child process (``INNER``).
+
+An index into a view (:mod:`hpu._views`: ``v = a[lo:hi]; v[i]``, a sliced
+parameter) is checked against the *view's* length, as NumPy does, and the
+message names the view as written; NumPy on the plain function is the reference.
 """
 from __future__ import annotations
 
@@ -114,12 +118,13 @@ def test_out_of_range_indices_raise_index_error(path, kw, n, m, data):
 
 @pytest.mark.parametrize("path, kw", PATHS + [pytest.param(*p, marks=inner_only)
                                               for p in DEVICE_PATHS])
-def test_a_helper_names_itself(path, kw):
+def test_a_helper_names_itself_and_the_failing_line(path, kw):
     a = np.zeros(10, np.int64)
     idx = np.array([1, 2, 3, 10])
-    with pytest.raises(IndexError, match=r"in bump\(\): a\[i\]: index 10 is out of bounds "
-                                         r"for length 10"):
+    with pytest.raises(IndexError) as err:
         _call(poke_helper, (a, idx, 0, 4), path, kw)
+    assert str(err.value) == (f"{HERE}:{_line('LINE_HELPER')}: in bump(): a[i]: index 10 is "
+                              "out of bounds for length 10")
 
 
 def test_the_environment_switch(monkeypatch):
@@ -220,7 +225,8 @@ def stores_in_helper(x, out, lo, hi):
     stores_in_helper(x, out, mid, hi)
 
 
-@pytest.mark.parametrize("path, kw", PATHS)
+@pytest.mark.parametrize("path, kw", PATHS + [pytest.param(*p, marks=inner_only)
+                                              for p in DEVICE_PATHS])
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), 1e19, -1e300])
 def test_a_bad_float_stored_into_a_helpers_int_array_raises(path, kw, bad):
     x = np.linspace(-50.7, 50.7, 33)
@@ -238,6 +244,122 @@ def test_a_bad_float_stored_into_a_helpers_int_array_raises(path, kw, bad):
         raise AssertionError("NumPy accepted a bad float")
     with pytest.raises(python) as err:
         _call(stores_in_helper, (x, out, 0, 33), path, kw)
-    # a helper's sites carry its def line (as test_a_helper_names_itself's)
+    # the failing line inside the helper, not its def line
     assert str(err.value).startswith(
-        f"{HERE}:{_line('LINE_HELPER_STORE') - 1}: in put_twice(): out[i]: cannot convert")
+        f"{HERE}:{_line('LINE_HELPER_STORE')}: in put_twice(): out[i]: cannot convert")
+
+
+# ------------------------------------------------------- views: against the view's length
+
+def bump_view(x, i):
+    s = 1
+    x[i] += s   # LINE_VIEW_HELPER
+
+
+@hpu.divide_and_conquer(b=2, cost="1", boundscheck=True)
+def vtouch(a, k, how):
+    """Leaves are views of 1 or 2 elements (2 when len(a) is a power of 2); ``how``
+    picks the access at index ``k``: a read, a write, a named view, a helper's view."""
+    if len(a) <= 2:
+        if how == 0:
+            return a[k]   # LINE_VIEW_READ
+        if how == 1:
+            a[k] = 7   # LINE_VIEW_WRITE
+        elif how == 2:
+            last = a[len(a) - 1:]
+            a[0] = last[k] + 1   # LINE_VIEW_NAMED
+        else:
+            bump_view(a, k)
+        return 0
+    m = len(a) // 2
+    return vtouch(a[:m], k, how) + vtouch(a[m:], k, how)
+
+
+#: how -> (the line's tag, the subscript as the message names it)
+VIEW_SITES = {0: ("LINE_VIEW_READ", "a[k]"), 1: ("LINE_VIEW_WRITE", "a[k]"),
+              2: ("LINE_VIEW_NAMED", "last[k]"), 3: ("LINE_VIEW_HELPER", "in bump_view(): x[i]")}
+ALL_PATHS = PATHS + [pytest.param(*p, marks=inner_only) for p in DEVICE_PATHS]
+
+
+def _view_lengths(n, how):
+    """The lengths of the views ``vtouch`` indexes for an ``n``-element array."""
+    if how == 2:
+        return {1}
+    return {n} if n <= 2 else _view_lengths(n // 2, how) | _view_lengths(n - n // 2, how)
+
+
+def _plain_vtouch(a, k, how):
+    """NumPy's answer (the result or the IndexError) and the array after it."""
+    b = a.copy()
+    try:
+        return vtouch.py_func(b, k, how), b
+    except IndexError as err:
+        return err, b
+
+
+def _after_error(path, before, plain):
+    """The caller's array after an error: as before the call (hpu restores it), except on
+    ``.sequential``, the plain function compiled, which leaves what NumPy leaves."""
+    return plain if path == "sequential" else before
+
+
+@pytest.mark.parametrize("path, kw", ALL_PATHS)
+@pytest.mark.parametrize("how", sorted(VIEW_SITES))
+@pytest.mark.parametrize("side", ["past the end", "before the start"])
+def test_one_past_a_views_end_and_before_its_start_raise(path, kw, how, side):
+    """Every view indexed has the same length L inside a 16-element array: ``v[L]`` and
+    ``v[-L - 1]`` are inside the array (its own check would pass them), not the view."""
+    (length,) = _view_lengths(16, how)
+    k = length if side == "past the end" else -length - 1
+    a = np.arange(16, dtype=np.int64) * 3
+    before = a.copy()
+    python, plain = _plain_vtouch(a, k, how)
+    assert isinstance(python, IndexError)
+    for inside in (length - 1, -length):  # the last and the first element: NumPy's answer
+        want, after = _plain_vtouch(a, inside, how)
+        assert _call(vtouch, (a.copy(), inside, how), path, kw) == want
+    with pytest.raises(IndexError) as err:
+        _call(vtouch, (a, k, how), path, kw)
+    tag, text = VIEW_SITES[how]
+    assert str(err.value) == (f"{HERE}:{_line(tag)}: {text}: index {k} is out of bounds "
+                              f"for length {length}")
+    assert (a == _after_error(path, before, plain)).all()
+
+
+@pytest.mark.parametrize("path, kw", ALL_PATHS)
+@settings(max_examples=12, deadline=None)
+@given(n=st.integers(1, 40), k=st.integers(-5, 5), how=st.sampled_from(sorted(VIEW_SITES)))
+def test_view_indices_as_numpy(path, kw, n, k, how):
+    """In range: NumPy's result and array; out of range of some leaf's view: IndexError
+    naming the view, an index and a length that NumPy refuses, the array restored."""
+    a = np.arange(n, dtype=np.int64) * 5 - 7
+    before = a.copy()
+    want, after = _plain_vtouch(a, k, how)
+    if not isinstance(want, IndexError):
+        assert _call(vtouch, (a, k, how), path, kw) == want
+        assert (a == after).all()
+        return
+    with pytest.raises(IndexError) as err:
+        _call(vtouch, (a, k, how), path, kw)
+    tag, text = VIEW_SITES[how]
+    msg = str(err.value)
+    assert msg.startswith(f"{HERE}:{_line(tag)}: {text}: index {k} is out of bounds for length ")
+    length = int(msg.rsplit(" ", 1)[1])
+    assert length in _view_lengths(n, how) and not -length <= k < length
+    assert (a == _after_error(path, before, after)).all()
+
+
+def test_unchecked_views_compile_as_before():
+    """Bounds-checked mode marks a view's index (hpu__vix on the CPU, hpu__view_index for
+    the translator); unchecked, the same function's modules have neither."""
+    a = np.arange(4, dtype=np.int64)
+    _call(vtouch, (a, 0, 0), "cpu", {})
+    program = next(iter(vtouch._programs.values()))
+    assert "hpu__vix(k, a__n, " in program.source and "hpu__vix(i, x__n, " in program.source
+    assert "hpu__view_index(k, a__n)" in program.iter_source(8)
+    assert "hpu__view_index(i, x__n)" in program.iter_source(8)
+    plain = _codegen.core_source(program.spec, program.closure, program.layout, False)
+    assert "hpu__vix(" not in plain.replace("def hpu__vix(", "")
+    assert "a[a__o + (k + a__n if k < 0 else k)]" in plain
+    it = _codegen.iter_source(program.spec, program.closure, program.layout, program.types, 8)
+    assert "hpu__view_index" not in it and "a[a__o + (k + a__n if k < 0 else k)]" in it

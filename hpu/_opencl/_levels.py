@@ -81,39 +81,77 @@ def _signature_key(program, shared, depth):
 
 
 def bounds_checked(program) -> bool:
-    """Whether ``program`` was built in bounds-checked mode (its CPU module calls
-    ``hpu__ix`` besides defining it): the device then checks ``a[i]`` too."""
-    return program.source.count("hpu__ix(") > 1
+    """Whether ``program`` was built in bounds-checked mode: the device then checks
+    ``a[i]`` too (a view's index against the view's length)."""
+    if program.boundscheck is not None:
+        return bool(program.boundscheck)
+    return program.source.count("hpu__ix(") > 1 or program.source.count("hpu__vix(") > 1
 
 
 class _Sites:
     """The error channel's sites: checked operation -> index into :attr:`texts`.
 
     A text is what the CPU module's ``hpu__SITES`` holds for the same operation
-    ("file:line: expression", "file:def line: in helper(): expression" in a
+    ("file:line: expression", "file:line: in helper(): expression" in a
     helper; :class:`hpu._codegen._Checked`), so a mistake gives the same message
-    on every path.  Generated code (names with ``__``, lines no user line maps
-    to) is not checked.
+    on every path.  A view's subscript is named as the user wrote it (``v[i]``,
+    :func:`hpu._views.display`).  Generated code (names with ``__``, lines no
+    user line maps to) is not checked.
     """
 
     def __init__(self, program, depth: int):
+        import ast
         import os
+
+        from hpu._codegen import device_views, helper_source, statements
+        from hpu._views import display, view_index
 
         self.spec = program.spec
         self.helpers = {h.name: h for h in program.closure.helpers}
         self.lines = user_lines(program.iter_source(depth), os.path.basename(program.spec.filename))
+        #: generated line -> the user's line of the statement there (nested ones included)
+        self.stmt_lines = program.iter_user_lines(depth)
         self.texts: list[str] = []
         self._seen: dict[tuple, int | None] = {}
+        trees = [program.spec.tree] + [h.tree for h in program.closure.helpers
+                                       if h.tree is not None]
+        # views' subscripts as the generated module holds them (plain, or the device's
+        # bounds-checked form) -> as the user wrote them
+        self._views: dict[str, str] = {}
+        for t in trees:
+            for n in ast.walk(t):
+                mark = view_index(n)
+                if mark is not None:
+                    if "__" in ast.unparse(n):  # not `a[0]` (from `a[:m][0]`): a plain one too
+                        self._views.setdefault(ast.unparse(n), mark.text)
+                    self._views.setdefault(ast.unparse(device_views(n)), mark.text)
+        self._display = lambda node: display(node, self._views)
         # the user's own line of each expression: a "# line N" comment names the line where
         # a statement starts; the expression may sit on a later line of it (an if's body)
-        import ast
-
         self._at: dict[str, list[int]] = {}
         for n in ast.walk(program.spec.tree):
             if isinstance(n, (ast.BinOp, ast.Call, ast.Subscript, ast.AugAssign)):
-                self._at.setdefault(ast.unparse(n), []).append(n.lineno)
+                self._at.setdefault(display(n), []).append(n.lineno)
         for v in self._at.values():
             v.sort()
+        # a helper's lines: statement k lines below the def in the generated module ->
+        # (its line in the user's file, {expression in it: its line})
+        self._helper_lines: dict[str, dict[int, tuple[int, dict[str, int]]]] = {}
+        bounds = bounds_checked(program)
+        for h in program.closure.helpers:
+            if h.tree is None:
+                continue
+            gen = ast.parse(helper_source(h, bounds)).body[0]
+            table = {}
+            for mine, theirs in zip(statements(h.tree), statements(gen)):
+                exprs: dict[str, int] = {}
+                for child in ast.iter_child_nodes(mine):
+                    if isinstance(child, ast.expr):
+                        for e in ast.walk(child):
+                            if hasattr(e, "lineno"):
+                                exprs.setdefault(display(e), e.lineno)
+                table.setdefault(theirs.lineno - gen.lineno, (mine.lineno, exprs))
+            self._helper_lines[h.name] = table
 
     def __call__(self, typing, node) -> int | None:
         import ast
@@ -125,16 +163,20 @@ class _Sites:
         target = node.target if isinstance(node, ast.AugAssign) else node
         generated = isinstance(target, ast.Subscript) and (
             not isinstance(target.value, ast.Name) or "__" in target.value.id)
-        expr = ast.unparse(node)
+        expr = self._display(node)
         if not generated:
             h = self.helpers.get(typing.name)
             if h is not None:
-                text = f"{h.filename}:{h.lineno}: in {h.name}(): {expr}"
+                # the failing line: the statement's, or the expression's within it
+                line, exprs = self._helper_lines.get(h.name, {}).get(
+                    getattr(node, "lineno", 0) - typing.tree.lineno, (h.lineno, {}))
+                text = f"{h.filename}:{exprs.get(expr, line)}: in {h.name}(): {expr}"
             else:
-                at = self.lines.get(typing.source.line_of(node))
+                gen_line = typing.source.line_of(node)
+                at = self.lines.get(gen_line)
                 text = None
                 if at is not None:
-                    line = int(at.rpartition(":")[2])
+                    line = self.stmt_lines.get(gen_line, int(at.rpartition(":")[2]))
                     line = next((n for n in self._at.get(expr, ()) if n >= line), line)
                     text = f"{self.spec.filename}:{line}: {expr}"
             if text is not None:

@@ -300,6 +300,18 @@ long hpu_index_chk_st(long i, long n, long site, __global long *err)
     }
     return i < 0L ? i + n : i;
 }""", ("hpu_raise",))
+_fixed("hpu_vindex_chk", """
+/* Checked index of a view (bounds-checked mode): i against the view's length n, wrapped
+   when negative; out of range it records IndexError and gives -2**62, which the base
+   array's check around it finds out of range too (no access outside the buffer). */
+long hpu_vindex_chk(long i, long n, long site, __global long *err)
+{
+    if (i < -n || i >= n) {
+        hpu_raise(err, 4, site, i, n);
+        return -(1L << 62);
+    }
+    return i < 0L ? i + n : i;
+}""", ("hpu_raise",))
 _fixed("hpu_uindex_chk", """
 /* Checked a[i] for an unsigned i (0 when out of range, after recording it). */
 long hpu_uindex_chk(ulong i, long n, long site, __global long *err)

@@ -37,7 +37,10 @@ The kernels of a decorated function are translated in checked mode
 ``%`` by zero, ``int()``/``round()`` of a NaN, infinite or out-of-range float,
 a float stored into an integer array and (``bounds=``) an out-of-range index
 record an error that the host raises as Python's exception, naming the user's
-line; the items below marked so hold only outside checked mode.
+line; the items below marked so hold only outside checked mode.  A view's index
+(``base[offset + hpu__view_index(i, n)]``, :mod:`hpu._views` and
+:func:`hpu._codegen.iter_source`) is checked against the view's length ``n``
+before the base array's check, under the same site.
 
 Where Numba's result is undefined or Numba raises, the device does something
 definite, documented rather than hidden:
@@ -78,6 +81,7 @@ from hpu._opencl._scalars import (
     Array, Scalar, TupleType, abs_result, arith_result, compare_type, round_input,
 )
 from hpu._opencl._source import FunctionSource
+from hpu._views import VIEW_INDEX
 from hpu._opencl._typeinfer import (
     BINOPS, CMPOPS, Context, FunctionTyping, Web, aug_key, infer,
 )
@@ -612,6 +616,9 @@ class _FunctionEmitter:
         self._line(text if guard is None else f"if ({guard} >= 0L) {text}")
 
     _guard = None   #: a checked store's index temporary (-1: out of range, skip the store)
+    #: the site of the checked subscript being emitted: its view index, if any, is checked
+    #: under it (see _callexpr)
+    _vsite = None
 
     def _element(self, node: ast.Subscript, once: bool = False,
                  store: bool = False) -> tuple[str, Scalar]:
@@ -626,6 +633,13 @@ class _FunctionEmitter:
         site = None
         if self.prog.bounds and not isinstance(node.slice, ast.Constant):
             site = self._site(node)
+        outer, self._vsite = self._vsite, site
+        try:
+            return self._element_at(node, web, arr, site, once, store)
+        finally:
+            self._vsite = outer
+
+    def _element_at(self, node, web, arr, site, once, store) -> tuple[str, Scalar]:
         if site is not None:
             e = self._expr(node.slice)
             ity = self.t.expr_types[id(node.slice)]
@@ -888,6 +902,18 @@ class _FunctionEmitter:
     def _callexpr(self, node: ast.Call) -> _E:
         info = self.t.calls[id(node)]
         res = self.t.expr_types.get(id(node))
+        if info.kind == "helper" and info.callee.name == VIEW_INDEX and self._vsite is not None:
+            # a view's index, checked against the view's length; out of range, it records
+            # IndexError and gives an index that the base array's check (around it, same
+            # site) finds out of range too: the store is skipped, a read reads element 0
+            site, self._vsite = self._vsite, None   # not the indices inside it
+            try:
+                i, n = (self._conv(self._expr(a), ty, INT64)
+                        for a, ty in zip(info.args, info.arg_types))
+            finally:
+                self._vsite = site
+            return self._conv(_call(self._helper("hpu_vindex_chk"), i, n, site, _E("hpu_err")),
+                              INT64, res)
         if info.kind == "helper":
             args = []
             for a, ty in zip(info.args, info.arg_types):
