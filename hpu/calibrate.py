@@ -109,6 +109,13 @@ __all__ = [
     "plot_gamma",
     "plot_transfers",
     "FULL_SECONDS",
+    "ContentionRound",
+    "contention_estimate",
+    "contention_from_times",
+    "contention_from_cpu_times",
+    "disjoint_cores",
+    "busy_message",
+    "BUSY_LOAD",
 ]
 
 #: Rough duration of a full calibration, for messages.
@@ -379,9 +386,15 @@ class _OpenCLBench:
 
     def contention(self, n: int, settings: "CalibrationSettings", rng):
         """Measured slowdown of both sides running at once, an Estimate (see :func:`_measure_contention`)."""
-        from hpu._calib_merge import _make_sorter
+        import numba
 
-        return _measure_contention(_make_sorter(), self.device, n, settings, rng)
+        from hpu._calib_merge import _make_sorter
+        from hpu._opencl._device import host_cores, sub_device_units
+
+        self.disjoint = disjoint_cores(self.kind, sub_device_units(self.device),
+                                       int(numba.get_num_threads()), host_cores())
+        return _measure_contention(_make_sorter(), self.device, n, settings, rng,
+                                   disjoint=self.disjoint)
 
     def merge_result(self) -> np.ndarray:
         out = np.empty_like(self._pool.out)
@@ -620,9 +633,41 @@ def calibrate(device=None, quick: bool = False, progress=None, *,
         # p is what a run on this device will use: beside a CPU sub-device, the other cores
         dev = getattr(bench, "device", None)
         p = use_remaining_cores(dev) if dev is not None else numba.get_num_threads()
-        return _measure(bench, settings, quick=bool(quick), progress=progress, p=int(p))
+        profile = _measure(bench, settings, quick=bool(quick), progress=progress, p=int(p))
     finally:
         bench.close()
+    message = busy_message(profile)
+    if message:
+        import warnings
+
+        from hpu._errors import HpuPerformanceWarning
+
+        warnings.warn(message, HpuPerformanceWarning, stacklevel=2)
+    return profile
+
+
+def busy_message(profile: Profile) -> str:
+    """The warning for a profile measured on a busy machine, or "" (see :data:`BUSY_LOAD`)."""
+    load = getattr(profile, "outside_load", None)
+    if load is None or not load > BUSY_LOAD:
+        return ""
+    cores = _machine_cores()
+    basis = getattr(profile, "contention_basis", None)
+    how = {"CPU time": "the contention was taken from CPU time, which that load does not bias "
+                       "(the two sides have cores of their own)",
+           "loaded rounds": "the contention was corrected for that load and is less sure",
+           "quiet rounds": "the contention comes from the rounds the others left quiet"}.get(basis, "")
+    return (f"hpu: other processes used {100 * load:.0f} % of this machine's {cores} cores while "
+            f"it was calibrated (more than {100 * BUSY_LOAD:.0f} %); the measured figures carry "
+            "that load in their ± errors" + (f", and {how}" if how else "")
+            + ". Calibrate again on a quiet machine (`uptime`: a load average well below the "
+            "core count) with `hpu calibrate`")
+
+
+def _machine_cores() -> int:
+    from hpu import _load
+
+    return _load.machine_cores()
 
 
 def _sweep_counts(settings: CalibrationSettings, bench) -> list[int]:
@@ -637,6 +682,9 @@ def _sweep_counts(settings: CalibrationSettings, bench) -> list[int]:
 def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: int) -> Profile:
     from hpu._profile import _host, _hpu_version, _now
 
+    from hpu import _load
+
+    load_start = _load.sample()
     counts = _sweep_counts(settings, bench)
     merge_sizes = sorted(set(settings.merge_sizes))
     xfer = sorted({min(n, bench.max_alloc) for n in settings.transfer_bytes})
@@ -737,6 +785,7 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
                     pairs.append((nbytes, t))
                 bar.step(label)
 
+    outside = _load.outside_share(load_start, _load.sample())
     sweeps = Sweeps(g_elements=settings.sum_elements, g=tuple(g_pairs), merge_cpu=tuple(cpu_pairs),
                     merge_device=tuple(dev_pairs), h2d=tuple(h2d_pairs), d2h=tuple(d2h_pairs))
     est = estimates(sweeps)
@@ -762,6 +811,8 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
         host=_host(), hpu_version=_hpu_version(), created=_now(), quick=bool(quick),
         source="measured", sweeps=sweeps,
         measured_contention=None if contention is None else contention.value,
+        contention_basis=None if contention is None or not contention.basis else contention.basis,
+        outside_load=None if math.isnan(outside) else round(outside, 4),
         uncertainty=uncertainty,
         combine_rates=(() if combine is None else
                        tuple((int(b), float(e.value)) for b, e in combine[0])),
@@ -944,35 +995,175 @@ def contention_from_times(both: float, cpu: float, device: float) -> float:
     return float(min(16.0, max(1.0, (both - (hi - lo)) / lo)))
 
 
-def _measure_contention(sorter, device, n: int, settings: CalibrationSettings, rng):
+def contention_from_cpu_times(both: float, cpu: float, device: float) -> float:
+    """:func:`contention_from_times` for CPU seconds instead of wall seconds.
+
+    Run together, the share that finishes first burns ``c·lo`` CPU seconds and
+    the other ``c·lo + (hi − lo)`` (slowed while both run, then alone), so the
+    process's CPU time of the run together is ``2c·lo + (hi − lo)``; solved for
+    ``c`` (at least 1, at most 16).
+    """
+    lo, hi = min(cpu, device), max(cpu, device)
+    if lo <= 0:
+        return 1.0
+    return float(min(16.0, max(1.0, (both - (hi - lo)) / (2.0 * lo))))
+
+
+@dataclass(frozen=True)
+class ContentionRound:
+    """One round of the contention measurement: the three runs' wall and CPU seconds.
+
+    ``both``, ``cpu``, ``device``: wall seconds of the run with both sides at
+    once and of each share alone (the levels above the split taken off);
+    ``*_cpu``: this process's CPU seconds of the same runs (all its threads);
+    ``*_outside``: the share of the machine's cores other processes used during
+    each run (:func:`hpu._load.outside_share`; ``nan``: unknown).
+    """
+
+    both: float
+    cpu: float
+    device: float
+    both_cpu: float = math.nan
+    cpu_cpu: float = math.nan
+    device_cpu: float = math.nan
+    both_outside: float = math.nan
+    cpu_outside: float = math.nan
+    device_outside: float = math.nan
+
+    @property
+    def outside(self) -> float:
+        """The round's outside share: its runs' shares weighted by their wall times."""
+        pairs = [(w, o) for w, o in ((self.both, self.both_outside), (self.cpu, self.cpu_outside),
+                                     (self.device, self.device_outside)) if not math.isnan(o)]
+        total = sum(w for w, _ in pairs)
+        return sum(w * o for w, o in pairs) / total if pairs and total > 0 else math.nan
+
+    def factor(self) -> float:
+        return contention_from_times(self.both, self.cpu, self.device)
+
+    def cpu_factor(self) -> float:
+        return contention_from_cpu_times(self.both_cpu, self.cpu_cpu, self.device_cpu)
+
+    def corrected_factor(self) -> float:
+        """The wall factor with the others' share of the cores taken off each run (see
+        :func:`contention_estimate`)."""
+        def keep(o):
+            return 1.0 if math.isnan(o) else max(1.0 - o, 0.05)
+
+        return contention_from_times(self.both * keep(self.both_outside),
+                                     self.cpu * keep(self.cpu_outside),
+                                     self.device * keep(self.device_outside))
+
+
+#: Above this share of the machine's cores used by other processes over a whole calibration,
+#: :func:`calibrate` warns that the machine was busy.
+BUSY_LOAD = 0.25
+
+
+def contention_estimate(rounds, *, disjoint: bool, quiet: float = _stats.QUIET_LOAD,
+                        min_quiet: int = 3) -> _stats.Estimate:
+    """The contention factor from measured rounds, robust to other processes' load.
+
+    Three cases, by the rounds' outside load (:func:`hpu._stats.quiet_rounds`)
+    and by whether the two sides have cores of their own (``disjoint``: a CPU
+    sub-device of N compute units beside at most ``cores − N`` Numba threads):
+
+    ``"quiet rounds"``
+        at least ``min_quiet`` rounds ran with others using at most ``quiet``
+        of the cores: the factor of their wall times, as before (lower
+        quartiles of each run, :func:`contention_from_times`).
+    ``"CPU time"``
+        too few quiet rounds, sides on disjoint cores: the factor of the runs'
+        CPU seconds (:func:`contention_from_cpu_times`) over all rounds.  With
+        no core shared, what can slow a side beside the other is the memory
+        system, and a thread stalled on memory is charged CPU time; what other
+        processes add (fewer cycles for each of our threads, the more of them
+        run) is charged to no one.  Measured on the 2-core VM (PoCL on
+        ``cpu@1``, one Numba thread): wall-time factor 1.01 quiet and
+        1.44-1.97 beside two busy processes; see ``bench/README.md``.
+    ``"loaded rounds"``
+        too few quiet rounds and the sides share cores: each run's wall time
+        less the others' share of it (``wall · (1 − outside)``: what the run
+        would have taken had it kept the cores the others used, which holds
+        when it can use every core, as runs on shared cores do), and the error
+        widened to at least half the change this correction made (a model of
+        the kernel's sharing, not a measurement).
+
+    The error is the relative standard error of the median of the per-round
+    factors used; ``outside_load`` the median outside share of all rounds.
+    """
+    rounds = list(rounds)
+    if not rounds:
+        raise ValueError("no contention rounds; expected at least one")
+    loads = [r.outside for r in rounds]
+    known = [x for x in loads if not math.isnan(x)]
+    load = float(np.median(known)) if known else 0.0
+    keep = _stats.quiet_rounds(loads, quiet=quiet, min_keep=min(min_quiet, len(rounds)))
+    if keep is not None:
+        used = [rounds[i] for i in keep]
+        value = contention_from_times(*(_stats.low_quantile([getattr(r, k) for r in used])
+                                        for k in ("both", "cpu", "device")))
+        err = _stats.median_rel_error([r.factor() for r in used])
+        return _stats.Estimate(value, err, len(used), load, "quiet rounds")
+    if disjoint:
+        value = contention_from_cpu_times(*(_stats.low_quantile([getattr(r, k) for r in rounds])
+                                            for k in ("both_cpu", "cpu_cpu", "device_cpu")))
+        err = _stats.median_rel_error([r.cpu_factor() for r in rounds])
+        return _stats.Estimate(value, err, len(rounds), load, "CPU time")
+    corrected = [r.corrected_factor() for r in rounds]
+    value = float(np.median(corrected))
+    raw = float(np.median([r.factor() for r in rounds]))
+    err = max(_stats.median_rel_error(corrected), 0.5 * abs(raw - value) / value)
+    return _stats.Estimate(value, err, len(rounds), load, "loaded rounds")
+
+
+def disjoint_cores(kind: str, sub_device_units: int | None, numba_threads: int,
+                   cores: int) -> bool:
+    """True when a CPU device and Numba's threads cannot need the same core.
+
+    A sub-device of N compute units runs at most N work-items at a time; beside
+    at most ``cores − N`` Numba threads, no core has two of our threads to run
+    (the kernel may still move them, but never has to share one).  A whole CPU
+    device (no fission) uses every core and always shares.
+    """
+    return (kind == "CPU" and sub_device_units is not None
+            and numba_threads + sub_device_units <= cores)
+
+
+def _measure_contention(sorter, device, n: int, settings: CalibrationSettings, rng, *,
+                        disjoint: bool = False):
     """Slowdown when the CPU and a device on the same cores work at once (>= 1), an Estimate.
 
     A hybrid run of ``n`` keys split at :data:`CONTENTION_LEVEL` (``α = 0.5``:
     half the tasks on each side), less its levels above the split (which the
     CPU runs alone after the join), against each share run alone on its own
     side (a sort of ``n/2`` keys less its levels above the same tasks; every
-    run with the same cut-off level, one below the split).  The
-    three runs are taken in rounds in a rotating order, so that load from
-    elsewhere meets them alike, with more rounds while the per-round factor is
-    noisy; the factor is :func:`contention_from_times` of the three lower
-    quartiles (interference only adds time), its error that of the per-round
-    factors' median.
+    run with the same cut-off level, one below the split).  The three runs are
+    taken in rounds in a rotating order, each run timed by wall clock and by
+    this process's CPU time, with the share of the cores other processes took
+    meanwhile (:class:`hpu._load.Meter`).  Rounds are added while the factor's
+    error is above the target or, where the sides share cores, while too few
+    rounds were quiet, up to the cap; :func:`contention_estimate` makes the
+    factor of them (quiet rounds; else CPU time where ``disjoint``; else the
+    loaded rounds corrected for the load, less sure).
     """
+    from hpu import _load
+
     half = n // 2
     y = CONTENTION_LEVEL
 
     def timed(device_kind, count, above, **options):
         keys = rng.integers(0, 2 * count, count).astype(np.int32)
         a, tmp = keys.copy(), np.empty_like(keys)
-        w = time.perf_counter()
+        w, c = time.perf_counter(), time.process_time()
         run = sorter.run(a, tmp, 0, count, device=device_kind, cl_device=device, **options)
-        t = time.perf_counter() - w
+        t, ct = time.perf_counter() - w, time.process_time() - c
         if not np.array_equal(a, np.sort(keys)) or run.fallbacks:
             raise DeviceUnavailableError("the contention measurement sorted wrongly or fell back "
                                          f"({run.fallbacks}); choose another device with --device")
         top = sum(r.cpu_seconds + r.gpu_seconds for r in run.levels
                   if r.level < above and r.phase == "combine")
-        return t - top
+        return t - top, max(ct - top, 0.0)
 
     # the same cut-off everywhere (level y+1 of the whole tree, level y of a half's), so that
     # each share alone runs exactly the tasks it runs beside the other
@@ -981,27 +1172,34 @@ def _measure_contention(sorter, device, n: int, settings: CalibrationSettings, r
              "device": lambda: timed("gpu", half, y - 1, K=y)}
     for f in sides.values():            # warm-ups
         f()
-    times: dict[str, list[float]] = {k: [] for k in sides}
-    factors: list[float] = []
+    rounds: list[ContentionRound] = []
     order = list(sides)
 
     def one_round():
-        k = len(factors) % len(order)
-        got = {name: float(sides[name]()) for name in order[k:] + order[:k]}
-        for name, t in got.items():
-            times[name].append(t)
-        factors.append(contention_from_times(got["both"], got["cpu"], got["device"]))
+        k = len(rounds) % len(order)
+        got = {}
+        for name in order[k:] + order[:k]:
+            with _load.Meter() as meter:
+                wall, cpu = sides[name]()
+            got[name] = wall, cpu, meter.outside
+        rounds.append(ContentionRound(
+            both=got["both"][0], cpu=got["cpu"][0], device=got["device"][0],
+            both_cpu=got["both"][1], cpu_cpu=got["cpu"][1], device_cpu=got["device"][1],
+            both_outside=got["both"][2], cpu_outside=got["cpu"][2],
+            device_outside=got["device"][2]))
+
+    def settled(est):
+        return est.rel_error <= settings.target_rel_error and (disjoint or est.basis == "quiet rounds")
 
     _stats._check_budget(settings.repeats, settings.repeat_cap, settings.target_rel_error)
     for _ in range(settings.repeats):
         one_round()
-    while (len(factors) < settings.repeat_cap
-           and _stats.median_rel_error(factors) > settings.target_rel_error):
-        for _ in range(min(settings.repeat_cap - len(factors), max(1, len(factors) // 2))):
+    est = contention_estimate(rounds, disjoint=disjoint)
+    while len(rounds) < settings.repeat_cap and not settled(est):
+        for _ in range(min(settings.repeat_cap - len(rounds), max(1, len(rounds) // 2))):
             one_round()
-    value = contention_from_times(*(_stats.low_quantile(times[k])
-                                    for k in ("both", "cpu", "device")))
-    return _stats.Estimate(value, _stats.median_rel_error(factors), len(factors))
+        est = contention_estimate(rounds, disjoint=disjoint)
+    return est
 
 
 # ------------------------------------------------------------------------ figures

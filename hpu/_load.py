@@ -1,0 +1,118 @@
+"""What other processes did to the machine while hpu timed something.
+
+Why a module of its own: a calibration on a shared machine measures the
+other processes as much as the machine.  Most of its numbers are ratios of
+two single-thread runs timed in pairs, which a steady load slows alike and
+cancels; the *contention* factor is not one of them.  It compares a run with
+both sides at once (two of our threads) to each side alone (one thread), and
+the kernel's fair share gives a thread fewer cycles the more threads are
+runnable: with two busy processes on two cores a lone thread gets 2/3 of a
+core and each of two threads 1/2, so "both at once" looks 1.33x slower for
+reasons that have nothing to do with the machine.  Measured here (PoCL on a
+1-core sub-device, Numba on the other core): 1.01 quiet, 1.44-1.97 under
+that load, and the plan flipped with it.
+
+So every timed run of the contention measurement also records
+
+* ``outside``: the share of the machine's cores that *other* processes used
+  during the run: the busy CPU time of all processes (``/proc/stat``, in
+  clock ticks) less this process's own CPU time (``time.process_time``, all
+  our threads, PoCL's included), over the run's wall time and the cores;
+* ``cpu``: this process's CPU time.  A thread stalled on memory burns CPU
+  time, a thread waiting for a core does not: where the two sides have cores
+  of their own, CPU time keeps the memory-bandwidth part of the contention
+  (the only part such a configuration has) and drops the part that other
+  processes' threads add.
+
+The statistics that use these records are pure and live in
+:mod:`hpu._stats` (:func:`~hpu._stats.quiet_rounds`) and
+:func:`hpu.calibrate.contention_estimate`.  Off Linux (no ``/proc/stat``)
+the outside load reads as unknown (``nan``) and every round counts as quiet:
+the measurement is then what it was before.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass
+
+__all__ = ["Sample", "sample", "outside_share", "machine_cores", "Meter"]
+
+_STAT = "/proc/stat"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A reading of the clocks: wall and own CPU seconds, the machine's busy CPU seconds."""
+
+    wall: float         # time.perf_counter()
+    own_cpu: float      # time.process_time(): every thread of this process
+    busy: float         # all processes' non-idle CPU seconds since boot (nan: unknown)
+
+
+def _machine_busy(path: str = _STAT) -> float:
+    """Non-idle CPU seconds of all processes since boot (``/proc/stat``'s ``cpu`` line)."""
+    try:
+        with open(path) as f:
+            fields = f.readline().split()
+    except OSError:
+        return math.nan
+    if not fields or fields[0] != "cpu":
+        return math.nan
+    ticks = [int(v) for v in fields[1:9]]   # user nice system idle iowait irq softirq steal
+    while len(ticks) < 8:
+        ticks.append(0)
+    busy = sum(ticks) - ticks[3] - ticks[4]
+    return busy / _clock_ticks()
+
+
+def _clock_ticks() -> float:
+    try:
+        return float(os.sysconf("SC_CLK_TCK"))
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+        return 100.0
+
+
+def machine_cores() -> int:
+    """The cores ``/proc/stat`` counts: all of the machine's, not just this process's."""
+    return max(1, os.cpu_count() or 1)
+
+
+def sample() -> Sample:
+    """Read the clocks now (cheap: one small file read)."""
+    return Sample(wall=time.perf_counter(), own_cpu=time.process_time(), busy=_machine_busy())
+
+
+def outside_share(start: Sample, end: Sample, cores: int | None = None) -> float:
+    """The share of the machine's cores other processes used between two samples, in [0, 1].
+
+    ``(Δ busy − Δ own CPU) / (Δ wall · cores)``; ``nan`` when ``/proc/stat``
+    could not be read or no time passed.  ``/proc/stat`` counts in clock ticks
+    (10 ms), so a run of tens of milliseconds reads to within a few tens of
+    percent: enough to tell a quiet run from one beside a busy process.
+    """
+    cores = machine_cores() if cores is None else cores
+    wall = end.wall - start.wall
+    if not (wall > 0) or math.isnan(start.busy) or math.isnan(end.busy):
+        return math.nan
+    others = (end.busy - start.busy) - (end.own_cpu - start.own_cpu)
+    return float(min(1.0, max(0.0, others / (wall * cores))))
+
+
+class Meter:
+    """Times one run: ``with Meter() as m: ...`` then ``m.wall``, ``m.cpu``, ``m.outside``."""
+
+    wall: float = math.nan
+    cpu: float = math.nan
+    outside: float = math.nan
+
+    def __enter__(self) -> "Meter":
+        self._start = sample()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        end = sample()
+        self.wall = end.wall - self._start.wall
+        self.cpu = end.own_cpu - self._start.own_cpu
+        self.outside = outside_share(self._start, end)
