@@ -18,17 +18,24 @@ So every timed run of the contention measurement also records
   during the run: the busy CPU time of all processes (``/proc/stat``, in
   clock ticks) less this process's own CPU time (``time.process_time``, all
   our threads, PoCL's included), over the run's wall time and the cores;
-* ``cpu``: this process's CPU time.  A thread stalled on memory burns CPU
-  time, a thread waiting for a core does not: where the two sides have cores
-  of their own, CPU time keeps the memory-bandwidth part of the contention
-  (the only part such a configuration has) and drops the part that other
-  processes' threads add.
+* ``run_share``: of the time our threads were ready to run, the share they
+  ran (``/proc/self/task/*/schedstat``: seconds on a core and seconds
+  waiting in the run queue, summed over our threads).  Where our threads
+  never outnumber the cores (a ``cpu@N`` sub-device beside at most
+  ``cores − N`` Numba threads), every wait in the run queue is a core taken by
+  another process, and ``wall · run_share`` is the run's time without them.
+  A thread stalled on memory is on its core and waits in no queue, so this
+  keeps the memory-bandwidth part of the contention (the only part such a
+  configuration has) and drops the part other processes add.  This process's
+  CPU time is no substitute: the levels above the split, which the
+  measurement takes off by their wall time, would come off CPU times that
+  the load did not stretch (tried: the factor read 0.77 of its quiet value).
 
 The statistics that use these records are pure and live in
 :mod:`hpu._stats` (:func:`~hpu._stats.quiet_rounds`) and
-:func:`hpu.calibrate.contention_estimate`.  Off Linux (no ``/proc/stat``)
-the outside load reads as unknown (``nan``) and every round counts as quiet:
-the measurement is then what it was before.
+:func:`hpu.calibrate.contention_estimate`.  Off Linux (no ``/proc``) both
+read as unknown (``nan``) and every round counts as quiet: the measurement
+is then what it was before.
 """
 from __future__ import annotations
 
@@ -37,18 +44,41 @@ import os
 import time
 from dataclasses import dataclass
 
-__all__ = ["Sample", "sample", "outside_share", "machine_cores", "Meter"]
+__all__ = ["Sample", "sample", "outside_share", "run_share", "machine_cores", "Meter"]
 
 _STAT = "/proc/stat"
 
 
 @dataclass(frozen=True)
 class Sample:
-    """A reading of the clocks: wall and own CPU seconds, the machine's busy CPU seconds."""
+    """A reading of the clocks: wall and own CPU seconds, the machine's busy CPU seconds,
+    our threads' seconds on a core and waiting for one."""
 
     wall: float         # time.perf_counter()
     own_cpu: float      # time.process_time(): every thread of this process
     busy: float         # all processes' non-idle CPU seconds since boot (nan: unknown)
+    ran: float = math.nan       # Σ over our threads of seconds on a core (schedstat; nan: unknown)
+    waited: float = math.nan    # Σ over our threads of seconds runnable but waiting for a core
+
+
+def _own_sched(task_dir: str = "/proc/self/task") -> tuple[float, float]:
+    """``(seconds on a core, seconds waiting for one)`` summed over this process's threads."""
+    ran = waited = 0
+    try:
+        tids = os.listdir(task_dir)
+    except OSError:
+        return math.nan, math.nan
+    found = False
+    for tid in tids:
+        try:
+            with open(f"{task_dir}/{tid}/schedstat") as f:
+                fields = f.read().split()
+            ran += int(fields[0])
+            waited += int(fields[1])
+            found = True
+        except (OSError, ValueError, IndexError):
+            continue                # a thread that just ended, or no schedstat
+    return (ran * 1e-9, waited * 1e-9) if found else (math.nan, math.nan)
 
 
 def _machine_busy(path: str = _STAT) -> float:
@@ -81,7 +111,9 @@ def machine_cores() -> int:
 
 def sample() -> Sample:
     """Read the clocks now (cheap: one small file read)."""
-    return Sample(wall=time.perf_counter(), own_cpu=time.process_time(), busy=_machine_busy())
+    ran, waited = _own_sched()
+    return Sample(wall=time.perf_counter(), own_cpu=time.process_time(), busy=_machine_busy(),
+                  ran=ran, waited=waited)
 
 
 def outside_share(start: Sample, end: Sample, cores: int | None = None) -> float:
@@ -100,12 +132,26 @@ def outside_share(start: Sample, end: Sample, cores: int | None = None) -> float
     return float(min(1.0, max(0.0, others / (wall * cores))))
 
 
+def run_share(start: Sample, end: Sample) -> float:
+    """Of the time our threads were ready to run between two samples, the share they ran.
+
+    ``Δ ran / (Δ ran + Δ waited)`` in (0, 1]; ``nan`` when unknown (no
+    schedstat) or when no thread ran or waited.
+    """
+    ran, waited = end.ran - start.ran, end.waited - start.waited
+    if math.isnan(ran) or math.isnan(waited) or ran + waited <= 0:
+        return math.nan
+    return float(min(1.0, max(ran, 0.0) / (ran + max(waited, 0.0))))
+
+
 class Meter:
-    """Times one run: ``with Meter() as m: ...`` then ``m.wall``, ``m.cpu``, ``m.outside``."""
+    """Times one run: ``with Meter() as m: ...`` then ``m.wall``, ``m.cpu``, ``m.outside``,
+    ``m.run_share``."""
 
     wall: float = math.nan
     cpu: float = math.nan
     outside: float = math.nan
+    run_share: float = math.nan
 
     def __enter__(self) -> "Meter":
         self._start = sample()
@@ -116,3 +162,4 @@ class Meter:
         self.wall = end.wall - self._start.wall
         self.cpu = end.own_cpu - self._start.own_cpu
         self.outside = outside_share(self._start, end)
+        self.run_share = run_share(self._start, end)

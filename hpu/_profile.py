@@ -237,7 +237,7 @@ class Profile:
     #: built-in values and profiles measured before hpu recorded them
     uncertainty: tuple[tuple[str, float], ...] = ()
     #: how the contention was obtained (:func:`hpu.calibrate.contention_estimate`: "quiet
-    #: rounds", "CPU time" or "loaded rounds"); None: not measured or not recorded
+    #: rounds", "waits removed" or "loaded rounds"); None: not measured or not recorded
     contention_basis: str | None = None
     #: the share of the machine's cores other processes used while it was calibrated
     #: (:mod:`hpu._load`); None: not recorded
@@ -595,7 +595,7 @@ def _optional_uncertainty(data) -> tuple[tuple[str, float], ...]:
 
 
 #: The values ``contention_basis`` may take (:func:`hpu.calibrate.contention_estimate`).
-CONTENTION_BASES = ("quiet rounds", "CPU time", "loaded rounds")
+CONTENTION_BASES = ("quiet rounds", "waits removed", "loaded rounds")
 
 
 def _optional_basis(data) -> str | None:

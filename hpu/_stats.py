@@ -327,7 +327,7 @@ class Estimate:
     #: (:mod:`hpu._load`; 0.0: not recorded)
     outside_load: float = 0.0
     #: how the value was obtained, where there is a choice (e.g. the contention's
-    #: "quiet rounds" or "CPU time"); "" otherwise
+    #: "quiet rounds" or "waits removed"); "" otherwise
     basis: str = ""
 
 

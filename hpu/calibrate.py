@@ -54,6 +54,19 @@ as ratios of lower quartiles, because interference only ever adds time: three
 quick calibrations once gave γ from 0.95 to 1.16 and three different plans.
 The profile records each number's relative standard error
 (``Profile.uncertainty``) and ``hpu calibrate`` prints it.
+
+The contention is the one ratio that pairing cannot protect: it compares a
+run of two of our threads with runs of one, and other processes take more
+from the former (the kernel shares the cores per thread).  So each of its
+runs also records the share of the cores other processes used meanwhile and
+how long our threads waited for a core (:mod:`hpu._load`), and :func:`contention_estimate`
+keeps the rounds nobody disturbed; when too few were, and the two sides have
+cores of their own (a ``cpu@N`` sub-device beside at most ``cores − N`` Numba
+threads, :func:`disjoint_cores`), it takes each run's waits for a core off
+its time, which is all such load adds; otherwise it corrects the wall times for the load and
+says it is less sure.  The profile keeps how (``contention_basis``) and the
+share of the cores others used over the whole calibration (``outside_load``);
+above :data:`BUSY_LOAD` :func:`calibrate` warns.
 Device kernels are timed with OpenCL profiling events (the kernel alone, not
 the launch); transfers with the host's clock (λ is what the host waits).
 Each timed merge works on fresh inputs (a pool of pairs, cycled), because a
@@ -112,7 +125,6 @@ __all__ = [
     "ContentionRound",
     "contention_estimate",
     "contention_from_times",
-    "contention_from_cpu_times",
     "disjoint_cores",
     "busy_message",
     "BUSY_LOAD",
@@ -653,8 +665,8 @@ def busy_message(profile: Profile) -> str:
         return ""
     cores = _machine_cores()
     basis = getattr(profile, "contention_basis", None)
-    how = {"CPU time": "the contention was taken from CPU time, which that load does not bias "
-                       "(the two sides have cores of their own)",
+    how = {"waits removed": "the contention was read without the waits for a core, which is "
+                            "all that load adds where the two sides have cores of their own",
            "loaded rounds": "the contention was corrected for that load and is less sure",
            "quiet rounds": "the contention comes from the rounds the others left quiet"}.get(basis, "")
     return (f"hpu: other processes used {100 * load:.0f} % of this machine's {cores} cores while "
@@ -995,40 +1007,27 @@ def contention_from_times(both: float, cpu: float, device: float) -> float:
     return float(min(16.0, max(1.0, (both - (hi - lo)) / lo)))
 
 
-def contention_from_cpu_times(both: float, cpu: float, device: float) -> float:
-    """:func:`contention_from_times` for CPU seconds instead of wall seconds.
-
-    Run together, the share that finishes first burns ``c·lo`` CPU seconds and
-    the other ``c·lo + (hi − lo)`` (slowed while both run, then alone), so the
-    process's CPU time of the run together is ``2c·lo + (hi − lo)``; solved for
-    ``c`` (at least 1, at most 16).
-    """
-    lo, hi = min(cpu, device), max(cpu, device)
-    if lo <= 0:
-        return 1.0
-    return float(min(16.0, max(1.0, (both - (hi - lo)) / (2.0 * lo))))
-
-
 @dataclass(frozen=True)
 class ContentionRound:
-    """One round of the contention measurement: the three runs' wall and CPU seconds.
+    """One round of the contention measurement: the three runs' wall seconds and their load.
 
     ``both``, ``cpu``, ``device``: wall seconds of the run with both sides at
     once and of each share alone (the levels above the split taken off);
-    ``*_cpu``: this process's CPU seconds of the same runs (all its threads);
     ``*_outside``: the share of the machine's cores other processes used during
-    each run (:func:`hpu._load.outside_share`; ``nan``: unknown).
+    each run (:func:`hpu._load.outside_share`); ``*_ran``: of the time this
+    process's threads were ready to run, the share they ran
+    (:func:`hpu._load.run_share`); ``nan``: unknown.
     """
 
     both: float
     cpu: float
     device: float
-    both_cpu: float = math.nan
-    cpu_cpu: float = math.nan
-    device_cpu: float = math.nan
     both_outside: float = math.nan
     cpu_outside: float = math.nan
     device_outside: float = math.nan
+    both_ran: float = math.nan
+    cpu_ran: float = math.nan
+    device_ran: float = math.nan
 
     @property
     def outside(self) -> float:
@@ -1038,11 +1037,21 @@ class ContentionRound:
         total = sum(w for w, _ in pairs)
         return sum(w * o for w, o in pairs) / total if pairs and total > 0 else math.nan
 
+    @property
+    def waits_known(self) -> bool:
+        return not any(math.isnan(x) for x in (self.both_ran, self.cpu_ran, self.device_ran))
+
     def factor(self) -> float:
+        """:func:`contention_from_times` of the wall times."""
         return contention_from_times(self.both, self.cpu, self.device)
 
-    def cpu_factor(self) -> float:
-        return contention_from_cpu_times(self.both_cpu, self.cpu_cpu, self.device_cpu)
+    def without_waits(self) -> tuple[float, float, float]:
+        """Each run's wall time times the share its threads ran of the time they were
+        ready: the time without the waits for a core (see :func:`contention_estimate`)."""
+        return (self.both * self.both_ran, self.cpu * self.cpu_ran, self.device * self.device_ran)
+
+    def waits_factor(self) -> float:
+        return contention_from_times(*self.without_waits())
 
     def corrected_factor(self) -> float:
         """The wall factor with the others' share of the cores taken off each run (see
@@ -1066,50 +1075,54 @@ def contention_estimate(rounds, *, disjoint: bool, quiet: float = _stats.QUIET_L
 
     Three cases, by the rounds' outside load (:func:`hpu._stats.quiet_rounds`)
     and by whether the two sides have cores of their own (``disjoint``: a CPU
-    sub-device of N compute units beside at most ``cores − N`` Numba threads):
+    sub-device of N compute units beside at most ``cores − N`` Numba threads,
+    :func:`disjoint_cores`); the estimate's ``basis`` says which:
 
     ``"quiet rounds"``
         at least ``min_quiet`` rounds ran with others using at most ``quiet``
         of the cores: the factor of their wall times, as before (lower
         quartiles of each run, :func:`contention_from_times`).
-    ``"CPU time"``
-        too few quiet rounds, sides on disjoint cores: the factor of the runs'
-        CPU seconds (:func:`contention_from_cpu_times`) over all rounds.  With
-        no core shared, what can slow a side beside the other is the memory
-        system, and a thread stalled on memory is charged CPU time; what other
-        processes add (fewer cycles for each of our threads, the more of them
-        run) is charged to no one.  Measured on the 2-core VM (PoCL on
-        ``cpu@1``, one Numba thread): wall-time factor 1.01 quiet and
-        1.44-1.97 beside two busy processes; see ``bench/README.md``.
+    ``"waits removed"``
+        too few quiet rounds, sides on disjoint cores: each run's wall time
+        times the share of their ready time our threads ran
+        (:func:`hpu._load.run_share`).  With no more of our threads than cores,
+        a wait for a core is another process's doing, while what can slow a
+        side beside the other -- the memory system -- keeps a thread on its
+        core; so this removes the load and keeps the contention.  Without it,
+        on the 2-core VM (PoCL on ``cpu@1``, one Numba thread) the factor read
+        1.01 quiet and 1.44-1.97 beside two busy processes (the kernel gives a
+        lone thread 2/3 of a core there and each of two threads 1/2).
     ``"loaded rounds"``
-        too few quiet rounds and the sides share cores: each run's wall time
-        less the others' share of it (``wall · (1 − outside)``: what the run
-        would have taken had it kept the cores the others used, which holds
-        when it can use every core, as runs on shared cores do), and the error
-        widened to at least half the change this correction made (a model of
-        the kernel's sharing, not a measurement).
+        too few quiet rounds and the sides share cores (or the waits are
+        unknown): each run's wall time less the others' share of it
+        (``wall · (1 − outside)``: what the run would have taken with the
+        cores the others used, which holds when it can use every core, as
+        runs on shared cores do), the error widened to at least half the
+        change this made (a model of the kernel's sharing, not a measurement).
 
-    The error is the relative standard error of the median of the per-round
-    factors used; ``outside_load`` the median outside share of all rounds.
+    The value is the median of the per-round factors (of the quiet rounds'
+    lower quartiles in the first case), the error the relative standard error
+    of that median; ``outside_load`` the median outside share of all rounds.
     """
     rounds = list(rounds)
     if not rounds:
         raise ValueError("no contention rounds; expected at least one")
-    loads = [r.outside for r in rounds]
-    known = [x for x in loads if not math.isnan(x)]
+    known = [r.outside for r in rounds if not math.isnan(r.outside)]
     load = float(np.median(known)) if known else 0.0
-    keep = _stats.quiet_rounds(loads, quiet=quiet, min_keep=min(min_quiet, len(rounds)))
+    keep = _stats.quiet_rounds([r.outside for r in rounds], quiet=quiet,
+                               min_keep=min(min_quiet, len(rounds)))
     if keep is not None:
         used = [rounds[i] for i in keep]
         value = contention_from_times(*(_stats.low_quantile([getattr(r, k) for r in used])
                                         for k in ("both", "cpu", "device")))
         err = _stats.median_rel_error([r.factor() for r in used])
         return _stats.Estimate(value, err, len(used), load, "quiet rounds")
-    if disjoint:
-        value = contention_from_cpu_times(*(_stats.low_quantile([getattr(r, k) for r in rounds])
-                                            for k in ("both_cpu", "cpu_cpu", "device_cpu")))
-        err = _stats.median_rel_error([r.cpu_factor() for r in rounds])
-        return _stats.Estimate(value, err, len(rounds), load, "CPU time")
+    if disjoint and all(r.waits_known for r in rounds):
+        times = [r.without_waits() for r in rounds]
+        value = contention_from_times(*(_stats.low_quantile([t[k] for t in times])
+                                        for k in range(3)))
+        err = _stats.median_rel_error([r.waits_factor() for r in rounds])
+        return _stats.Estimate(value, err, len(rounds), load, "waits removed")
     corrected = [r.corrected_factor() for r in rounds]
     value = float(np.median(corrected))
     raw = float(np.median([r.factor() for r in rounds]))
@@ -1139,13 +1152,14 @@ def _measure_contention(sorter, device, n: int, settings: CalibrationSettings, r
     CPU runs alone after the join), against each share run alone on its own
     side (a sort of ``n/2`` keys less its levels above the same tasks; every
     run with the same cut-off level, one below the split).  The three runs are
-    taken in rounds in a rotating order, each run timed by wall clock and by
-    this process's CPU time, with the share of the cores other processes took
-    meanwhile (:class:`hpu._load.Meter`).  Rounds are added while the factor's
+    taken in rounds in a rotating order, each run timed by wall clock, with
+    the share of the cores other processes took meanwhile and the share of
+    their ready time our threads ran (:class:`hpu._load.Meter`).  Rounds are added while the factor's
     error is above the target or, where the sides share cores, while too few
     rounds were quiet, up to the cap; :func:`contention_estimate` makes the
-    factor of them (quiet rounds; else CPU time where ``disjoint``; else the
-    loaded rounds corrected for the load, less sure).
+    factor of them (quiet rounds; else, where ``disjoint``, the runs less
+    their waits for a core; else the loaded rounds corrected for the load,
+    less sure).
     """
     from hpu import _load
 
@@ -1155,15 +1169,15 @@ def _measure_contention(sorter, device, n: int, settings: CalibrationSettings, r
     def timed(device_kind, count, above, **options):
         keys = rng.integers(0, 2 * count, count).astype(np.int32)
         a, tmp = keys.copy(), np.empty_like(keys)
-        w, c = time.perf_counter(), time.process_time()
+        w = time.perf_counter()
         run = sorter.run(a, tmp, 0, count, device=device_kind, cl_device=device, **options)
-        t, ct = time.perf_counter() - w, time.process_time() - c
+        t = time.perf_counter() - w
         if not np.array_equal(a, np.sort(keys)) or run.fallbacks:
             raise DeviceUnavailableError("the contention measurement sorted wrongly or fell back "
                                          f"({run.fallbacks}); choose another device with --device")
         top = sum(r.cpu_seconds + r.gpu_seconds for r in run.levels
                   if r.level < above and r.phase == "combine")
-        return t - top, max(ct - top, 0.0)
+        return t - top
 
     # the same cut-off everywhere (level y+1 of the whole tree, level y of a half's), so that
     # each share alone runs exactly the tasks it runs beside the other
@@ -1180,13 +1194,13 @@ def _measure_contention(sorter, device, n: int, settings: CalibrationSettings, r
         got = {}
         for name in order[k:] + order[:k]:
             with _load.Meter() as meter:
-                wall, cpu = sides[name]()
-            got[name] = wall, cpu, meter.outside
+                wall = sides[name]()
+            got[name] = wall, meter.outside, meter.run_share
         rounds.append(ContentionRound(
             both=got["both"][0], cpu=got["cpu"][0], device=got["device"][0],
-            both_cpu=got["both"][1], cpu_cpu=got["cpu"][1], device_cpu=got["device"][1],
-            both_outside=got["both"][2], cpu_outside=got["cpu"][2],
-            device_outside=got["device"][2]))
+            both_outside=got["both"][1], cpu_outside=got["cpu"][1],
+            device_outside=got["device"][1], both_ran=got["both"][2], cpu_ran=got["cpu"][2],
+            device_ran=got["device"][2]))
 
     def settled(est):
         return est.rel_error <= settings.target_rel_error and (disjoint or est.basis == "quiet rounds")

@@ -35,3 +35,21 @@ def test_a_meter_times_a_block():
         sum(range(1000))
     assert m.wall > 0 and m.cpu >= 0
     assert math.isnan(m.outside) or 0.0 <= m.outside <= 1.0
+
+
+def test_run_share_is_the_share_of_ready_time_our_threads_ran():
+    a = _load.Sample(wall=0.0, own_cpu=0.0, busy=0.0, ran=1.0, waited=2.0)
+    assert _load.run_share(a, _load.Sample(1.0, 0.5, 1.0, ran=1.5, waited=3.0)) == pytest.approx(1 / 3)
+    assert _load.run_share(a, _load.Sample(1.0, 0.5, 1.0, ran=2.0, waited=2.0)) == 1.0   # quiet
+    assert math.isnan(_load.run_share(a, _load.Sample(1.0, 0.5, 1.0, ran=1.0, waited=2.0)))
+    assert math.isnan(_load.run_share(_load.Sample(0.0, 0.0, 0.0), _load.Sample(1.0, 0.5, 1.0)))
+
+
+def test_own_sched_sums_our_threads_and_is_unknown_without_schedstat(tmp_path):
+    for tid, text in (("1", "3000000000 1000000000 7\n"), ("2", "1000000000 500000000 2\n")):
+        (tmp_path / tid).mkdir()
+        (tmp_path / tid / "schedstat").write_text(text)
+    (tmp_path / "3").mkdir()                        # a thread without schedstat: skipped
+    assert _load._own_sched(str(tmp_path)) == pytest.approx((4.0, 1.5))
+    assert all(math.isnan(x) for x in _load._own_sched(str(tmp_path / "3")))
+    assert all(math.isnan(x) for x in _load._own_sched(str(tmp_path / "missing")))

@@ -436,4 +436,4 @@ def test_quiet_rounds_refuses_bad_arguments(kwargs, match):
 def test_an_estimate_records_its_load_and_basis_only_when_told():
     e = _stats.Estimate(1.0, 0.01, 5)
     assert e.outside_load == 0.0 and e.basis == ""
-    assert _stats.Estimate(1.0, 0.01, 5, 0.6, "CPU time").basis == "CPU time"
+    assert _stats.Estimate(1.0, 0.01, 5, 0.6, "waits removed").basis == "waits removed"

@@ -51,7 +51,8 @@ def _pm(profile, name: str) -> str:
 
 #: How ``hpu calibrate`` words each ``contention_basis``.
 _BASES = {"quiet rounds": "from the rounds no other process disturbed",
-          "CPU time": "from CPU time: the machine was busy, and the sides have cores of their own",
+          "waits removed": "the machine was busy: without the waits for a core, the sides "
+                           "have cores of their own",
           "loaded rounds": "corrected for other processes' load: less sure"}
 
 
