@@ -59,12 +59,12 @@ The contention is the one ratio that pairing cannot protect: it compares a
 run of two of our threads with runs of one, and other processes take more
 from the former (the kernel shares the cores per thread).  So each of its
 runs also records the share of the cores other processes used meanwhile and
-how long our threads waited for a core (:mod:`hpu._load`), and :func:`contention_estimate`
-keeps the rounds nobody disturbed; when too few were, and the two sides have
-cores of their own (a ``cpu@N`` sub-device beside at most ``cores − N`` Numba
-threads, :func:`disjoint_cores`), it takes each run's waits for a core off
-its time, which is all such load adds; otherwise it corrects the wall times for the load and
-says it is less sure.  The profile keeps how (``contention_basis``) and the
+how long our threads waited for a core (:mod:`hpu._load`), and
+:func:`contention_estimate` keeps the rounds nobody disturbed; when too few
+were, and the two sides have cores of their own (a ``cpu@N`` sub-device
+beside at most ``cores − N`` Numba threads, :func:`disjoint_cores`), it takes
+each run's waits for a core off its time, which is all such load adds;
+otherwise it corrects the wall times for the load and says it is less sure.  The profile keeps how (``contention_basis``) and the
 share of the cores others used over the whole calibration (``outside_load``);
 above :data:`BUSY_LOAD` :func:`calibrate` warns.
 Device kernels are timed with OpenCL profiling events (the kernel alone, not
@@ -692,9 +692,8 @@ def _sweep_counts(settings: CalibrationSettings, bench) -> list[int]:
 
 
 def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: int) -> Profile:
-    from hpu._profile import _host, _hpu_version, _now
-
     from hpu import _load
+    from hpu._profile import _host, _hpu_version, _now
 
     load_start = _load.sample()
     counts = _sweep_counts(settings, bench)
