@@ -30,6 +30,13 @@ ratios, so that another process slowing the machine for a second slows both
 sides of a pair and cancels out).  Each returns an :class:`Estimate` carrying
 its relative standard error, which the profile stores as its confidence and
 :func:`within_noise` turns into "these two predictions are indistinguishable".
+
+Pairing fails for a ratio whose two sides run different numbers of threads
+(the contention: both sides at once against each alone), because other
+processes take more from more threads.  :func:`quiet_rounds` keeps the rounds
+that other processes left alone (their load read by :mod:`hpu._load`); the
+estimate says how it was made and under what load (``Estimate.basis``,
+``Estimate.outside_load``).
 """
 from __future__ import annotations
 
