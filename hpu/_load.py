@@ -26,7 +26,9 @@ So every timed run of the contention measurement also records
   another process, and ``wall · run_share`` is the run's time without them.
   A thread stalled on memory is on its core and waits in no queue, so this
   keeps the memory-bandwidth part of the contention (the only part such a
-  configuration has) and drops the part other processes add.  This process's
+  configuration has) and drops the part other processes add.  The threads
+  are read one by one (:func:`thread_times`), so that a run can be scaled by
+  the share of the threads that decide its length.  This process's
   CPU time is no substitute: the levels above the split, which the
   measurement takes off by their wall time, would come off CPU times that
   the load did not stretch (tried: the factor read 0.77 of its quiet value).
@@ -44,7 +46,8 @@ import os
 import time
 from dataclasses import dataclass
 
-__all__ = ["Sample", "sample", "outside_share", "run_share", "machine_cores", "Meter"]
+__all__ = ["Sample", "sample", "outside_share", "run_share", "machine_cores", "Meter",
+           "thread_times", "thread_deltas", "share_of"]
 
 _STAT = "/proc/stat"
 
@@ -61,24 +64,46 @@ class Sample:
     waited: float = math.nan    # Σ over our threads of seconds runnable but waiting for a core
 
 
-def _own_sched(task_dir: str = "/proc/self/task") -> tuple[float, float]:
-    """``(seconds on a core, seconds waiting for one)`` summed over this process's threads."""
-    ran = waited = 0
+def thread_times(task_dir: str = "/proc/self/task") -> dict[int, tuple[float, float]]:
+    """``{thread id: (seconds on a core, seconds waiting for one)}`` of this process's threads
+    (``{}`` without schedstat)."""
+    out = {}
     try:
         tids = os.listdir(task_dir)
     except OSError:
-        return math.nan, math.nan
-    found = False
+        return out
     for tid in tids:
         try:
             with open(f"{task_dir}/{tid}/schedstat") as f:
                 fields = f.read().split()
-            ran += int(fields[0])
-            waited += int(fields[1])
-            found = True
+            out[int(tid)] = (int(fields[0]) * 1e-9, int(fields[1]) * 1e-9)
         except (OSError, ValueError, IndexError):
             continue                # a thread that just ended, or no schedstat
-    return (ran * 1e-9, waited * 1e-9) if found else (math.nan, math.nan)
+    return out
+
+
+def _own_sched(task_dir: str = "/proc/self/task") -> tuple[float, float]:
+    """``(seconds on a core, seconds waiting for one)`` summed over this process's threads."""
+    times = thread_times(task_dir)
+    if not times:
+        return math.nan, math.nan
+    return sum(r for r, _ in times.values()), sum(w for _, w in times.values())
+
+
+def thread_deltas(start: dict, end: dict) -> dict[int, tuple[float, float]]:
+    """Per thread, ``(Δ on a core, Δ waiting)`` between two :func:`thread_times` readings
+    (a thread born in between counts from zero)."""
+    return {tid: (ran - start.get(tid, (0.0, 0.0))[0], waited - start.get(tid, (0.0, 0.0))[1])
+            for tid, (ran, waited) in end.items()}
+
+
+def share_of(deltas: dict, tids=None) -> float:
+    """Of the ready time of the threads ``tids`` (all: None), the share they ran; ``nan``
+    when they neither ran nor waited."""
+    pick = [v for t, v in deltas.items() if tids is None or t in tids]
+    ran = sum(max(r, 0.0) for r, _ in pick)
+    waited = sum(max(w, 0.0) for _, w in pick)
+    return float(ran / (ran + waited)) if ran + waited > 0 else math.nan
 
 
 def _machine_busy(path: str = _STAT) -> float:
@@ -146,19 +171,24 @@ def run_share(start: Sample, end: Sample) -> float:
 
 class Meter:
     """Times one run: ``with Meter() as m: ...`` then ``m.wall``, ``m.cpu``, ``m.outside``,
-    ``m.run_share``."""
+    ``m.run_share`` and ``m.threads`` (:func:`thread_deltas`)."""
 
     wall: float = math.nan
     cpu: float = math.nan
     outside: float = math.nan
     run_share: float = math.nan
 
+    def __init__(self) -> None:
+        self.threads: dict[int, tuple[float, float]] = {}
+
     def __enter__(self) -> "Meter":
+        self._threads = thread_times()
         self._start = sample()
         return self
 
     def __exit__(self, *exc) -> None:
         end = sample()
+        self.threads = thread_deltas(self._threads, thread_times())
         self.wall = end.wall - self._start.wall
         self.cpu = end.own_cpu - self._start.own_cpu
         self.outside = outside_share(self._start, end)

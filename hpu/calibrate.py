@@ -124,6 +124,7 @@ __all__ = [
     "FULL_SECONDS",
     "ContentionRound",
     "contention_estimate",
+    "round_from_runs",
     "contention_from_times",
     "disjoint_cores",
     "busy_message",
@@ -991,6 +992,13 @@ def _combine_rates(sorter, device, sizes, settings: CalibrationSettings, rng):
 CONTENTION_LEVEL = 3
 
 
+def _unclipped_contention(both: float, cpu: float, device: float) -> float:
+    """:func:`contention_from_times` before its clip to [1, 16]: for the spread of rounds
+    (a median of factors clipped at 1 has no spread when most rounds read 1)."""
+    lo, hi = min(cpu, device), max(cpu, device)
+    return (both - (hi - lo)) / lo if lo > 0 else 1.0
+
+
 def contention_from_times(both: float, cpu: float, device: float) -> float:
     """The model's contention factor from one share run together and each run alone.
 
@@ -1044,6 +1052,18 @@ class ContentionRound:
         """:func:`contention_from_times` of the wall times."""
         return contention_from_times(self.both, self.cpu, self.device)
 
+    def spread_factors(self) -> tuple[float, float, float]:
+        """The unclipped factors of the wall times, without the waits and corrected
+        for the outside load (for the errors of :func:`contention_estimate`)."""
+        def keep(o):
+            return 1.0 if math.isnan(o) else max(1.0 - o, 0.05)
+
+        return (_unclipped_contention(self.both, self.cpu, self.device),
+                _unclipped_contention(*self.without_waits()),
+                _unclipped_contention(self.both * keep(self.both_outside),
+                                      self.cpu * keep(self.cpu_outside),
+                                      self.device * keep(self.device_outside)))
+
     def without_waits(self) -> tuple[float, float, float]:
         """Each run's wall time times the share its threads ran of the time they were
         ready: the time without the waits for a core (see :func:`contention_estimate`)."""
@@ -1061,6 +1081,47 @@ class ContentionRound:
         return contention_from_times(self.both * keep(self.both_outside),
                                      self.cpu * keep(self.cpu_outside),
                                      self.device * keep(self.device_outside))
+
+
+def round_from_runs(runs) -> ContentionRound:
+    """A :class:`ContentionRound` from its three runs, ``{"both" | "cpu" | "device":
+    (wall seconds, outside share, {thread id: (seconds on a core, seconds waiting)})}``.
+
+    Each share alone is scaled by the share of their ready time all our threads
+    ran (alone, the threads of a run take turns: the caller's launches, the
+    device's threads compute, and so on).  The run with both at once ends when
+    its last side ends, so it is scaled by the share *that* side's threads ran:
+    the threads active in the CPU share's run alone, or those active in the
+    device share's run alone and not in the other (the device's own); the side
+    that ended it is the one whose time alone, stretched by what its threads
+    got, is the longer.  The share of all threads together was tried first:
+    exact while our two threads wait alike (two busy loops), but beside other
+    processes of unequal weight (a niced one) it read 1.12-1.29 where the
+    side's own read 1.00-1.04 (same runs; the quiet factor is 1.01).
+    """
+    from hpu import _load
+
+    def active(threads):
+        return {t for t, (ran, waited) in threads.items() if ran + waited > 0}
+
+    (both, both_out, both_th), (cpu, cpu_out, cpu_th), (dev, dev_out, dev_th) = (
+        runs["both"], runs["cpu"], runs["device"])
+    cpu_ran, dev_ran = _load.share_of(cpu_th), _load.share_of(dev_th)
+    cpu_side = active(cpu_th)
+    dev_side = active(dev_th) - cpu_side
+    both_ran = math.nan
+    if not (math.isnan(cpu_ran) or math.isnan(dev_ran)):
+        # the side that ended the run: its share's time alone over the share its threads
+        # got meanwhile (not simply the longer share: a side left with a fraction of a core
+        # ends last however short its share)
+        cpu_got, dev_got = _load.share_of(both_th, cpu_side), _load.share_of(both_th, dev_side)
+        if math.isnan(cpu_got) or math.isnan(dev_got):
+            both_ran = _load.share_of(both_th)
+        else:
+            both_ran = dev_got if dev * dev_ran / dev_got > cpu * cpu_ran / cpu_got else cpu_got
+    return ContentionRound(both=both, cpu=cpu, device=dev, both_outside=both_out,
+                           cpu_outside=cpu_out, device_outside=dev_out, both_ran=both_ran,
+                           cpu_ran=cpu_ran, device_ran=dev_ran)
 
 
 #: Above this share of the machine's cores used by other processes over a whole calibration,
@@ -1083,8 +1144,8 @@ def contention_estimate(rounds, *, disjoint: bool, quiet: float = _stats.QUIET_L
         quartiles of each run, :func:`contention_from_times`).
     ``"waits removed"``
         too few quiet rounds, sides on disjoint cores: each run's wall time
-        times the share of their ready time our threads ran
-        (:func:`hpu._load.run_share`).  With no more of our threads than cores,
+        times the share of their ready time its threads ran (for the run with
+        both at once, the longer side's threads: :func:`round_from_runs`).  With no more of our threads than cores,
         a wait for a core is another process's doing, while what can slow a
         side beside the other -- the memory system -- keeps a thread on its
         core; so this removes the load and keeps the contention.  Without it,
@@ -1099,9 +1160,11 @@ def contention_estimate(rounds, *, disjoint: bool, quiet: float = _stats.QUIET_L
         runs on shared cores do), the error widened to at least half the
         change this made (a model of the kernel's sharing, not a measurement).
 
-    The value is the median of the per-round factors (of the quiet rounds'
-    lower quartiles in the first case), the error the relative standard error
-    of that median; ``outside_load`` the median outside share of all rounds.
+    The value is the factor of the runs' lower quartiles (the median of the
+    per-round factors in the last case), the error the relative standard error
+    of the median of the per-round factors before their clip at 1 (clipped, most
+    rounds of a factor near 1 read exactly 1 and the error 0);
+    ``outside_load`` the median outside share of all rounds.
     """
     rounds = list(rounds)
     if not rounds:
@@ -1114,18 +1177,19 @@ def contention_estimate(rounds, *, disjoint: bool, quiet: float = _stats.QUIET_L
         used = [rounds[i] for i in keep]
         value = contention_from_times(*(_stats.low_quantile([getattr(r, k) for r in used])
                                         for k in ("both", "cpu", "device")))
-        err = _stats.median_rel_error([r.factor() for r in used])
+        err = _stats.median_rel_error([r.spread_factors()[0] for r in used])
         return _stats.Estimate(value, err, len(used), load, "quiet rounds")
     if disjoint and all(r.waits_known for r in rounds):
         times = [r.without_waits() for r in rounds]
         value = contention_from_times(*(_stats.low_quantile([t[k] for t in times])
                                         for k in range(3)))
-        err = _stats.median_rel_error([r.waits_factor() for r in rounds])
+        err = _stats.median_rel_error([r.spread_factors()[1] for r in rounds])
         return _stats.Estimate(value, err, len(rounds), load, "waits removed")
     corrected = [r.corrected_factor() for r in rounds]
     value = float(np.median(corrected))
     raw = float(np.median([r.factor() for r in rounds]))
-    err = max(_stats.median_rel_error(corrected), 0.5 * abs(raw - value) / value)
+    err = max(_stats.median_rel_error([r.spread_factors()[2] for r in rounds]),
+              0.5 * abs(raw - value) / value)
     return _stats.Estimate(value, err, len(rounds), load, "loaded rounds")
 
 
@@ -1153,9 +1217,10 @@ def _measure_contention(sorter, device, n: int, settings: CalibrationSettings, r
     run with the same cut-off level, one below the split).  The three runs are
     taken in rounds in a rotating order, each run timed by wall clock, with
     the share of the cores other processes took meanwhile and the share of
-    their ready time our threads ran (:class:`hpu._load.Meter`).  Rounds are added while the factor's
-    error is above the target or, where the sides share cores, while too few
-    rounds were quiet, up to the cap; :func:`contention_estimate` makes the
+    their ready time our threads ran (:class:`hpu._load.Meter`).  Rounds are
+    added, up to the cap, while the factor's error is above the target or too
+    few rounds were quiet (a loaded machine's load comes and goes: five rounds
+    under load agreed within 1.5 % and five more minutes later read 20 % off); :func:`contention_estimate` makes the
     factor of them (quiet rounds; else, where ``disjoint``, the runs less
     their waits for a core; else the loaded rounds corrected for the load,
     less sure).
@@ -1194,15 +1259,13 @@ def _measure_contention(sorter, device, n: int, settings: CalibrationSettings, r
         for name in order[k:] + order[:k]:
             with _load.Meter() as meter:
                 wall = sides[name]()
-            got[name] = wall, meter.outside, meter.run_share
-        rounds.append(ContentionRound(
-            both=got["both"][0], cpu=got["cpu"][0], device=got["device"][0],
-            both_outside=got["both"][1], cpu_outside=got["cpu"][1],
-            device_outside=got["device"][1], both_ran=got["both"][2], cpu_ran=got["cpu"][2],
-            device_ran=got["device"][2]))
+            got[name] = wall, meter.outside, meter.threads
+        rounds.append(round_from_runs(got))
 
     def settled(est):
-        return est.rel_error <= settings.target_rel_error and (disjoint or est.basis == "quiet rounds")
+        # a loaded machine's rounds take the whole budget: its load comes and goes, and a
+        # few rounds that agree with each other only say that the load held meanwhile
+        return est.rel_error <= settings.target_rel_error and est.basis == "quiet rounds"
 
     _stats._check_budget(settings.repeats, settings.repeat_cap, settings.target_rel_error)
     for _ in range(settings.repeats):

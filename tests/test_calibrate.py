@@ -802,3 +802,38 @@ def test_a_profile_with_a_bad_load_record_is_corrupt(field, bad):
     data[field] = bad
     with pytest.raises(_profile.ProfileError, match=field):
         Profile.from_json(json.dumps(data))
+
+
+def _runs(cpu_main, dev_main, dev_worker, both_main, both_worker, walls, outside=0.8):
+    """Three runs as :class:`hpu._load.Meter` records them: thread 1 is the caller (the
+    CPU share's thread), thread 2 the device's; each thread ``(seconds on a core, waiting)``."""
+    return {"both": (walls[0], outside, {1: both_main, 2: both_worker, 3: (0.0, 0.0)}),
+            "cpu": (walls[1], outside, {1: cpu_main}),
+            "device": (walls[2], outside, {1: dev_main, 2: dev_worker})}
+
+
+def test_the_run_with_both_is_scaled_by_the_side_that_ended_it():
+    """Quiet: CPU share 0.04 s, device share 0.05 s, no contention.  Loaded, the caller's
+    thread shares a core with a busy process (1/3 of it) while the device's thread has one
+    to itself: the CPU side ends last (0.12 s), and only its own share scales the run back
+    to its time (0.04 s, below the 0.05 s it takes quiet: the factor's clip at 1 keeps
+    it); the share of both threads together (0.53) would have read 1.34x."""
+    r = cal.round_from_runs(_runs(cpu_main=(0.04, 0.02), dev_main=(0.0, 0.0),
+                                  dev_worker=(0.05, 0.025), both_main=(0.04, 0.08),
+                                  both_worker=(0.05, 0.0), walls=(0.12, 0.06, 0.075)))
+    assert (r.cpu_ran, r.device_ran, r.both_ran) == pytest.approx((2 / 3, 2 / 3, 1 / 3))
+    assert r.without_waits() == pytest.approx((0.04, 0.04, 0.05))
+    assert cal.contention_estimate([r] * 3, disjoint=True).value == 1.0
+    together = dataclasses.replace(r, both_ran=0.09 / 0.17)
+    assert together.waits_factor() == pytest.approx(1.34, abs=0.01)
+    # the device side ends last when it is the one short of a core
+    r2 = cal.round_from_runs(_runs(cpu_main=(0.04, 0.0), dev_main=(0.0, 0.0),
+                                   dev_worker=(0.05, 0.05), both_main=(0.04, 0.0),
+                                   both_worker=(0.05, 0.1), walls=(0.15, 0.04, 0.1)))
+    assert r2.both_ran == pytest.approx(1 / 3) and r2.waits_factor() == pytest.approx(1.0)
+
+
+def test_a_round_without_thread_times_leaves_the_waits_unknown():
+    r = cal.round_from_runs({k: (0.1, 0.5, {}) for k in ("both", "cpu", "device")})
+    assert not r.waits_known and r.outside == pytest.approx(0.5)
+    assert cal.contention_estimate([r] * 3, disjoint=True).basis == "loaded rounds"

@@ -53,3 +53,14 @@ def test_own_sched_sums_our_threads_and_is_unknown_without_schedstat(tmp_path):
     assert _load._own_sched(str(tmp_path)) == pytest.approx((4.0, 1.5))
     assert all(math.isnan(x) for x in _load._own_sched(str(tmp_path / "3")))
     assert all(math.isnan(x) for x in _load._own_sched(str(tmp_path / "missing")))
+
+
+def test_thread_deltas_and_share_of_a_set_of_threads(tmp_path):
+    (tmp_path / "7").mkdir()
+    (tmp_path / "7" / "schedstat").write_text("2000000000 1000000000 3\n")
+    assert _load.thread_times(str(tmp_path)) == {7: pytest.approx((2.0, 1.0))}
+    d = _load.thread_deltas({7: (1.0, 0.5)}, {7: (2.0, 1.0), 8: (0.3, 0.1)})   # 8: born between
+    assert d == {7: pytest.approx((1.0, 0.5)), 8: pytest.approx((0.3, 0.1))}
+    assert _load.share_of(d) == pytest.approx(1.3 / 1.9)
+    assert _load.share_of(d, {8}) == pytest.approx(0.75)
+    assert math.isnan(_load.share_of(d, {9})) and math.isnan(_load.share_of({}))
