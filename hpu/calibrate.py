@@ -879,25 +879,6 @@ def _uncertainty(sweeps: Sweeps, est: Estimates, solver_gamma, solver_unit, cont
                         for k, v in out.items()))
 
 
-def _without_waits(seconds: float, threads, *, me: bool) -> float:
-    """A one-thread timing less its thread's waits for a core (:mod:`hpu._load`).
-
-    ``seconds`` times the share of its ready time the timed thread ran: the
-    calling thread (``me``: the CPU's one-core sort) or the others (the
-    device's one work-item).  One thread of ours never waits for a core but
-    because of another process, so this removes their load and nothing else;
-    unknown (no schedstat), the time stays as it is.
-    """
-    import threading
-
-    from hpu import _load
-
-    mine = {threading.get_native_id()}
-    tids = mine if me else {t for t in threads if t not in mine}
-    share = _load.share_of(threads, tids)
-    return seconds * share if share > 0 else seconds     # nan > 0 is False
-
-
 def _solver_ratio(sorter, device, sizes, settings: CalibrationSettings, rng):
     """``(γ, CPU seconds per unit of work)`` of a one-task sort by hpu's own solver.
 
@@ -906,23 +887,17 @@ def _solver_ratio(sorter, device, sizes, settings: CalibrationSettings, rng):
     burst of load from another process meets both sides alike, and each
     side's lower quartile is its undisturbed time.  Pairs are added while the
     ratio's relative standard error is above ``settings.target_rel_error``
-    (up to twice ``settings.repeat_cap``).  Each time is taken less its
-    thread's waits for a core (:func:`_without_waits`): pairing cancels a load
-    that meets both sides alike, not one that comes and goes within a pair
-    (three quick calibrations beside other processes gave γ 0.93-1.23).  γ drifts with the size, so it is
+    (up to twice ``settings.repeat_cap``).  γ drifts with the size, so it is
     read off the weighted line through all sizes at their geometric middle
     (:func:`hpu._stats.trend_at`).  Seconds per unit: the one-core time over the
     model's total work of mergesort, n·(log2 n + 1), so that the model's
     sequential time is the measured one.  Both are :class:`hpu._stats.Estimate`.
     """
-    from hpu import _load
-
     ratios, per_unit = [], []
     for n in sizes:
         def one(side, n=n):
             keys = rng.integers(0, 2 * n, n).astype(np.int32)
             a, tmp = keys.copy(), np.empty_like(keys)
-            before = _load.thread_times()
             if side == "cpu":
                 w = time.perf_counter()
                 sorter.sequential(a, tmp, 0, n)
@@ -934,8 +909,6 @@ def _solver_ratio(sorter, device, sizes, settings: CalibrationSettings, rng):
                         f"the OpenCL device failed during calibration: {run.fallbacks[0]}; "
                         "choose another device with --device")
                 t = sum(r.gpu_seconds for r in run.levels if r.phase == "leaf")
-            t = _without_waits(t, _load.thread_deltas(before, _load.thread_times()),
-                               me=side == "cpu")
             if not np.array_equal(a, np.sort(keys)):
                 raise DeviceUnavailableError(
                     f"the {side} sorted wrongly during calibration (n={n}); choose another "

@@ -837,13 +837,3 @@ def test_a_round_without_thread_times_leaves_the_waits_unknown():
     r = cal.round_from_runs({k: (0.1, 0.5, {}) for k in ("both", "cpu", "device")})
     assert not r.waits_known and r.outside == pytest.approx(0.5)
     assert cal.contention_estimate([r] * 3, disjoint=True).basis == "loaded rounds"
-
-
-def test_one_thread_timings_lose_their_waits_for_a_core():
-    import threading
-
-    me = threading.get_native_id()
-    threads = {me: (0.02, 0.04), me + 1: (0.03, 0.01), me + 2: (0.0, 0.0)}
-    assert cal._without_waits(0.06, threads, me=True) == pytest.approx(0.02)
-    assert cal._without_waits(0.04, threads, me=False) == pytest.approx(0.03)
-    assert cal._without_waits(0.06, {}, me=True) == 0.06          # unknown: unchanged
