@@ -1145,13 +1145,16 @@ def contention_estimate(rounds, *, disjoint: bool, quiet: float = _stats.QUIET_L
     ``"waits removed"``
         too few quiet rounds, sides on disjoint cores: each run's wall time
         times the share of their ready time its threads ran (for the run with
-        both at once, the longer side's threads: :func:`round_from_runs`).  With no more of our threads than cores,
-        a wait for a core is another process's doing, while what can slow a
+        both at once, the threads of the side that ended it:
+        :func:`round_from_runs`).  With no more of our threads than cores, a
+        wait for a core is another process's doing, while what can slow a
         side beside the other -- the memory system -- keeps a thread on its
         core; so this removes the load and keeps the contention.  Without it,
         on the 2-core VM (PoCL on ``cpu@1``, one Numba thread) the factor read
         1.01 quiet and 1.44-1.97 beside two busy processes (the kernel gives a
-        lone thread 2/3 of a core there and each of two threads 1/2).
+        lone thread 2/3 of a core there and each of two threads 1/2); with
+        it, 1.00-1.03 beside two busy processes and 1.09 beside other test
+        runs (the machine's load average 4-7 throughout; ``bench/README.md``).
     ``"loaded rounds"``
         too few quiet rounds and the sides share cores (or the waits are
         unknown): each run's wall time less the others' share of it
