@@ -236,6 +236,12 @@ class Profile:
     #: ``("gamma", 0.012)``), from the spread of their repeats (issue 14); ``()`` for
     #: built-in values and profiles measured before hpu recorded them
     uncertainty: tuple[tuple[str, float], ...] = ()
+    #: how the contention was obtained (:func:`hpu.calibrate.contention_estimate`: "quiet
+    #: rounds", "waits removed" or "loaded rounds"); None: not measured or not recorded
+    contention_basis: str | None = None
+    #: the share of the machine's cores other processes used while it was calibrated
+    #: (:mod:`hpu._load`); None: not recorded
+    outside_load: float | None = None
     #: what a Numba parallel region and a kernel launch cost (seconds; None: not measured,
     #: :data:`hpu._overheads.DEFAULTS` stand in)
     parallel_level_s: float | None = None
@@ -537,6 +543,8 @@ def _from_dict(data) -> Profile:
         schema=schema,
         measured_contention=_optional_contention(data),
         uncertainty=_optional_uncertainty(data),
+        contention_basis=_optional_basis(data),
+        outside_load=_optional_share(data, "outside_load"),
         parallel_level_s=_optional_seconds(data, "parallel_level_s"),
         device_launch_s=_optional_seconds(data, "device_launch_s"),
         combine_rates=_optional_rates(data),
@@ -584,6 +592,29 @@ def _optional_uncertainty(data) -> tuple[tuple[str, float], ...]:
             raise _Invalid(f"field 'uncertainty.{name}' is {err!r}; expected a relative error >= 0")
         out.append((str(name), float(err)))
     return tuple(sorted(out))
+
+
+#: The values ``contention_basis`` may take (:func:`hpu.calibrate.contention_estimate`).
+CONTENTION_BASES = ("quiet rounds", "waits removed", "loaded rounds")
+
+
+def _optional_basis(data) -> str | None:
+    value = data.get("contention_basis")
+    if value is None:
+        return None
+    if value not in CONTENTION_BASES:
+        raise _Invalid(f"field 'contention_basis' is {value!r}; expected one of "
+                       f"{', '.join(map(repr, CONTENTION_BASES))} or null")
+    return value
+
+
+def _optional_share(data, name: str) -> float | None:
+    value = data.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise _Invalid(f"field {name!r} is {value!r}; expected a share in [0, 1] or null")
+    return float(value)
 
 
 def _optional_seconds(data, name: str) -> float | None:

@@ -30,6 +30,13 @@ ratios, so that another process slowing the machine for a second slows both
 sides of a pair and cancels out).  Each returns an :class:`Estimate` carrying
 its relative standard error, which the profile stores as its confidence and
 :func:`within_noise` turns into "these two predictions are indistinguishable".
+
+Pairing fails for a ratio whose two sides run different numbers of threads
+(the contention: both sides at once against each alone), because other
+processes take more from more threads.  :func:`quiet_rounds` keeps the rounds
+that other processes left alone (their load read by :mod:`hpu._load`); the
+estimate says how it was made and under what load (``Estimate.basis``,
+``Estimate.outside_load``).
 """
 from __future__ import annotations
 
@@ -60,6 +67,8 @@ __all__ = [
     "low_quantile",
     "LOW_QUANTILE",
     "trend_at",
+    "QUIET_LOAD",
+    "quiet_rounds",
 ]
 
 
@@ -321,6 +330,12 @@ class Estimate:
     value: float
     rel_error: float
     samples: int
+    #: the share of the machine's cores other processes used while it was measured
+    #: (:mod:`hpu._load`; 0.0: not recorded)
+    outside_load: float = 0.0
+    #: how the value was obtained, where there is a choice (e.g. the contention's
+    #: "quiet rounds" or "waits removed"); "" otherwise
+    basis: str = ""
 
 
 #: The quantile that stands for "the time of a run nothing disturbed" (see :func:`low_quantile`).
@@ -500,3 +515,31 @@ def within_noise(a: float, b: float, rel_error: float, *, sigmas: float = 2.0) -
     if scale == 0:
         return True
     return abs(a - b) <= sigmas * math.sqrt(2.0) * rel_error * scale
+
+
+# ------------------------------------------------------------------ outside load
+
+#: The share of the machine's cores other processes may use during a round that still
+#: counts as quiet: a clock tick's worth of noise on a round of a tenth of a second on two
+#: cores, well below the 0.5 of one other busy process there.
+QUIET_LOAD = 0.15
+
+
+def quiet_rounds(loads, *, quiet: float = QUIET_LOAD, min_keep: int = 3) -> list[int] | None:
+    """The indices of the rounds measured on a quiet machine, or None when too few were.
+
+    ``loads[i]`` is the share of the machine other processes used during round
+    ``i`` (:func:`hpu._load.outside_share`; ``nan``, unknown, counts as quiet).
+    A round run beside another process is not slowed at random but by that
+    process, and the more threads it runs the more it loses (the kernel shares
+    the cores per thread), so its ratios are biased, not just noisy: such
+    rounds are dropped rather than down-weighted.  When fewer than
+    ``min_keep`` rounds are quiet the caller has to do something else (wait
+    for more rounds, or use a measure the load cannot bias): None.
+    """
+    if not (0 <= quiet <= 1):
+        raise ValueError(f"quiet={quiet!r}; expected a share of the machine in [0, 1], e.g. 0.15")
+    if not (isinstance(min_keep, int) and min_keep >= 1):
+        raise ValueError(f"min_keep={min_keep!r}; expected an integer >= 1")
+    keep = [i for i, x in enumerate(loads) if not (float(x) > quiet)]   # nan: not > quiet
+    return keep if len(keep) >= min_keep else None

@@ -54,6 +54,19 @@ as ratios of lower quartiles, because interference only ever adds time: three
 quick calibrations once gave γ from 0.95 to 1.16 and three different plans.
 The profile records each number's relative standard error
 (``Profile.uncertainty``) and ``hpu calibrate`` prints it.
+
+The contention is the one ratio that pairing cannot protect: it compares a
+run of two of our threads with runs of one, and other processes take more
+from the former (the kernel shares the cores per thread).  So each of its
+runs also records the share of the cores other processes used meanwhile and
+how long our threads waited for a core (:mod:`hpu._load`), and
+:func:`contention_estimate` keeps the rounds nobody disturbed; when too few
+were, and the two sides have cores of their own (a ``cpu@N`` sub-device
+beside at most ``cores − N`` Numba threads, :func:`disjoint_cores`), it takes
+each run's waits for a core off its time, which is all such load adds;
+otherwise it corrects the wall times for the load and says it is less sure.  The profile keeps how (``contention_basis``) and the
+share of the cores others used over the whole calibration (``outside_load``);
+above :data:`BUSY_LOAD` :func:`calibrate` warns.
 Device kernels are timed with OpenCL profiling events (the kernel alone, not
 the launch); transfers with the host's clock (λ is what the host waits).
 Each timed merge works on fresh inputs (a pool of pairs, cycled), because a
@@ -109,6 +122,13 @@ __all__ = [
     "plot_gamma",
     "plot_transfers",
     "FULL_SECONDS",
+    "ContentionRound",
+    "contention_estimate",
+    "round_from_runs",
+    "contention_from_times",
+    "disjoint_cores",
+    "busy_message",
+    "BUSY_LOAD",
 ]
 
 #: Rough duration of a full calibration, for messages.
@@ -379,9 +399,15 @@ class _OpenCLBench:
 
     def contention(self, n: int, settings: "CalibrationSettings", rng):
         """Measured slowdown of both sides running at once, an Estimate (see :func:`_measure_contention`)."""
-        from hpu._calib_merge import _make_sorter
+        import numba
 
-        return _measure_contention(_make_sorter(), self.device, n, settings, rng)
+        from hpu._calib_merge import _make_sorter
+        from hpu._opencl._device import host_cores, sub_device_units
+
+        self.disjoint = disjoint_cores(self.kind, sub_device_units(self.device),
+                                       int(numba.get_num_threads()), host_cores())
+        return _measure_contention(_make_sorter(), self.device, n, settings, rng,
+                                   disjoint=self.disjoint)
 
     def merge_result(self) -> np.ndarray:
         out = np.empty_like(self._pool.out)
@@ -620,9 +646,41 @@ def calibrate(device=None, quick: bool = False, progress=None, *,
         # p is what a run on this device will use: beside a CPU sub-device, the other cores
         dev = getattr(bench, "device", None)
         p = use_remaining_cores(dev) if dev is not None else numba.get_num_threads()
-        return _measure(bench, settings, quick=bool(quick), progress=progress, p=int(p))
+        profile = _measure(bench, settings, quick=bool(quick), progress=progress, p=int(p))
     finally:
         bench.close()
+    message = busy_message(profile)
+    if message:
+        import warnings
+
+        from hpu._errors import HpuPerformanceWarning
+
+        warnings.warn(message, HpuPerformanceWarning, stacklevel=2)
+    return profile
+
+
+def busy_message(profile: Profile) -> str:
+    """The warning for a profile measured on a busy machine, or "" (see :data:`BUSY_LOAD`)."""
+    load = getattr(profile, "outside_load", None)
+    if load is None or not load > BUSY_LOAD:
+        return ""
+    cores = _machine_cores()
+    basis = getattr(profile, "contention_basis", None)
+    how = {"waits removed": "the contention was read without the waits for a core, which is "
+                            "all that load adds where the two sides have cores of their own",
+           "loaded rounds": "the contention was corrected for that load and is less sure",
+           "quiet rounds": "the contention comes from the rounds the others left quiet"}.get(basis, "")
+    return (f"hpu: other processes used {100 * load:.0f} % of this machine's {cores} cores while "
+            f"it was calibrated (more than {100 * BUSY_LOAD:.0f} %); the measured figures carry "
+            "that load in their ± errors" + (f", and {how}" if how else "")
+            + ". Calibrate again on a quiet machine (`uptime`: a load average well below the "
+            "core count) with `hpu calibrate`")
+
+
+def _machine_cores() -> int:
+    from hpu import _load
+
+    return _load.machine_cores()
 
 
 def _sweep_counts(settings: CalibrationSettings, bench) -> list[int]:
@@ -635,8 +693,10 @@ def _sweep_counts(settings: CalibrationSettings, bench) -> list[int]:
 
 
 def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: int) -> Profile:
+    from hpu import _load
     from hpu._profile import _host, _hpu_version, _now
 
+    load_start = _load.sample()
     counts = _sweep_counts(settings, bench)
     merge_sizes = sorted(set(settings.merge_sizes))
     xfer = sorted({min(n, bench.max_alloc) for n in settings.transfer_bytes})
@@ -737,6 +797,7 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
                     pairs.append((nbytes, t))
                 bar.step(label)
 
+    outside = _load.outside_share(load_start, _load.sample())
     sweeps = Sweeps(g_elements=settings.sum_elements, g=tuple(g_pairs), merge_cpu=tuple(cpu_pairs),
                     merge_device=tuple(dev_pairs), h2d=tuple(h2d_pairs), d2h=tuple(d2h_pairs))
     est = estimates(sweeps)
@@ -762,6 +823,8 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
         host=_host(), hpu_version=_hpu_version(), created=_now(), quick=bool(quick),
         source="measured", sweeps=sweeps,
         measured_contention=None if contention is None else contention.value,
+        contention_basis=None if contention is None or not contention.basis else contention.basis,
+        outside_load=None if math.isnan(outside) else round(outside, 4),
         uncertainty=uncertainty,
         combine_rates=(() if combine is None else
                        tuple((int(b), float(e.value)) for b, e in combine[0])),
@@ -929,6 +992,13 @@ def _combine_rates(sorter, device, sizes, settings: CalibrationSettings, rng):
 CONTENTION_LEVEL = 3
 
 
+def _unclipped_contention(both: float, cpu: float, device: float) -> float:
+    """:func:`contention_from_times` before its clip to [1, 16]: for the spread of rounds
+    (a median of factors clipped at 1 has no spread when most rounds read 1)."""
+    lo, hi = min(cpu, device), max(cpu, device)
+    return (both - (hi - lo)) / lo if lo > 0 else 1.0
+
+
 def contention_from_times(both: float, cpu: float, device: float) -> float:
     """The model's contention factor from one share run together and each run alone.
 
@@ -944,20 +1014,222 @@ def contention_from_times(both: float, cpu: float, device: float) -> float:
     return float(min(16.0, max(1.0, (both - (hi - lo)) / lo)))
 
 
-def _measure_contention(sorter, device, n: int, settings: CalibrationSettings, rng):
+@dataclass(frozen=True)
+class ContentionRound:
+    """One round of the contention measurement: the three runs' wall seconds and their load.
+
+    ``both``, ``cpu``, ``device``: wall seconds of the run with both sides at
+    once and of each share alone (the levels above the split taken off);
+    ``*_outside``: the share of the machine's cores other processes used during
+    each run (:func:`hpu._load.outside_share`); ``*_ran``: of the time this
+    process's threads were ready to run, the share they ran
+    (:func:`hpu._load.run_share`); ``nan``: unknown.
+    """
+
+    both: float
+    cpu: float
+    device: float
+    both_outside: float = math.nan
+    cpu_outside: float = math.nan
+    device_outside: float = math.nan
+    both_ran: float = math.nan
+    cpu_ran: float = math.nan
+    device_ran: float = math.nan
+
+    @property
+    def outside(self) -> float:
+        """The round's outside share: its runs' shares weighted by their wall times."""
+        pairs = [(w, o) for w, o in ((self.both, self.both_outside), (self.cpu, self.cpu_outside),
+                                     (self.device, self.device_outside)) if not math.isnan(o)]
+        total = sum(w for w, _ in pairs)
+        return sum(w * o for w, o in pairs) / total if pairs and total > 0 else math.nan
+
+    @property
+    def waits_known(self) -> bool:
+        return not any(math.isnan(x) for x in (self.both_ran, self.cpu_ran, self.device_ran))
+
+    def factor(self) -> float:
+        """:func:`contention_from_times` of the wall times."""
+        return contention_from_times(self.both, self.cpu, self.device)
+
+    def spread_factors(self) -> tuple[float, float, float]:
+        """The unclipped factors of the wall times, without the waits and corrected
+        for the outside load (for the errors of :func:`contention_estimate`)."""
+        def keep(o):
+            return 1.0 if math.isnan(o) else max(1.0 - o, 0.05)
+
+        return (_unclipped_contention(self.both, self.cpu, self.device),
+                _unclipped_contention(*self.without_waits()),
+                _unclipped_contention(self.both * keep(self.both_outside),
+                                      self.cpu * keep(self.cpu_outside),
+                                      self.device * keep(self.device_outside)))
+
+    def without_waits(self) -> tuple[float, float, float]:
+        """Each run's wall time times the share its threads ran of the time they were
+        ready: the time without the waits for a core (see :func:`contention_estimate`)."""
+        return (self.both * self.both_ran, self.cpu * self.cpu_ran, self.device * self.device_ran)
+
+    def waits_factor(self) -> float:
+        return contention_from_times(*self.without_waits())
+
+    def corrected_factor(self) -> float:
+        """The wall factor with the others' share of the cores taken off each run (see
+        :func:`contention_estimate`)."""
+        def keep(o):
+            return 1.0 if math.isnan(o) else max(1.0 - o, 0.05)
+
+        return contention_from_times(self.both * keep(self.both_outside),
+                                     self.cpu * keep(self.cpu_outside),
+                                     self.device * keep(self.device_outside))
+
+
+def round_from_runs(runs) -> ContentionRound:
+    """A :class:`ContentionRound` from its three runs, ``{"both" | "cpu" | "device":
+    (wall seconds, outside share, {thread id: (seconds on a core, seconds waiting)})}``.
+
+    Each share alone is scaled by the share of their ready time all our threads
+    ran (alone, the threads of a run take turns: the caller's launches, the
+    device's threads compute, and so on).  The run with both at once ends when
+    its last side ends, so it is scaled by the share *that* side's threads ran:
+    the threads active in the CPU share's run alone, or those active in the
+    device share's run alone and not in the other (the device's own); the side
+    that ended it is the one whose time alone, stretched by what its threads
+    got, is the longer.  The share of all threads together was tried first:
+    exact while our two threads wait alike (two busy loops), but beside other
+    processes of unequal weight (a niced one) it read 1.12-1.29 where the
+    side's own read 1.00-1.04 (same runs; the quiet factor is 1.01).
+    """
+    from hpu import _load
+
+    def active(threads):
+        return {t for t, (ran, waited) in threads.items() if ran + waited > 0}
+
+    (both, both_out, both_th), (cpu, cpu_out, cpu_th), (dev, dev_out, dev_th) = (
+        runs["both"], runs["cpu"], runs["device"])
+    cpu_ran, dev_ran = _load.share_of(cpu_th), _load.share_of(dev_th)
+    cpu_side = active(cpu_th)
+    dev_side = active(dev_th) - cpu_side
+    both_ran = math.nan
+    if not (math.isnan(cpu_ran) or math.isnan(dev_ran)):
+        # the side that ended the run: its share's time alone over the share its threads
+        # got meanwhile (not simply the longer share: a side left with a fraction of a core
+        # ends last however short its share)
+        cpu_got, dev_got = _load.share_of(both_th, cpu_side), _load.share_of(both_th, dev_side)
+        if math.isnan(cpu_got) or math.isnan(dev_got):
+            both_ran = _load.share_of(both_th)
+        else:
+            both_ran = dev_got if dev * dev_ran / dev_got > cpu * cpu_ran / cpu_got else cpu_got
+    return ContentionRound(both=both, cpu=cpu, device=dev, both_outside=both_out,
+                           cpu_outside=cpu_out, device_outside=dev_out, both_ran=both_ran,
+                           cpu_ran=cpu_ran, device_ran=dev_ran)
+
+
+#: Above this share of the machine's cores used by other processes over a whole calibration,
+#: :func:`calibrate` warns that the machine was busy.
+BUSY_LOAD = 0.25
+
+
+def contention_estimate(rounds, *, disjoint: bool, quiet: float = _stats.QUIET_LOAD,
+                        min_quiet: int = 3) -> _stats.Estimate:
+    """The contention factor from measured rounds, robust to other processes' load.
+
+    Three cases, by the rounds' outside load (:func:`hpu._stats.quiet_rounds`)
+    and by whether the two sides have cores of their own (``disjoint``: a CPU
+    sub-device of N compute units beside at most ``cores − N`` Numba threads,
+    :func:`disjoint_cores`); the estimate's ``basis`` says which:
+
+    ``"quiet rounds"``
+        at least ``min_quiet`` rounds ran with others using at most ``quiet``
+        of the cores: the factor of their wall times, as before (lower
+        quartiles of each run, :func:`contention_from_times`).
+    ``"waits removed"``
+        too few quiet rounds, sides on disjoint cores: each run's wall time
+        times the share of their ready time its threads ran (for the run with
+        both at once, the threads of the side that ended it:
+        :func:`round_from_runs`).  With no more of our threads than cores, a
+        wait for a core is another process's doing, while what can slow a
+        side beside the other -- the memory system -- keeps a thread on its
+        core; so this removes the load and keeps the contention.  Without it,
+        on the 2-core VM (PoCL on ``cpu@1``, one Numba thread) the factor read
+        1.01 quiet and 1.44-1.97 beside two busy processes (the kernel gives a
+        lone thread 2/3 of a core there and each of two threads 1/2); with
+        it, 1.00-1.03 beside two busy processes and 1.09 beside other test
+        runs (the machine's load average 4-7 throughout; ``bench/README.md``).
+    ``"loaded rounds"``
+        too few quiet rounds and the sides share cores (or the waits are
+        unknown): each run's wall time less the others' share of it
+        (``wall · (1 − outside)``: what the run would have taken with the
+        cores the others used, which holds when it can use every core, as
+        runs on shared cores do), the error widened to at least half the
+        change this made (a model of the kernel's sharing, not a measurement).
+
+    The value is the factor of the runs' lower quartiles (the median of the
+    per-round factors in the last case), the error the relative standard error
+    of the median of the per-round factors before their clip at 1 (clipped, most
+    rounds of a factor near 1 read exactly 1 and the error 0);
+    ``outside_load`` the median outside share of all rounds.
+    """
+    rounds = list(rounds)
+    if not rounds:
+        raise ValueError("no contention rounds; expected at least one")
+    known = [r.outside for r in rounds if not math.isnan(r.outside)]
+    load = float(np.median(known)) if known else 0.0
+    keep = _stats.quiet_rounds([r.outside for r in rounds], quiet=quiet,
+                               min_keep=min(min_quiet, len(rounds)))
+    if keep is not None:
+        used = [rounds[i] for i in keep]
+        value = contention_from_times(*(_stats.low_quantile([getattr(r, k) for r in used])
+                                        for k in ("both", "cpu", "device")))
+        err = _stats.median_rel_error([r.spread_factors()[0] for r in used])
+        return _stats.Estimate(value, err, len(used), load, "quiet rounds")
+    if disjoint and all(r.waits_known for r in rounds):
+        times = [r.without_waits() for r in rounds]
+        value = contention_from_times(*(_stats.low_quantile([t[k] for t in times])
+                                        for k in range(3)))
+        err = _stats.median_rel_error([r.spread_factors()[1] for r in rounds])
+        return _stats.Estimate(value, err, len(rounds), load, "waits removed")
+    corrected = [r.corrected_factor() for r in rounds]
+    value = float(np.median(corrected))
+    raw = float(np.median([r.factor() for r in rounds]))
+    err = max(_stats.median_rel_error([r.spread_factors()[2] for r in rounds]),
+              0.5 * abs(raw - value) / value)
+    return _stats.Estimate(value, err, len(rounds), load, "loaded rounds")
+
+
+def disjoint_cores(kind: str, sub_device_units: int | None, numba_threads: int,
+                   cores: int) -> bool:
+    """True when a CPU device and Numba's threads cannot need the same core.
+
+    A sub-device of N compute units runs at most N work-items at a time; beside
+    at most ``cores − N`` Numba threads, no core has two of our threads to run
+    (the kernel may still move them, but never has to share one).  A whole CPU
+    device (no fission) uses every core and always shares.
+    """
+    return (kind == "CPU" and sub_device_units is not None
+            and numba_threads + sub_device_units <= cores)
+
+
+def _measure_contention(sorter, device, n: int, settings: CalibrationSettings, rng, *,
+                        disjoint: bool = False):
     """Slowdown when the CPU and a device on the same cores work at once (>= 1), an Estimate.
 
     A hybrid run of ``n`` keys split at :data:`CONTENTION_LEVEL` (``α = 0.5``:
     half the tasks on each side), less its levels above the split (which the
     CPU runs alone after the join), against each share run alone on its own
     side (a sort of ``n/2`` keys less its levels above the same tasks; every
-    run with the same cut-off level, one below the split).  The
-    three runs are taken in rounds in a rotating order, so that load from
-    elsewhere meets them alike, with more rounds while the per-round factor is
-    noisy; the factor is :func:`contention_from_times` of the three lower
-    quartiles (interference only adds time), its error that of the per-round
-    factors' median.
+    run with the same cut-off level, one below the split).  The three runs are
+    taken in rounds in a rotating order, each run timed by wall clock, with
+    the share of the cores other processes took meanwhile and the share of
+    their ready time our threads ran (:class:`hpu._load.Meter`).  Rounds are
+    added, up to the cap, while the factor's error is above the target or too
+    few rounds were quiet (a loaded machine's load comes and goes: five rounds
+    under load agreed within 1.5 % and five more minutes later read 20 % off); :func:`contention_estimate` makes the
+    factor of them (quiet rounds; else, where ``disjoint``, the runs less
+    their waits for a core; else the loaded rounds corrected for the load,
+    less sure).
     """
+    from hpu import _load
+
     half = n // 2
     y = CONTENTION_LEVEL
 
@@ -981,27 +1253,32 @@ def _measure_contention(sorter, device, n: int, settings: CalibrationSettings, r
              "device": lambda: timed("gpu", half, y - 1, K=y)}
     for f in sides.values():            # warm-ups
         f()
-    times: dict[str, list[float]] = {k: [] for k in sides}
-    factors: list[float] = []
+    rounds: list[ContentionRound] = []
     order = list(sides)
 
     def one_round():
-        k = len(factors) % len(order)
-        got = {name: float(sides[name]()) for name in order[k:] + order[:k]}
-        for name, t in got.items():
-            times[name].append(t)
-        factors.append(contention_from_times(got["both"], got["cpu"], got["device"]))
+        k = len(rounds) % len(order)
+        got = {}
+        for name in order[k:] + order[:k]:
+            with _load.Meter() as meter:
+                wall = sides[name]()
+            got[name] = wall, meter.outside, meter.threads
+        rounds.append(round_from_runs(got))
+
+    def settled(est):
+        # a loaded machine's rounds take the whole budget: its load comes and goes, and a
+        # few rounds that agree with each other only say that the load held meanwhile
+        return est.rel_error <= settings.target_rel_error and est.basis == "quiet rounds"
 
     _stats._check_budget(settings.repeats, settings.repeat_cap, settings.target_rel_error)
     for _ in range(settings.repeats):
         one_round()
-    while (len(factors) < settings.repeat_cap
-           and _stats.median_rel_error(factors) > settings.target_rel_error):
-        for _ in range(min(settings.repeat_cap - len(factors), max(1, len(factors) // 2))):
+    est = contention_estimate(rounds, disjoint=disjoint)
+    while len(rounds) < settings.repeat_cap and not settled(est):
+        for _ in range(min(settings.repeat_cap - len(rounds), max(1, len(rounds) // 2))):
             one_round()
-    value = contention_from_times(*(_stats.low_quantile(times[k])
-                                    for k in ("both", "cpu", "device")))
-    return _stats.Estimate(value, _stats.median_rel_error(factors), len(factors))
+        est = contention_estimate(rounds, disjoint=disjoint)
+    return est
 
 
 # ------------------------------------------------------------------------ figures

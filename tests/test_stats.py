@@ -413,3 +413,27 @@ def test_transfer_fit_reads_repeats_by_their_lower_quartile():
     assert line.slope == pytest.approx(delta, rel=1e-9)
     assert line.intercept == pytest.approx(lam, rel=1e-6)
     assert _stats.point_medians([[1.0, 2.0, 3.0, 4.0]], q=_stats.LOW_QUANTILE)[0] == 1.75
+
+
+# ------------------------------------------------------------------ outside load (issue 14)
+
+def test_quiet_rounds_keeps_the_rounds_others_left_alone():
+    loads = [0.0, 0.6, 0.05, 0.9, 0.15, float("nan")]
+    assert _stats.quiet_rounds(loads) == [0, 2, 4, 5]          # at the threshold, unknown: quiet
+    assert _stats.quiet_rounds(loads, quiet=0.1) == [0, 2, 5]
+    assert _stats.quiet_rounds(loads, min_keep=5) is None        # too few quiet: the caller decides
+    assert _stats.quiet_rounds([0.7, 0.8, 0.9]) is None
+    assert _stats.quiet_rounds([]) is None
+
+
+@pytest.mark.parametrize("kwargs, match", [(dict(quiet=1.5), "quiet=1.5"),
+                                           (dict(min_keep=0), "min_keep=0")])
+def test_quiet_rounds_refuses_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        _stats.quiet_rounds([0.0], **kwargs)
+
+
+def test_an_estimate_records_its_load_and_basis_only_when_told():
+    e = _stats.Estimate(1.0, 0.01, 5)
+    assert e.outside_load == 0.0 and e.basis == ""
+    assert _stats.Estimate(1.0, 0.01, 5, 0.6, "waits removed").basis == "waits removed"

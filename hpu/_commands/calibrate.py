@@ -49,6 +49,13 @@ def _pm(profile, name: str) -> str:
     return f"  ± {100 * err:.2g} %" if err > 0 else ""
 
 
+#: How ``hpu calibrate`` words each ``contention_basis``.
+_BASES = {"quiet rounds": "from the rounds no other process disturbed",
+          "waits removed": "the machine was busy: without the waits for a core, the sides "
+                           "have cores of their own",
+          "loaded rounds": "corrected for other processes' load: less sure"}
+
+
 def format_summary(profile, path, wall_s: float | None = None) -> str:
     """The readable report of a profile (also used by ``hpu info``).
 
@@ -79,8 +86,17 @@ def format_summary(profile, path, wall_s: float | None = None) -> str:
         f"profile     {path}",
     ]
     if getattr(profile, "measured_contention", None) is not None:
+        basis = getattr(profile, "contention_basis", None)
         lines.insert(-2, f"contention  {profile.measured_contention:.3g}{_pm(profile, 'contention')}"
-                         "  slowdown while both sides run at once")
+                         "  slowdown while both sides run at once"
+                         + (f" ({_BASES.get(basis, basis)})" if basis else ""))
+    load = getattr(profile, "outside_load", None)
+    if load is not None:
+        from hpu.calibrate import BUSY_LOAD
+
+        lines.insert(-2, f"load        other processes used {100 * load:.0f} % of the cores while "
+                         "measuring" + (" (busy: see the warning above; calibrate again when "
+                                        "quiet)" if load > BUSY_LOAD else ""))
     rates = getattr(profile, "combine_rates", ())
     if rates:
         by_size = ", ".join(f"{_fmt_seconds(r)} at {b / 2**20:.3g} MiB" for b, r in rates)
