@@ -306,3 +306,21 @@ def test_summary_shows_each_numbers_error_and_the_confidence(tmp_path):
     out = format_summary(sure, tmp_path / "p.json")
     assert "gamma       0.8  ± 1.2 %" in out and "± 3 %" in out and "± 4 %" in out
     assert "confidence  predicted times ± 5.1 %" in out and "a tie" in out
+
+
+@pytest.mark.parametrize("units,p,cores,disjoint", [(1, 1, 2, True), (1, 2, 2, False),
+                                                    (2, 2, 4, True), (None, 1, 2, False)])
+def test_summary_says_whether_a_sub_device_has_cores_of_its_own(monkeypatch, units, p, cores,
+                                                                disjoint):
+    from hpu._commands import calibrate as cmd
+
+    monkeypatch.setattr(cmd, "_host_cores", lambda: cores)
+    name = "cpu-x86-64" + ("" if units is None else f" @{units}")
+    key = _profile.ProfileKey(host="h", device=name, driver_version="1", hpu_version="0")
+    prof = dataclasses.replace(_stored(key), device=name, p=p, device_kind="CPU",
+                               device_shares_cpu=True)
+    line = next(l for l in cmd.format_summary(prof, "here.json").splitlines()
+                if l.startswith("shares CPU"))
+    assert line.startswith("shares CPU  yes")
+    assert ("cores of its own" in line) is disjoint
+    assert ("same cores as Numba's" in line) is (not disjoint)
