@@ -31,6 +31,18 @@ sides of a pair and cancels out).  Each returns an :class:`Estimate` carrying
 its relative standard error, which the profile stores as its confidence and
 :func:`within_noise` turns into "these two predictions are indistinguishable".
 
+Pairing alone did not make γ repeat on a shared VM: each of its two cores
+switches between a fast and a ~20 % slower state for a few hundred
+milliseconds at a time (another tenant on the host, invisible in
+``/proc/stat``), and the two sides of γ run on different cores.  A ratio
+measured within 30 ms is then one sample of that state however many pairs it
+takes: three quick calibrations read γ 1.34, 1.02, 1.12, each "± 0.5 %".
+:func:`interleaved_ratios` spreads the pairs of every size over a fixed time in
+rounds, takes each side's lower quartile over all of them (the fast state, the
+machine's own speed) and sizes the error from chronological blocks of rounds,
+so that a drift the pairs could not see shows in the error: nine such
+measurements (2 s, three processes) read 0.98-1.04.
+
 Pairing fails for a ratio whose two sides run different numbers of threads
 (the contention: both sides at once against each alone), because other
 processes take more from more threads.  :func:`quiet_rounds` keeps the rounds
@@ -62,6 +74,7 @@ __all__ = [
     "median_rel_error",
     "adaptive_samples",
     "paired_ratio",
+    "interleaved_ratios",
     "combine_estimates",
     "within_noise",
     "low_quantile",
@@ -436,6 +449,67 @@ def paired_ratio(numerator, denominator, *, min_pairs: int, max_pairs: int,
             one_pair()
     value = low_quantile(nums) / low_quantile(dens)
     return Estimate(float(value), median_rel_error(ratios), len(ratios)), nums, dens
+
+
+def interleaved_ratios(pairs, *, min_rounds: int, min_seconds: float = 0.0,
+                       max_rounds: int | None = None, blocks: int = 5,
+                       clock=None) -> list[tuple[Estimate, list[float], list[float]]]:
+    """Several ratios ``numerator() / denominator()``, measured in rounds spread over time.
+
+    ``pairs``: ``(numerator, denominator)`` callables returning seconds, e.g.
+    one per size.  A round runs every pair once, each in the order num, den
+    or den, num by the round's parity.  Rounds continue until ``min_rounds``
+    ran and ``min_seconds`` passed on ``clock`` (default
+    :func:`time.monotonic`), or ``max_rounds`` ran (default: unlimited once
+    ``min_seconds`` has passed).  Per pair: the value is the ratio of the
+    sides' lower quartiles over all rounds (:func:`low_quantile`); the error
+    is that of the mean of the same ratio over ``blocks`` chronological blocks
+    of rounds (std / √blocks), which sees a drift slower than one pair, or,
+    with fewer than 6 rounds, the median pair ratio's (:func:`median_rel_error`).
+    Returns per pair ``(Estimate, numerator times, denominator times)``.
+    """
+    import time
+
+    pairs = list(pairs)
+    if not pairs:
+        raise ValueError("no pairs to measure; expected at least one (numerator, denominator)")
+    if not (isinstance(min_rounds, int) and min_rounds >= 1):
+        raise ValueError(f"min_rounds={min_rounds!r}; expected an integer >= 1")
+    if not min_seconds >= 0:
+        raise ValueError(f"min_seconds={min_seconds!r}; expected seconds >= 0")
+    if max_rounds is not None and not (isinstance(max_rounds, int) and max_rounds >= min_rounds):
+        raise ValueError(f"max_rounds={max_rounds!r}; expected None or an integer >= min_rounds "
+                         f"({min_rounds})")
+    clock = time.monotonic if clock is None else clock
+    nums: list[list[float]] = [[] for _ in pairs]
+    dens: list[list[float]] = [[] for _ in pairs]
+    start = clock()
+    rounds = 0
+    while rounds < min_rounds or (clock() - start < min_seconds
+                                  and (max_rounds is None or rounds < max_rounds)):
+        for i, (num, den) in enumerate(pairs):
+            if rounds % 2 == 0:
+                n_, d_ = float(num()), float(den())
+            else:
+                d_, n_ = float(den()), float(num())
+            if d_ <= 0:
+                raise ValueError(f"the denominator's run took {d_!r} seconds; expected a time > 0")
+            nums[i].append(n_)
+            dens[i].append(d_)
+        rounds += 1
+    out = []
+    for ns, ds in zip(nums, dens):
+        value = low_quantile(ns) / low_quantile(ds)
+        b = min(blocks, rounds // 2)
+        if b >= 3:
+            parts = np.array_split(np.arange(rounds), b)
+            ratios = [low_quantile([ns[k] for k in part]) / low_quantile([ds[k] for k in part])
+                      for part in parts]
+            err = float(np.std(ratios, ddof=1)) / math.sqrt(b) / value if value > 0 else math.inf
+        else:
+            err = median_rel_error([n_ / d_ for n_, d_ in zip(ns, ds)])
+        out.append((Estimate(float(value), err, rounds), ns, ds))
+    return out
 
 
 #: The smallest relative error :func:`combine_estimates` believes (a floor for its weights).

@@ -82,6 +82,7 @@ profile's raw sweeps, in a notebook or to PNG files.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import sys
@@ -163,6 +164,10 @@ class CalibrationSettings:
     ``max_repeats`` (None: 4 × ``repeats``) and ``target_rel_error``: where the
     repeats' spread leaves a median's relative standard error above the target,
     more repeats are taken, up to ``max_repeats`` (:func:`hpu._stats.adaptive_samples`).
+    ``gamma_seconds``: the least time γ's pairs are spread over (rounds over all
+    ``merge_sizes``; :func:`hpu._stats.interleaved_ratios`): the cores' speed
+    drifts over hundreds of milliseconds, and a γ taken within less repeated
+    no better than 30 % here.
     """
 
     sum_elements: int
@@ -175,6 +180,7 @@ class CalibrationSettings:
     max_repeats: int | None = None
     target_rel_error: float = 0.02
     combine_sizes: tuple[int, ...] = ()
+    gamma_seconds: float = 0.0
 
     def __post_init__(self):
         def need(ok, what):
@@ -198,6 +204,8 @@ class CalibrationSettings:
         need(all(isinstance(n, int) and n >= 4 for n in self.combine_sizes),
              f"combine_sizes={self.combine_sizes!r}; expected integers >= 4 (keys of one "
              "top-level merge), or () to skip")
+        need(isinstance(self.gamma_seconds, (int, float)) and 0 <= self.gamma_seconds <= 600,
+             f"gamma_seconds={self.gamma_seconds!r}; expected seconds in [0, 600], e.g. 2")
         need(0 < self.target_rel_error < 1,
              f"target_rel_error={self.target_rel_error!r}; expected a fraction in (0, 1), e.g. 0.02")
 
@@ -208,17 +216,18 @@ class CalibrationSettings:
 
     @classmethod
     def full(cls) -> "CalibrationSettings":
-        """2^22-element sum, merges of 2^12..2^18 elements, copies of 1 KiB..64 MiB, 7 repeats."""
+        """2^22-element sum, merges of 2^12..2^18 elements, copies of 1 KiB..64 MiB, 7 repeats, γ over 6 s."""
         return cls(sum_elements=1 << 22, merge_sizes=_pow2_range(12, 18),
                    transfer_bytes=_pow2_range(10, 26), repeats=7, contention_keys=1 << 21,
-                   combine_sizes=_pow2_range(16, 22, 2))
+                   combine_sizes=_pow2_range(16, 22, 2), gamma_seconds=6.0)
 
     @classmethod
     def quick(cls) -> "CalibrationSettings":
-        """2^20-element sum, merges of 2^12..2^16, copies of 1 KiB..16 MiB (×4 steps), 5 repeats."""
+        """2^20-element sum, merges of 2^12..2^16, copies of 1 KiB..16 MiB (×4 steps), 5 repeats, γ over 2 s."""
         return cls(sum_elements=1 << 20, merge_sizes=_pow2_range(12, 16, 2),
                    transfer_bytes=_pow2_range(10, 24, 2), repeats=5, min_cpu_sample_s=1e-3,
-                   contention_keys=1 << 19, combine_sizes=_pow2_range(16, 22, 3))
+                   contention_keys=1 << 19, combine_sizes=_pow2_range(16, 22, 3),
+                   gamma_seconds=2.0)
 
 
 # -------------------------------------------------------------------- the device
@@ -883,44 +892,47 @@ def _solver_ratio(sorter, device, sizes, settings: CalibrationSettings, rng):
     """``(γ, CPU seconds per unit of work)`` of a one-task sort by hpu's own solver.
 
     Per size, the one-core Numba sort and the one-work-item device sort run in
-    pairs, alternately, on fresh keys (:func:`hpu._stats.paired_ratio`): a
-    burst of load from another process meets both sides alike, and each
-    side's lower quartile is its undisturbed time.  Pairs are added while the
-    ratio's relative standard error is above ``settings.target_rel_error``
-    (up to twice ``settings.repeat_cap``).  γ drifts with the size, so it is
-    read off the weighted line through all sizes at their geometric middle
-    (:func:`hpu._stats.trend_at`).  Seconds per unit: the one-core time over the
-    model's total work of mergesort, n·(log2 n + 1), so that the model's
-    sequential time is the measured one.  Both are :class:`hpu._stats.Estimate`.
+    pairs, alternately, on fresh keys, in rounds over all sizes that last at
+    least ``settings.gamma_seconds`` (:func:`hpu._stats.interleaved_ratios`):
+    a burst of load from another process meets both sides alike, each side's
+    lower quartile over the whole time is its undisturbed time, and a core's
+    speed that drifts over hundreds of milliseconds is sampled throughout
+    rather than caught once.  At least ``2 × settings.repeats`` rounds run (γ
+    decides the plan).  γ drifts with the size, so it is read off the weighted
+    line through all sizes at their geometric middle (:func:`hpu._stats.trend_at`).
+    Seconds per unit: the one-core time over the model's total work of
+    mergesort, n·(log2 n + 1), so that the model's sequential time is the
+    measured one.  Both are :class:`hpu._stats.Estimate`.
     """
-    ratios, per_unit = [], []
-    for n in sizes:
-        def one(side, n=n):
-            keys = rng.integers(0, 2 * n, n).astype(np.int32)
-            a, tmp = keys.copy(), np.empty_like(keys)
-            if side == "cpu":
-                w = time.perf_counter()
-                sorter.sequential(a, tmp, 0, n)
-                t = time.perf_counter() - w
-            else:
-                run = sorter.run(a, tmp, 0, n, device="gpu", K=0, cl_device=device)
-                if run.fallbacks:
-                    raise DeviceUnavailableError(
-                        f"the OpenCL device failed during calibration: {run.fallbacks[0]}; "
-                        "choose another device with --device")
-                t = sum(r.gpu_seconds for r in run.levels if r.phase == "leaf")
-            if not np.array_equal(a, np.sort(keys)):
+    def one(side, n):
+        keys = rng.integers(0, 2 * n, n).astype(np.int32)
+        a, tmp = keys.copy(), np.empty_like(keys)
+        if side == "cpu":
+            w = time.perf_counter()
+            sorter.sequential(a, tmp, 0, n)
+            t = time.perf_counter() - w
+        else:
+            run = sorter.run(a, tmp, 0, n, device="gpu", K=0, cl_device=device)
+            if run.fallbacks:
                 raise DeviceUnavailableError(
-                    f"the {side} sorted wrongly during calibration (n={n}); choose another "
-                    "device with --device / HPU_DEVICE")
-            return t
+                    f"the OpenCL device failed during calibration: {run.fallbacks[0]}; "
+                    "choose another device with --device")
+            t = sum(r.gpu_seconds for r in run.levels if r.phase == "leaf")
+        if not np.array_equal(a, np.sort(keys)):
+            raise DeviceUnavailableError(
+                f"the {side} sorted wrongly during calibration (n={n}); choose another "
+                "device with --device / HPU_DEVICE")
+        return t
 
-        one("cpu")                      # warm-ups: compilation, first-launch specialisation
-        one("gpu")
-        # γ decides the plan: it gets twice the repeats any other point may take
-        ratio, cpu_times, _ = _stats.paired_ratio(
-            lambda: one("cpu"), lambda: one("gpu"), min_pairs=settings.repeats,
-            max_pairs=2 * settings.repeat_cap, target=settings.target_rel_error)
+    sizes = list(sizes)
+    for n in sizes:                     # warm-ups: compilation, first-launch specialisation
+        one("cpu", n)
+        one("gpu", n)
+    measured = _stats.interleaved_ratios(
+        [(functools.partial(one, "cpu", n), functools.partial(one, "gpu", n)) for n in sizes],
+        min_rounds=2 * settings.repeats, min_seconds=settings.gamma_seconds)
+    ratios, per_unit = [], []
+    for n, (ratio, cpu_times, _) in zip(sizes, measured):
         ratios.append(ratio)
         work = n * (math.log2(n) + 1)
         per_unit.append(_stats.Estimate(_stats.low_quantile(cpu_times) / work,

@@ -437,3 +437,70 @@ def test_an_estimate_records_its_load_and_basis_only_when_told():
     e = _stats.Estimate(1.0, 0.01, 5)
     assert e.outside_load == 0.0 and e.basis == ""
     assert _stats.Estimate(1.0, 0.01, 5, 0.6, "waits removed").basis == "waits removed"
+
+
+def test_interleaved_ratios_sample_a_drift_slower_than_one_pair():
+    """One side's core switches between a fast and a 25 % slower state every few
+    rounds (another tenant on the host); each side's lower quartile over the
+    whole time is its fast state, and the blocks' spread shows in the error."""
+    state = {"k": 0}
+
+    def den():
+        state["k"] += 1
+        return 1e-3 * (1.25 if (state["k"] // 7) % 3 == 0 else 1.0)
+
+    (est, nums, dens), = _stats.interleaved_ratios([(lambda: 2e-3, den)], min_rounds=60)
+    assert est.value == pytest.approx(2.0, rel=1e-9)
+    assert len(nums) == len(dens) == est.samples == 60
+    # a burst of pairs inside one slow stretch would have read 1.6 "± 0 %"
+    burst = _stats.paired_ratio(lambda: 2e-3, lambda: 1.25e-3, min_pairs=5, max_pairs=5,
+                                target=0.5)[0]
+    assert burst.value == pytest.approx(1.6) and burst.rel_error == 0
+
+
+def test_interleaved_ratios_error_comes_from_blocks_in_time():
+    state = {"k": 0}
+
+    def den():                       # slow for the whole first half: a drift, not noise
+        state["k"] += 1
+        return 1e-3 * (1.3 if state["k"] <= 20 else 1.0)
+
+    (est, _, _), = _stats.interleaved_ratios([(lambda: 1e-3, den)], min_rounds=40)
+    assert est.rel_error > 0.03      # the blocks disagree; each pair alone would not say so
+    (steady, _, _), = _stats.interleaved_ratios([(lambda: 1e-3, lambda: 1e-3)], min_rounds=40)
+    assert steady.value == 1.0 and steady.rel_error == 0
+
+
+def test_interleaved_ratios_run_rounds_over_every_pair_for_the_time_asked():
+    order, now = [], {"t": 0.0}
+
+    def clock():
+        return now["t"]
+
+    def side(name):
+        def run():
+            order.append(name)
+            now["t"] += 0.1
+            return 1.0
+        return run
+
+    out = _stats.interleaved_ratios([(side("a"), side("A")), (side("b"), side("B"))],
+                                    min_rounds=2, min_seconds=1.0, clock=clock)
+    # rounds of both pairs, the order flipped every round, until 1 s had passed
+    assert order[:8] == ["a", "A", "b", "B", "A", "a", "B", "b"]
+    assert len(order) == 12 and all(e.samples == 3 for e, _, _ in out)
+    capped = _stats.interleaved_ratios([(side("a"), side("A"))], min_rounds=2,
+                                       min_seconds=100.0, max_rounds=4, clock=clock)
+    assert capped[0][0].samples == 4
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"min_rounds": 0}, "min_rounds"),
+    ({"min_rounds": 2, "min_seconds": -1.0}, "min_seconds"),
+    ({"min_rounds": 3, "max_rounds": 2}, "max_rounds"),
+])
+def test_interleaved_ratios_refuse_a_bad_budget(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        _stats.interleaved_ratios([(lambda: 1.0, lambda: 1.0)], **kwargs)
+    with pytest.raises(ValueError, match="no pairs"):
+        _stats.interleaved_ratios([], min_rounds=1)
