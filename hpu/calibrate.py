@@ -28,7 +28,8 @@ g
     unit of the model's work (``cpu_seconds_per_element``).  A hand-written
     OpenCL merge overstated PoCL 1.5-2x here, and a merge alone missed the
     solver's overhead; either way the planner sent work to a device slower
-    than the CPU.  On a CPU device g is capped at its cores, and the slowdown
+    than the CPU.  On a CPU device g is its cores (compute units: the sum's knee
+    measures the memory bus there, not the cores a level of tasks uses), and the slowdown
     of both sides running at once is measured (``measured_contention``).
 combines
     the unit above is whole sorts of cache-sized inputs, but the merges above
@@ -812,10 +813,14 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
     est = estimates(sweeps)
     g = est.g
     if bench.kind == "CPU":
-        # A CPU device runs at most one work-item per core at a time; a knee past its
-        # cores is memory-level parallelism of the streaming sum, not cores that a
-        # merge could use.  The model's g counts cores, so cap it there.
-        g = max(1, min(g, bench.compute_units))
+        # A CPU device runs one work-item per core at a time, and the model's g counts
+        # the cores a task-parallel level can use.  The streaming sum's knee says how
+        # many cores saturate the memory bus instead: past the cores it is memory-level
+        # parallelism, and below them it is the bus (the 2-core VM's whole PoCL device
+        # read g = 2, 1, 1 in three quick calibrations, while its cache-sized sorts
+        # scale with both cores).  So g is the device's compute units; the sweep stays
+        # as Figure 5's measurement.
+        g = max(1, int(bench.compute_units))
     uncertainty = _uncertainty(sweeps, est, solver_gamma, solver_unit, contention, combine)
     return Profile(
         p=p,

@@ -130,6 +130,24 @@ def test_a_cpu_device_never_gets_more_device_cores_than_it_has(monkeypatch):
     assert SyntheticBench.G > 2
     assert prof.g == 2 and prof.device_shares_cpu
 
+
+def test_a_cpu_device_whose_memory_bus_saturates_early_still_counts_its_cores(monkeypatch):
+    """On the 2-core VM the streaming sum saturated the bus with one work-item in
+    two of three calibrations (g read 2, 1, 1); the cores a level of tasks uses
+    are the device's compute units, so g is those whatever the sum's knee."""
+    class BusBound(SyntheticBench):
+        G = 1
+
+    def factory(device=None):
+        bench = BusBound(device)
+        bench.kind, bench.compute_units = "CPU", 4
+        return bench
+
+    monkeypatch.setattr(cal, "_OpenCLBench", factory)
+    prof = cal.calibrate(settings=TINY, progress=False)
+    assert prof.g == 4
+    assert prof.sweeps.g                      # the sweep itself is kept (Figure 5)
+
 def test_calibrate_recovers_the_synthetic_parameters(synthetic):
     import numba
 
