@@ -10,8 +10,11 @@ with ``g`` cores of speed ``γ`` (one device core does ``γ`` units of f-work in
 the time a CPU core does one).  Given those five numbers the model says which
 levels, and which share of each level, should run where.  Everything hpu does at
 run time is decided here first, so this module is pure: numbers in, frozen
-dataclasses out, no I/O, no OpenCL, no Numba, and it imports quickly (SciPy is
-imported inside the two functions that solve and maximise).
+dataclasses out, no I/O, no OpenCL, no Numba, and it imports quickly.  Its one
+root and one maximum (:func:`_root`, :func:`_golden_max`) are solved here rather
+than with ``scipy.optimize``, whose import alone took 0.33-0.39 s on the 2-core
+VM: half of a new process's first default call (issue 13); the tests check both
+against SciPy's ``brentq`` and ``minimize_scalar``.
 
 What is in it
 -------------
@@ -767,9 +770,76 @@ def gpu_level(problem: Problem, machine: Machine, alpha: float) -> float:
         return 0.0
     if excess(t.L) >= 0.0:
         return t.L
-    from scipy.optimize import brentq
+    return _root(excess, 0.0, t.L, xtol=1e-12)
 
-    return float(brentq(excess, 0.0, t.L, xtol=1e-12, rtol=4 * np.finfo(float).eps))
+
+def _root(f, a: float, b: float, *, xtol: float, rtol: float = 4 * np.finfo(float).eps,
+          maxiter: int = 200) -> float:
+    """The root of ``f`` in ``[a, b]`` where ``f(a)`` and ``f(b)`` differ in sign.
+
+    False position with the Illinois modification (the end that stays put has
+    its value halved, so both ends close in: superlinear, and never outside the
+    bracket), a bisection step wherever rounding puts the secant point outside
+    it.  Stops when the bracket is narrower than ``xtol + rtol·|x|``.  Used
+    instead of ``scipy.optimize.brentq`` for its import time (module docstring).
+    """
+    fa, fb = float(f(a)), float(f(b))
+    if fa == 0.0:
+        return float(a)
+    if fb == 0.0:
+        return float(b)
+    if (fa > 0) == (fb > 0):
+        raise ValueError(f"f(a) = {fa!r} and f(b) = {fb!r} have the same sign; expected a "
+                         "bracket of the root")
+    side = 0
+    x = a
+    for _ in range(maxiter):
+        x = (a * fb - b * fa) / (fb - fa)
+        if not (min(a, b) < x < max(a, b)):
+            x = 0.5 * (a + b)
+        fx = float(f(x))
+        if fx == 0.0:
+            return float(x)
+        if (fx > 0) == (fb > 0):        # x replaces b; a stayed put
+            b, fb = x, fx
+            if side == -1:
+                fa *= 0.5
+            side = -1
+        else:                           # x replaces a; b stayed put
+            a, fa = x, fx
+            if side == 1:
+                fb *= 0.5
+            side = 1
+        if abs(b - a) <= xtol + rtol * abs(x):
+            break
+    return float(x)
+
+
+#: 1/φ: the share of the interval a golden-section step keeps.
+_INV_PHI = (math.sqrt(5.0) - 1.0) / 2.0
+
+
+def _golden_max(fun, lo: float, hi: float, *, xatol: float) -> tuple[float, float]:
+    """``(x, fun(x))`` at the maximum of a unimodal ``fun`` on ``[lo, hi]``.
+
+    Golden-section search to a bracket narrower than ``xatol`` (about
+    ``1.44·log2(width/xatol)`` evaluations).  Used instead of
+    ``scipy.optimize.minimize_scalar(method="bounded")`` for its import time.
+    """
+    a, b = float(lo), float(hi)
+    c = b - _INV_PHI * (b - a)
+    d = a + _INV_PHI * (b - a)
+    fc, fd = fun(c), fun(d)
+    while b - a > xatol:
+        if fc >= fd:
+            b, d, fd = d, c, fc
+            c = b - _INV_PHI * (b - a)
+            fc = fun(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + _INV_PHI * (b - a)
+            fd = fun(d)
+    return (c, fc) if fc >= fd else (d, fd)
 
 
 def gpu_work(problem: Problem, machine: Machine, alpha: float, y: float | None = None) -> float:
@@ -824,12 +894,9 @@ def _maximise(fun, lo: float, hi: float, points: int = 97) -> float:
     best_x, best_v = float(grid[k]), values[k]
     left, right = float(grid[max(k - 1, 0)]), float(grid[min(k + 1, len(grid) - 1)])
     if right > left:
-        from scipy.optimize import minimize_scalar
-
-        res = minimize_scalar(lambda x: -fun(x), bounds=(left, right), method="bounded",
-                              options={"xatol": 1e-12 * max(1.0, right)})
-        if res.success and -res.fun > best_v:
-            best_x = float(res.x)
+        x, v = _golden_max(fun, left, right, xatol=1e-12 * max(1.0, right))
+        if v > best_v:
+            best_x = float(x)
     return best_x
 
 
