@@ -188,3 +188,13 @@ def test_experiments_notebook_measures_then_reads_its_measurement(kernel_dir, no
     assert out.count(f"measured {results['created']} on ") == 2
     assert "the model's choice" not in out or out.count("the model's choice") == 2
     assert _images(both) >= 4
+
+    # without a heterogeneous measurement of one's own (no bench/out/fission-1, no variable),
+    # the committed one the README shows stands in, dated and with its machine
+    committed = ROOT / "docs" / "results" / "fission-1" / "results.json"
+    if not (ROOT / "bench" / "out" / "fission-1" / "results.json").is_file():
+        notebook_env.delenv("HPU_NOTEBOOK_FISSION")
+        shown = _stdout(_execute(EXPERIMENTS, kernel_dir))
+        created = json.loads(committed.read_text())["created"]
+        assert f"showing the README's measurement, {committed}" in shown
+        assert f"measured {created} on " in shown
