@@ -412,6 +412,18 @@ def adaptive_samples(run, *, min_samples: int, max_samples: int, target: float) 
     return out
 
 
+def _timed_pair(numerator, denominator, *, flip: bool) -> tuple[float, float]:
+    """``(numerator(), denominator())`` seconds, run in that order or, with ``flip``, the
+    other way round (so that neither side always runs second, e.g. with warmer caches)."""
+    if flip:
+        d_, n_ = float(denominator()), float(numerator())
+    else:
+        n_, d_ = float(numerator()), float(denominator())
+    if d_ <= 0:
+        raise ValueError(f"the denominator's run took {d_!r} seconds; expected a time > 0")
+    return n_, d_
+
+
 def paired_ratio(numerator, denominator, *, min_pairs: int, max_pairs: int,
                  target: float) -> tuple[Estimate, list[float], list[float]]:
     """The ratio ``numerator() / denominator()`` of two timed runs, measured in pairs.
@@ -432,12 +444,7 @@ def paired_ratio(numerator, denominator, *, min_pairs: int, max_pairs: int,
     ratios: list[float] = []
 
     def one_pair():
-        if len(ratios) % 2 == 0:
-            n_, d_ = float(numerator()), float(denominator())
-        else:
-            d_, n_ = float(denominator()), float(numerator())
-        if d_ <= 0:
-            raise ValueError(f"the denominator's run took {d_!r} seconds; expected a time > 0")
+        n_, d_ = _timed_pair(numerator, denominator, flip=len(ratios) % 2 == 1)
         nums.append(n_)
         dens.append(d_)
         ratios.append(n_ / d_)
@@ -488,12 +495,7 @@ def interleaved_ratios(pairs, *, min_rounds: int, min_seconds: float = 0.0,
     while rounds < min_rounds or (clock() - start < min_seconds
                                   and (max_rounds is None or rounds < max_rounds)):
         for i, (num, den) in enumerate(pairs):
-            if rounds % 2 == 0:
-                n_, d_ = float(num()), float(den())
-            else:
-                d_, n_ = float(den()), float(num())
-            if d_ <= 0:
-                raise ValueError(f"the denominator's run took {d_!r} seconds; expected a time > 0")
+            n_, d_ = _timed_pair(num, den, flip=rounds % 2 == 1)
             nums[i].append(n_)
             dens[i].append(d_)
         rounds += 1

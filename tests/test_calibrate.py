@@ -117,36 +117,27 @@ def synthetic(monkeypatch):
 
 # ------------------------------------------------------------------- the loop
 
-def test_a_cpu_device_never_gets_more_device_cores_than_it_has(monkeypatch):
-    """The streaming sum keeps improving past a CPU device's cores (memory-level
-    parallelism); g must not count more cores than the device has."""
+@pytest.mark.parametrize("knee, cores", [(SyntheticBench.G, 2), (1, 4)],
+                         ids=["sum-scales-past-the-cores", "bus-saturates-early"])
+def test_a_cpu_devices_g_is_its_compute_units(monkeypatch, knee, cores):
+    """A CPU device's g is the cores a level of tasks uses, whatever the streaming sum's
+    knee: past the cores the sum keeps improving (memory-level parallelism); below them
+    the bus saturates early (the 2-core VM's whole PoCL device read g = 2, 1, 1 in three
+    quick calibrations)."""
+    class Bench(SyntheticBench):
+        G = knee
+
     def factory(device=None):
-        bench = SyntheticBench(device)
-        bench.kind, bench.compute_units = "CPU", 2
+        bench = Bench(device)
+        bench.kind, bench.compute_units = "CPU", cores
         return bench
 
     monkeypatch.setattr(cal, "_OpenCLBench", factory)
     prof = cal.calibrate(settings=TINY, progress=False)
-    assert SyntheticBench.G > 2
-    assert prof.g == 2 and prof.device_shares_cpu
-
-
-def test_a_cpu_device_whose_memory_bus_saturates_early_still_counts_its_cores(monkeypatch):
-    """On the 2-core VM the streaming sum saturated the bus with one work-item in
-    two of three calibrations (g read 2, 1, 1); the cores a level of tasks uses
-    are the device's compute units, so g is those whatever the sum's knee."""
-    class BusBound(SyntheticBench):
-        G = 1
-
-    def factory(device=None):
-        bench = BusBound(device)
-        bench.kind, bench.compute_units = "CPU", 4
-        return bench
-
-    monkeypatch.setattr(cal, "_OpenCLBench", factory)
-    prof = cal.calibrate(settings=TINY, progress=False)
-    assert prof.g == 4
+    assert knee != cores
+    assert prof.g == cores and prof.device_shares_cpu
     assert prof.sweeps.g                      # the sweep itself is kept (Figure 5)
+
 
 def test_calibrate_recovers_the_synthetic_parameters(synthetic):
     import numba

@@ -313,8 +313,9 @@ def test_summary_shows_each_numbers_error_and_the_confidence(tmp_path):
 def test_summary_says_whether_a_sub_device_has_cores_of_its_own(monkeypatch, units, p, cores,
                                                                 disjoint):
     from hpu._commands import calibrate as cmd
+    from hpu._opencl import _device
 
-    monkeypatch.setattr(cmd, "_host_cores", lambda: cores)
+    monkeypatch.setattr(_device, "host_cores", lambda: cores)
     name = "cpu-x86-64" + ("" if units is None else f" @{units}")
     key = _profile.ProfileKey(host="h", device=name, driver_version="1", hpu_version="0")
     prof = dataclasses.replace(_stored(key), device=name, p=p, device_kind="CPU",
@@ -324,3 +325,12 @@ def test_summary_says_whether_a_sub_device_has_cores_of_its_own(monkeypatch, uni
     assert line.startswith("shares CPU  yes")
     assert ("cores of its own" in line) is disjoint
     assert ("same cores as Numba's" in line) is (not disjoint)
+
+
+@pytest.mark.parametrize("label,units", [("cpu-x86-64 @1", 1), ("a @b @12", 12),
+                                         ("cpu-x86-64", None), ("@3", None), ("x @", None),
+                                         ("", None)])
+def test_a_sub_devices_label_gives_back_its_units(label, units):
+    from hpu._opencl._device import label_sub_units
+
+    assert label_sub_units(label) == units

@@ -8,7 +8,6 @@ or, with ``--json``, as one JSON object for scripts.
 from __future__ import annotations
 
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -57,12 +56,6 @@ _BASES = {"quiet rounds": "from the rounds no other process disturbed",
           "loaded rounds": "corrected for other processes' load: less sure"}
 
 
-def _host_cores() -> int:
-    from hpu._opencl._device import host_cores
-
-    return host_cores()
-
-
 def format_summary(profile, path, wall_s: float | None = None) -> str:
     """The readable report of a profile (also used by ``hpu info``).
 
@@ -71,10 +64,14 @@ def format_summary(profile, path, wall_s: float | None = None) -> str:
     far apart two predicted times must be for the measurement to tell them apart.
     """
     bw = "unbounded" if profile.seconds_per_byte <= 0 else f"{1 / profile.seconds_per_byte / 1e9:.3g} GB/s"
-    sub = re.search(r" @(\d+)$", profile.device or "")
-    if profile.device_shares_cpu and sub and int(sub.group(1)) + profile.p <= _host_cores():
+    from hpu._opencl._device import host_cores, label_sub_units
+    from hpu.calibrate import disjoint_cores
+
+    units = label_sub_units(profile.device)
+    if profile.device_shares_cpu and disjoint_cores(profile.device_kind, units, profile.p,
+                                                    host_cores()):
         # a sub-device beside Numba's threads (issue 14): no core is shared, the memory is
-        shares = (f"yes: a {profile.device_kind} sub-device of {sub.group(1)} compute units on "
+        shares = (f"yes: a {profile.device_kind} sub-device of {units} compute units on "
                   f"cores of its own beside Numba's {profile.p} threads; they share the memory "
                   "system (the contention below)")
     elif profile.device_shares_cpu:

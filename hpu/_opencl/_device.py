@@ -389,6 +389,12 @@ def device_label(device) -> str:
     return name if units is None else f"{name} @{units}"
 
 
+def label_sub_units(label: str) -> int | None:
+    """N of a label :func:`device_label` wrote for a sub-device (``"name @N"``); None otherwise."""
+    name, sep, units = (label or "").rpartition(" @")
+    return int(units) if sep and name and units.isdigit() else None
+
+
 def host_cores() -> int:
     """The cores this process may run on (its affinity mask, else ``os.cpu_count()``)."""
     try:
