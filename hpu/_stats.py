@@ -425,7 +425,7 @@ def _timed_pair(numerator, denominator, *, flip: bool) -> tuple[float, float]:
 
 
 def paired_ratio(numerator, denominator, *, min_pairs: int, max_pairs: int,
-                 target: float) -> tuple[Estimate, list[float], list[float]]:
+                 target: float, around=None) -> tuple[Estimate, list[float], list[float]]:
     """The ratio ``numerator() / denominator()`` of two timed runs, measured in pairs.
 
     Each pair runs both sides back to back, in alternating order (num, den;
@@ -436,15 +436,19 @@ def paired_ratio(numerator, denominator, *, min_pairs: int, max_pairs: int,
     denominator times)``.  The estimate's value is the ratio of the two sides'
     lower quartiles (:func:`low_quantile`: interference only adds time), its
     error that of the median pair ratio, which sees the interference too and
-    so errs towards caution.
+    so errs towards caution.  ``around``: None, or ``around(k)`` giving the
+    context manager that pair ``k`` runs in (as in :func:`interleaved_ratios`).
     """
+    import contextlib
+
     _check_budget(min_pairs, max_pairs, target)
     nums: list[float] = []
     dens: list[float] = []
     ratios: list[float] = []
 
     def one_pair():
-        n_, d_ = _timed_pair(numerator, denominator, flip=len(ratios) % 2 == 1)
+        with (contextlib.nullcontext() if around is None else around(len(ratios))):
+            n_, d_ = _timed_pair(numerator, denominator, flip=len(ratios) % 2 == 1)
         nums.append(n_)
         dens.append(d_)
         ratios.append(n_ / d_)
@@ -460,7 +464,7 @@ def paired_ratio(numerator, denominator, *, min_pairs: int, max_pairs: int,
 
 def interleaved_ratios(pairs, *, min_rounds: int, min_seconds: float = 0.0,
                        max_rounds: int | None = None, blocks: int = 5,
-                       clock=None) -> list[tuple[Estimate, list[float], list[float]]]:
+                       clock=None, around=None) -> list[tuple[Estimate, list[float], list[float]]]:
     """Several ratios ``numerator() / denominator()``, measured in rounds spread over time.
 
     ``pairs``: ``(numerator, denominator)`` callables returning seconds, e.g.
@@ -473,8 +477,11 @@ def interleaved_ratios(pairs, *, min_rounds: int, min_seconds: float = 0.0,
     is that of the mean of the same ratio over ``blocks`` chronological blocks
     of rounds (std / √blocks), which sees a drift slower than one pair, or,
     with fewer than 6 rounds, the median pair ratio's (:func:`median_rel_error`).
+    ``around``: None, or ``around(k)`` giving the context manager that round
+    ``k`` runs in (e.g. :func:`hpu._affinity.rotating`: every thread on one core).
     Returns per pair ``(Estimate, numerator times, denominator times)``.
     """
+    import contextlib
     import time
 
     pairs = list(pairs)
@@ -488,16 +495,19 @@ def interleaved_ratios(pairs, *, min_rounds: int, min_seconds: float = 0.0,
         raise ValueError(f"max_rounds={max_rounds!r}; expected None or an integer >= min_rounds "
                          f"({min_rounds})")
     clock = time.monotonic if clock is None else clock
+    if around is None:
+        around = lambda k: contextlib.nullcontext()  # noqa: E731
     nums: list[list[float]] = [[] for _ in pairs]
     dens: list[list[float]] = [[] for _ in pairs]
     start = clock()
     rounds = 0
     while rounds < min_rounds or (clock() - start < min_seconds
                                   and (max_rounds is None or rounds < max_rounds)):
-        for i, (num, den) in enumerate(pairs):
-            n_, d_ = _timed_pair(num, den, flip=rounds % 2 == 1)
-            nums[i].append(n_)
-            dens[i].append(d_)
+        with around(rounds):
+            for i, (num, den) in enumerate(pairs):
+                n_, d_ = _timed_pair(num, den, flip=rounds % 2 == 1)
+                nums[i].append(n_)
+                dens[i].append(d_)
         rounds += 1
     out = []
     for ns, ds in zip(nums, dens):

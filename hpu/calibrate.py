@@ -398,14 +398,23 @@ class _OpenCLBench:
         :class:`hpu._stats.Estimate` (see :func:`_solver_ratio`)."""
         from hpu._calib_merge import _make_sorter
 
-        return _solver_ratio(_make_sorter(), self.device, sizes, settings, rng)
+        return _solver_ratio(_make_sorter(), self.device, sizes, settings, rng,
+                             around=self._same_core())
 
     def combine_rates(self, sizes, settings: "CalibrationSettings", rng):
         """``(((bytes, CPU s/unit Estimate), ...), combine γ Estimate)`` of the application's
         own top-level merge on each side (see :func:`_combine_rates`)."""
         from hpu._calib_merge import _make_sorter
 
-        return _combine_rates(_make_sorter(), self.device, sizes, settings, rng)
+        return _combine_rates(_make_sorter(), self.device, sizes, settings, rng,
+                              around=self._same_core())
+
+    def _same_core(self):
+        """For a CPU device: each round of γ's pairs with every thread on one core
+        (:mod:`hpu._affinity`), so that both sides of a pair meet the same core's speed."""
+        from hpu import _affinity
+
+        return _affinity.rotating() if self.kind == "CPU" else None
 
     def contention(self, n: int, settings: "CalibrationSettings", rng):
         """Measured slowdown of both sides running at once, an Estimate (see :func:`_measure_contention`)."""
@@ -928,7 +937,7 @@ def _uncertainty(sweeps: Sweeps, est: Estimates, solver_gamma, solver_unit, cont
                         for k, v in out.items()))
 
 
-def _solver_ratio(sorter, device, sizes, settings: CalibrationSettings, rng):
+def _solver_ratio(sorter, device, sizes, settings: CalibrationSettings, rng, around=None):
     """``(γ, CPU seconds per unit of work)`` of a one-task sort by hpu's own solver.
 
     Per size, the one-core Numba sort and the one-work-item device sort run in
@@ -940,6 +949,8 @@ def _solver_ratio(sorter, device, sizes, settings: CalibrationSettings, rng):
     rather than caught once.  At least ``2 × settings.repeats`` rounds run (γ
     decides the plan).  γ drifts with the size, so it is read off the weighted
     line through all sizes at their geometric middle (:func:`hpu._stats.trend_at`).
+    ``around`` (a CPU device's, :mod:`hpu._affinity`): each round with every
+    thread on one core, so that both sides of a pair meet the same core.
     Seconds per unit: the one-core time over the model's total work of
     mergesort, n·(log2 n + 1), so that the model's sequential time is the
     measured one.  Both are :class:`hpu._stats.Estimate`.
@@ -970,7 +981,7 @@ def _solver_ratio(sorter, device, sizes, settings: CalibrationSettings, rng):
         one("gpu", n)
     measured = _stats.interleaved_ratios(
         [(functools.partial(one, "cpu", n), functools.partial(one, "gpu", n)) for n in sizes],
-        min_rounds=2 * settings.repeats, min_seconds=settings.gamma_seconds)
+        min_rounds=2 * settings.repeats, min_seconds=settings.gamma_seconds, around=around)
     ratios, per_unit = [], []
     for n, (ratio, cpu_times, _) in zip(sizes, measured):
         ratios.append(ratio)
@@ -990,7 +1001,7 @@ def _solver_ratio(sorter, device, sizes, settings: CalibrationSettings, rng):
 SORT_BYTES_PER_KEY = 8
 
 
-def _combine_rates(sorter, device, sizes, settings: CalibrationSettings, rng):
+def _combine_rates(sorter, device, sizes, settings: CalibrationSettings, rng, around=None):
     """The application's combine, one task at the root, timed on each side by size.
 
     Why: the CPU's seconds per unit (:func:`_solver_ratio`) come from whole sorts
@@ -1029,7 +1040,7 @@ def _combine_rates(sorter, device, sizes, settings: CalibrationSettings, rng):
         cap = settings.repeat_cap if n < 1 << 20 else min(settings.repeat_cap, 2 * settings.repeats)
         ratio, cpu_times, _ = _stats.paired_ratio(
             lambda: one("cpu"), lambda: one("gpu"), min_pairs=settings.repeats,
-            max_pairs=cap, target=settings.target_rel_error)
+            max_pairs=cap, target=settings.target_rel_error, around=around)
         ratios.append(ratio)
         rates.append((SORT_BYTES_PER_KEY * n,
                       _stats.Estimate(_stats.low_quantile(cpu_times) / n,

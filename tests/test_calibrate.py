@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import hpu
 import hpu.calibrate as cal
-from hpu import _profile
+from hpu import _affinity, _profile
 from hpu._errors import DeviceUnavailableError, HpuError, KernelBuildError
 from hpu.calibrate import CalibrationSettings, Profile, Sweeps
 
@@ -886,3 +886,46 @@ def test_a_failing_priming_child_does_not_stop_the_calibration(monkeypatch):
 
     monkeypatch.setattr(subprocess, "run", boom)
     cal._prime_cpu_code()          # returns: the measurement goes on without the caches
+
+
+@pytest.mark.skipif(not _affinity.available() or len(_affinity.allowed_cores()) < 2,
+                    reason="pinning needs Linux and at least two allowed cores (CI has two)")
+def test_gamma_pairs_of_a_cpu_device_run_both_sides_on_one_core_each_round():
+    """Both sides of every γ pair meet the same core, and the rounds visit every core
+    (a CPU device's cores change speed independently; hpu._affinity says why)."""
+    seen = []
+
+    class Run:
+        fallbacks = []
+
+        def __init__(self):
+            self.levels = [type("L", (), {"phase": "leaf", "gpu_seconds": 1e-4})()]
+
+    class Sorter:
+        def sequential(self, a, tmp, lo, hi):
+            a.sort()
+            seen.append(("cpu", frozenset(os.sched_getaffinity(0))))
+
+        def run(self, a, tmp, lo, hi, **kw):
+            a.sort()
+            seen.append(("gpu", frozenset(os.sched_getaffinity(0))))
+            return Run()
+
+    settings = CalibrationSettings(sum_elements=16, merge_sizes=(64,), transfer_bytes=(1, 2),
+                                   repeats=4)
+    cal._solver_ratio(Sorter(), None, (64,), settings, np.random.default_rng(0),
+                      around=_affinity.rotating())
+    timed = seen[2:]                        # after one warm-up per side
+    assert all(len(mask) == 1 for _, mask in timed)
+    pairs = [timed[i:i + 2] for i in range(0, len(timed), 2)]
+    assert all(x[1] == y[1] for x, y in pairs)
+    assert {next(iter(x[1])) for x, _ in pairs} == set(_affinity.allowed_cores())
+    assert set(os.sched_getaffinity(0)) == set(_affinity.allowed_cores())
+
+
+def test_only_a_cpu_device_pins_its_gamma_pairs():
+    bench = object.__new__(cal._OpenCLBench)
+    bench.kind = "GPU"
+    assert bench._same_core() is None
+    bench.kind = "CPU"
+    assert callable(bench._same_core())

@@ -7,6 +7,8 @@ measured several times, as calibration does.
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -506,3 +508,44 @@ def test_interleaved_ratios_refuse_a_bad_budget(kwargs, match):
         _stats.interleaved_ratios([(lambda: 1.0, lambda: 1.0)], **kwargs)
     with pytest.raises(ValueError, match="no pairs"):
         _stats.interleaved_ratios([], min_rounds=1)
+
+
+def test_interleaved_ratios_run_each_round_inside_around():
+    """``around(k)`` wraps round k's pairs: every pair of a round sees the same context."""
+    inside: list[int | None] = [None]
+    log = []
+
+    @contextlib.contextmanager
+    def around(k):
+        inside[0] = k
+        yield
+        inside[0] = None
+
+    def side(name):
+        def run():
+            log.append((name, inside[0]))
+            return 1.0
+        return run
+
+    _stats.interleaved_ratios([(side("a"), side("b")), (side("c"), side("d"))], min_rounds=3,
+                              around=around)
+    assert {k for _, k in log} == {0, 1, 2}
+    for k in range(3):
+        assert sorted(n for n, kk in log if kk == k) == ["a", "b", "c", "d"]
+
+
+def test_paired_ratio_runs_each_pair_inside_around():
+    inside: list[int | None] = [None]
+    log = []
+
+    @contextlib.contextmanager
+    def around(k):
+        inside[0] = k
+        yield
+        inside[0] = None
+
+    est, _, _ = _stats.paired_ratio(lambda: log.append(inside[0]) or 2.0,
+                                    lambda: log.append(inside[0]) or 1.0,
+                                    min_pairs=4, max_pairs=4, target=0.5, around=around)
+    assert est.value == pytest.approx(2.0)
+    assert log == [0, 0, 1, 1, 2, 2, 3, 3]
