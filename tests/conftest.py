@@ -55,6 +55,9 @@ def pytest_configure(config):
     # plans must not depend on what earlier tests ran (hpu._overheads.observe); the tests of
     # the observation turn it on
     os.environ["HPU_OBSERVE_OVERHEADS"] = "0"
+    # `hpu run` compiles in a child process first (hpu._commands.run._compile_in_child): a
+    # second process per CLI test; tests/test_cli_run.py turns it on where it is the subject
+    os.environ["HPU_RUN_COMPILE_IN_CHILD"] = "0"
     if os.environ.get("HPU_REQUIRE_OPENCL", "") not in ("", "0"):
         from hpu._opencl._device import devices
 

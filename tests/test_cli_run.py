@@ -235,3 +235,115 @@ def test_without_opencl_the_gpu_row_is_skipped_and_the_hybrid_falls_back(capsys,
     # --device gpu alone cannot run: an environment problem (exit 3), one line
     assert main(["run", "mergesort", "--n", "100", "--device", "gpu"]) == 3
     assert "no OpenCL device" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------ compiled in a child first
+
+def _capture_child(monkeypatch):
+    calls = []
+    import subprocess
+
+    def fake_run(cmd, **kw):
+        calls.append((cmd, kw["env"]))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setenv(run_cmd.ENV_COMPILE_IN_CHILD, "1")
+    return calls
+
+
+@pytest.mark.parametrize("device, want_device, split", [
+    ("cpu", "cpu", False), ("gpu", "gpu", False), ("hybrid", "hybrid", True),
+    ("all", "all", True)])
+def test_the_child_runs_the_same_command_small_with_the_split_forced(capsys, monkeypatch,
+                                                                      device, want_device, split):
+    calls = _capture_child(monkeypatch)
+    _json(capsys, "sum", "--n", "100000", "--device", device, "--dtype", "int64")
+    [(cmd, env)] = calls
+    i = cmd.index("run")
+    assert cmd[i - 2:i] == ["-m", "hpu"]
+    assert cmd[i + 1] == "sum"
+    assert cmd[cmd.index("--n") + 1] == str(run_cmd._CHILD_N)
+    assert cmd[cmd.index("--device") + 1] == want_device
+    assert cmd[cmd.index("--dtype") + 1] == "int64"
+    assert ("--alpha" in cmd and cmd[cmd.index("--alpha") + 1] == "0.5"
+            and cmd[cmd.index("--y") + 1] == "1") is split
+    # the child neither compiles in a child of its own, nor calibrates, nor writes the
+    # adaptive strategy's history
+    assert env[run_cmd.ENV_COMPILE_IN_CHILD] == "0"
+    assert env["HPU_NO_AUTOCALIBRATE"] == "1"
+    import os
+    assert env["HPU_HISTORY_DIR"] != os.environ.get("HPU_HISTORY_DIR")
+
+
+def test_a_small_run_keeps_its_size_in_the_child(capsys, monkeypatch):
+    calls = _capture_child(monkeypatch)
+    _json(capsys, "sum", "--n", "5", "--device", "cpu")
+    assert calls[0][0][calls[0][0].index("--n") + 1] == "5"
+
+
+def test_no_child_when_turned_off_or_on_a_cluster(capsys, monkeypatch):
+    calls = _capture_child(monkeypatch)
+    monkeypatch.setenv(run_cmd.ENV_COMPILE_IN_CHILD, "0")
+    _json(capsys, "sum", "--n", "1000", "--device", "cpu")
+    assert calls == []
+
+
+def test_a_child_that_cannot_start_leaves_the_compiling_to_the_warm_up(capsys, monkeypatch):
+    import subprocess
+
+    def broken(cmd, **kw):
+        raise OSError("no fork here")
+
+    monkeypatch.setattr(subprocess, "run", broken)
+    monkeypatch.setenv(run_cmd.ENV_COMPILE_IN_CHILD, "1")
+    d = _json(capsys, "sum", "--n", "1000", "--device", "cpu")
+    assert d["verified"] is True
+
+
+_LOADS_FROM_CACHE = """
+import json, sys
+from numba.core.registry import CPUDispatcher
+from hpu.cli import main
+assert main(["run", "sum", "--n", "20000", "--device", "cpu", "--repeat", "1", "--json"]) == 0
+folder = sys.argv[1]
+used = [obj for mod in list(sys.modules.values())
+        if str(getattr(mod, "__file__", "") or "").startswith(folder)
+        for obj in vars(mod).values() if isinstance(obj, CPUDispatcher) and obj.signatures]
+print(json.dumps({"used": [f.__name__ for f in used],
+                  "misses": {f.__name__: sum(f.stats.cache_misses.values()) for f in used},
+                  "hits": sum(sum(f.stats.cache_hits.values()) for f in used)}))
+"""
+
+
+def test_after_the_child_the_process_loads_the_cpu_code_from_the_cache(tmp_path):
+    """The point of the child: nothing the timed runs call is compiled in the measuring
+    process (a new process, so that nothing compiled by earlier tests is reused)."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, HPU_CACHE_DIR=str(tmp_path), HPU_NO_AUTOCALIBRATE="1",
+               **{run_cmd.ENV_COMPILE_IN_CHILD: "1"})
+    done = subprocess.run([sys.executable, "-c", _LOADS_FROM_CACHE, str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["used"], "the run called no generated CPU function from the new cache folder"
+    assert not any(got["misses"].values()), got["misses"]     # none compiled in this process
+    assert got["hits"] > 0
+
+
+def test_without_the_child_the_process_compiles_it_itself(tmp_path):
+    """The check above can fail: with the child turned off, the same process compiles."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, HPU_CACHE_DIR=str(tmp_path), HPU_NO_AUTOCALIBRATE="1",
+               **{run_cmd.ENV_COMPILE_IN_CHILD: "0"})
+    done = subprocess.run([sys.executable, "-c", _LOADS_FROM_CACHE, str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["used"] and any(got["misses"].values())

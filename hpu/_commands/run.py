@@ -466,6 +466,54 @@ def _measure_all(o: Options, cl_name: str | None, skipped: dict) -> _Report:
                    alg.reference_label, f"uniform in {span}, clipped to {o.dtype}")
 
 
+#: ``0`` turns off :func:`_compile_in_child` (the child itself runs with it off).
+ENV_COMPILE_IN_CHILD = "HPU_RUN_COMPILE_IN_CHILD"
+
+#: The child's problem size: every level kind and both sides of a split, in well under a second.
+_CHILD_N = 4096
+
+
+def _compile_in_child(o: Options, skipped: dict) -> None:
+    """Run the same command on :data:`_CHILD_N` keys in a child process first, so that its
+    compiled code is in the caches before this process times anything.
+
+    Why: machine code that Numba compiles in a process ran 20-30 % slower in that process
+    than the same code loaded from the cache by a later one (the 2-core VM: the README's sort
+    CPU-only 0.27-0.30 s on a fresh machine, 0.22 s after; guide §6, bench/README).  The
+    report would show a new machine's first run slower than every later run and than the
+    plan predicts; this process now loads what the child compiled, as later ones do.  The
+    hybrid row's child run splits at (0.5, 1), so that both sides' code is built.  Best effort:
+    a child that fails or is turned off (``HPU_RUN_COMPILE_IN_CHILD=0``) leaves the
+    compiling to the warm-up, as before.  Not with ``--cluster`` (its workers compile).
+    """
+    import os
+    import subprocess
+    import tempfile
+
+    if os.environ.get(ENV_COMPILE_IN_CHILD, "1") == "0" or o.cluster is not None:
+        return
+    devices = [d for d in o.devices if d not in skipped]
+    if not devices:
+        return
+    device = devices[0] if len(devices) == 1 else "all"
+    cmd = [sys.executable, "-m", "hpu", "run", o.algorithm, "--n", str(min(o.n, _CHILD_N)),
+           "--device", device, "--dtype", o.dtype, "--repeat", "1", "--json"]
+    if device in ("hybrid", "all"):
+        cmd += ["--alpha", "0.5", "--y", "1"]
+    if o.cl_device is not None:
+        cmd += ["--cl-device", str(o.cl_device)]
+    with tempfile.TemporaryDirectory(prefix="hpu-run-child-") as history:
+        # the child's tiny forced split must not reach the adaptive strategy's rates, nor
+        # calibrate (its split is given)
+        env = dict(os.environ, **{ENV_COMPILE_IN_CHILD: "0", "HPU_HISTORY_DIR": history,
+                                  "HPU_NO_AUTOCALIBRATE": "1"})
+        try:
+            subprocess.run(cmd, env=env, timeout=900, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, check=False)
+        except (OSError, subprocess.SubprocessError):
+            pass
+
+
 # ------------------------------------------------------------------------- output
 
 def _bytes_text(n: int) -> str:
@@ -614,6 +662,7 @@ def main(args) -> int:
     except _BadValue as err:
         print(f"hpu run: error: {err}", file=sys.stderr)
         return 2
+    _compile_in_child(o, skipped)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
