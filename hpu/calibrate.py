@@ -684,11 +684,20 @@ _PRIME = """
 import numpy as np
 from hpu._calib_merge import _make_sorter
 sorter = _make_sorter()
-for n in (64, 4096):
-    for run in (lambda a, t: sorter.sequential(a, t, 0, n),
-                lambda a, t: sorter.run(a, t, 0, n, device="cpu", K=1)):
+# the calls calibration makes: gamma's one-core sort, the combines' K = 1 runs, the
+# contention's runs split at level 3 (the hybrid's CPU side: the same Numba code whichever
+# OpenCL device the parent measures, so the default one serves)
+runs = [lambda a, t, n: sorter.sequential(a, t, 0, n),
+        lambda a, t, n: sorter.run(a, t, 0, n, device="cpu", K=1),
+        lambda a, t, n: sorter.run(a, t, 0, n, device="cpu", K=3),
+        lambda a, t, n: sorter.run(a, t, 0, n, device="hybrid", alpha=0.5, y=3, K=4)]
+for n in (64, 4096, 1 << 16, 1 << 19):
+    for run in runs:
         a = np.arange(n, 0, -1, dtype=np.int32)
-        run(a, np.empty_like(a))
+        try:
+            run(a, np.empty_like(a), n)
+        except Exception:       # best effort: the parent measures (and reports) anyway
+            pass
 """
 
 
@@ -701,13 +710,16 @@ def _prime_cpu_code() -> None:
     calibration on empty caches read the CPU slow (γ 1.24-1.31 where every later one read
     1.02-1.10) and could send a whole run to a slower device.  Users' runs are the later
     processes; with the code compiled beforehand in a child, this process loads it from the
-    cache as they do.  Best effort: without caches or a child the measurement goes on.
+    cache as they do.  The child imports this process's hpu (:mod:`hpu._child`: run from
+    a checkout, ``python -c`` would import the checkout's), and makes the calls that
+    calibration makes.  Best effort: without caches or a child the measurement goes on.
     """
-    import os
     import subprocess
 
+    from hpu import _child
+
     try:
-        subprocess.run([sys.executable, "-c", _PRIME], env=dict(os.environ), timeout=600,
+        subprocess.run(_child.command("-c", _PRIME), env=_child.environment(), timeout=600,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     except (OSError, subprocess.SubprocessError):
         pass

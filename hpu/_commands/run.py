@@ -490,14 +490,16 @@ def _compile_in_child(o: Options, skipped: dict) -> None:
     import subprocess
     import tempfile
 
+    from hpu import _child
+
     if os.environ.get(ENV_COMPILE_IN_CHILD, "1") == "0" or o.cluster is not None:
         return
     devices = [d for d in o.devices if d not in skipped]
     if not devices:
         return
     device = devices[0] if len(devices) == 1 else "all"
-    cmd = [sys.executable, "-m", "hpu", "run", o.algorithm, "--n", str(min(o.n, _CHILD_N)),
-           "--device", device, "--dtype", o.dtype, "--repeat", "1", "--json"]
+    cmd = _child.command("-m", "hpu", "run", o.algorithm, "--n", str(min(o.n, _CHILD_N)),
+                         "--device", device, "--dtype", o.dtype, "--repeat", "1", "--json")
     if device in ("hybrid", "all"):
         cmd += ["--alpha", "0.5", "--y", "1"]
     if o.cl_device is not None:
@@ -505,8 +507,8 @@ def _compile_in_child(o: Options, skipped: dict) -> None:
     with tempfile.TemporaryDirectory(prefix="hpu-run-child-") as history:
         # the child's tiny forced split must not reach the adaptive strategy's rates, nor
         # calibrate (its split is given)
-        env = dict(os.environ, **{ENV_COMPILE_IN_CHILD: "0", "HPU_HISTORY_DIR": history,
-                                  "HPU_NO_AUTOCALIBRATE": "1"})
+        env = _child.environment(**{ENV_COMPILE_IN_CHILD: "0", "HPU_HISTORY_DIR": history,
+                                    "HPU_NO_AUTOCALIBRATE": "1"})
         try:
             subprocess.run(cmd, env=env, timeout=900, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, check=False)
