@@ -10,10 +10,12 @@ helper thread, the device side on one of PoCL's worker threads.  On this
 project's 2-core VM the cores do not run at one speed: each switches between
 a fast state and one about 20 % slower for hundreds of milliseconds at a time
 (1.02 against 1.21 ms for the same sort, pinned).  A pair whose two sides ran
-on different cores then measured the cores, not the code.  Within one hour on
-2026-11-26, five quick calibrations of the whole PoCL device read γ 1.09-1.31;
-with the pairs pinned, four read 1.01-1.07 (``cpu@1``: 0.98-1.04, and the
-same plan each time).  Running each round of pairs with all the process's
+on different cores then measured the cores, not the code.  On 2026-11-26,
+measurements of γ alone (``calibrate._solver_ratio``, quick settings, three
+per process) read 1.15-1.39 unpinned and 0.98-1.17 pinned for the whole PoCL
+device (four processes each way), and 0.94-1.21 against 1.01-1.14 for
+``cpu@1`` (three each way); four quick calibrations of the whole device,
+pinned, read 1.01-1.07.  Running each round of pairs with all the process's
 threads on one core, the core changing from round to round, puts both sides
 of every pair on the same core, so its state cancels in the ratio and every
 core is sampled.
