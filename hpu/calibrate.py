@@ -1346,11 +1346,22 @@ def _measure_contention(sorter, device, n: int, settings: CalibrationSettings, r
         return est.rel_error <= settings.target_rel_error and est.basis == "quiet rounds"
 
     _stats._check_budget(settings.repeats, settings.repeat_cap, settings.target_rel_error)
+    # rounds spread over at least gamma_seconds, as γ's pairs are: a quick calibration's
+    # rounds took half a second, caught one state of the VM's cores and agreed with each
+    # other, and the whole device's contention read 1.32-2.53 between calibrations (± 1.5-7 %
+    # each), enough to flip its plan once in four
+    start = time.monotonic()
+    most = max(settings.repeat_cap, 16 * settings.repeats)
+
+    def young():
+        return time.monotonic() - start < settings.gamma_seconds and len(rounds) < most
+
     for _ in range(settings.repeats):
         one_round()
     est = contention_estimate(rounds, disjoint=disjoint)
-    while len(rounds) < settings.repeat_cap and not settled(est):
-        for _ in range(min(settings.repeat_cap - len(rounds), max(1, len(rounds) // 2))):
+    while (len(rounds) < settings.repeat_cap and not settled(est)) or young():
+        for _ in range(min(max(settings.repeat_cap, most) - len(rounds),
+                           max(1, len(rounds) // 2))):
             one_round()
         est = contention_estimate(rounds, disjoint=disjoint)
     return est

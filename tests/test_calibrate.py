@@ -929,3 +929,39 @@ def test_only_a_cpu_device_pins_its_gamma_pairs():
     assert bench._same_core() is None
     bench.kind = "CPU"
     assert callable(bench._same_core())
+
+
+@pytest.mark.parametrize("seconds", [0.0, 0.4])
+def test_contention_rounds_spread_over_gamma_seconds(seconds):
+    """The contention's rounds last at least ``gamma_seconds`` (as γ's pairs do), bounded by
+    16 × repeats: rounds of half a second caught one state of the VM's cores."""
+    import time
+
+    class Level:
+        def __init__(self, level, phase):
+            self.level, self.phase, self.cpu_seconds, self.gpu_seconds = level, phase, 0.0, 0.0
+
+    calls = []
+
+    class Sorter:
+        def run(self, a, tmp, lo, hi, *, device, cl_device, **options):
+            calls.append(device)
+            a.sort()
+            time.sleep(0.004 if device == "hybrid" else 0.003)
+            run = type("Run", (), {})()
+            run.fallbacks = []
+            run.levels = [Level(0, "combine")]
+            return run
+
+    settings = CalibrationSettings(sum_elements=16, merge_sizes=(64,), transfer_bytes=(1, 2),
+                                   repeats=3, gamma_seconds=seconds)
+    start = time.monotonic()
+    cal._measure_contention(Sorter(), None, 1 << 10, settings, np.random.default_rng(0),
+                            disjoint=False)
+    took = time.monotonic() - start
+    rounds = calls.count("hybrid") - 1                      # less the warm-up
+    assert rounds <= max(settings.repeat_cap, 16 * settings.repeats)
+    if seconds:
+        assert took >= seconds or rounds == 16 * settings.repeats
+    else:
+        assert rounds <= settings.repeat_cap
