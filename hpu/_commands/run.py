@@ -4,9 +4,10 @@ This is the command a newcomer runs first, so it has to show the whole story
 in one table: the hybrid split the HPU model chose (α, y, K, tasks per side,
 transfer bytes, fallbacks), the CPU alone, the OpenCL device alone, the
 one-core recursive function (004's baseline, ``.sequential``) and NumPy, each
-as the median of ``--repeat`` runs after an untimed warm-up (the first call
-compiles: Numba for the CPU, the OpenCL program for the device), with its
-speedup over the one-core baseline.
+as the median of ``--repeat`` runs after an untimed warm-up, with its speedup
+over the one-core baseline.  What the runs call is compiled first by the same
+command on a few keys in a child process (:func:`_compile_in_child`), so that
+this process times code loaded from the caches, as every later run does.
 
 Nothing is reported unless it is right: every result of every run (warm-up
 included) is compared with an independent NumPy reference, and a mismatch is
