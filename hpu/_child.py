@@ -19,7 +19,8 @@ module (2026-11-26, the 2-core VM).
 
 :func:`command` runs the interpreter with ``-P`` (no current folder on the
 path) and :func:`environment` puts the folders this process imported ``hpu``
-and ``algorithms`` from first on ``PYTHONPATH``.
+and ``algorithms`` from first on ``PYTHONPATH``; :func:`run_quietly` runs such
+a child, best effort, as both callers want.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["command", "environment", "package_roots"]
+__all__ = ["command", "environment", "package_roots", "run_quietly"]
 
 
 def package_roots() -> list[str]:
@@ -57,3 +58,16 @@ def environment(**extra: str) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(roots + [p for p in old if p not in roots])
     env.update(extra)
     return env
+
+
+def run_quietly(*args: str, timeout: float, **extra: str) -> None:
+    """Run ``python -P *args`` in :func:`environment` (``extra`` added), output discarded,
+    and wait at most ``timeout`` seconds.  Best effort: a child that cannot start, fails or
+    runs over is ignored, for the caller then does the work itself, only slower."""
+    import subprocess
+
+    try:
+        subprocess.run(command(*args), env=environment(**extra), timeout=timeout,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    except (OSError, subprocess.SubprocessError):
+        pass

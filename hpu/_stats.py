@@ -412,6 +412,13 @@ def adaptive_samples(run, *, min_samples: int, max_samples: int, target: float) 
     return out
 
 
+def _no_context(k: int):
+    """The ``around`` of a measurement that wraps its rounds in nothing."""
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
 def _timed_pair(numerator, denominator, *, flip: bool) -> tuple[float, float]:
     """``(numerator(), denominator())`` seconds, run in that order or, with ``flip``, the
     other way round (so that neither side always runs second, e.g. with warmer caches)."""
@@ -439,15 +446,14 @@ def paired_ratio(numerator, denominator, *, min_pairs: int, max_pairs: int,
     so errs towards caution.  ``around``: None, or ``around(k)`` giving the
     context manager that pair ``k`` runs in (as in :func:`interleaved_ratios`).
     """
-    import contextlib
-
     _check_budget(min_pairs, max_pairs, target)
+    around = _no_context if around is None else around
     nums: list[float] = []
     dens: list[float] = []
     ratios: list[float] = []
 
     def one_pair():
-        with (contextlib.nullcontext() if around is None else around(len(ratios))):
+        with around(len(ratios)):
             n_, d_ = _timed_pair(numerator, denominator, flip=len(ratios) % 2 == 1)
         nums.append(n_)
         dens.append(d_)
@@ -481,7 +487,6 @@ def interleaved_ratios(pairs, *, min_rounds: int, min_seconds: float = 0.0,
     ``k`` runs in (e.g. :func:`hpu._affinity.rotating`: every thread on one core).
     Returns per pair ``(Estimate, numerator times, denominator times)``.
     """
-    import contextlib
     import time
 
     pairs = list(pairs)
@@ -495,8 +500,7 @@ def interleaved_ratios(pairs, *, min_rounds: int, min_seconds: float = 0.0,
         raise ValueError(f"max_rounds={max_rounds!r}; expected None or an integer >= min_rounds "
                          f"({min_rounds})")
     clock = time.monotonic if clock is None else clock
-    if around is None:
-        around = lambda k: contextlib.nullcontext()  # noqa: E731
+    around = _no_context if around is None else around
     nums: list[list[float]] = [[] for _ in pairs]
     dens: list[list[float]] = [[] for _ in pairs]
     start = clock()

@@ -714,15 +714,9 @@ def _prime_cpu_code() -> None:
     a checkout, ``python -c`` would import the checkout's), and makes the calls that
     calibration makes.  Best effort: without caches or a child the measurement goes on.
     """
-    import subprocess
-
     from hpu import _child
 
-    try:
-        subprocess.run(_child.command("-c", _PRIME), env=_child.environment(), timeout=600,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    except (OSError, subprocess.SubprocessError):
-        pass
+    _child.run_quietly("-c", _PRIME, timeout=600)
 
 
 def busy_message(profile: Profile) -> str:
@@ -1360,8 +1354,7 @@ def _measure_contention(sorter, device, n: int, settings: CalibrationSettings, r
         one_round()
     est = contention_estimate(rounds, disjoint=disjoint)
     while (len(rounds) < settings.repeat_cap and not settled(est)) or young():
-        for _ in range(min(max(settings.repeat_cap, most) - len(rounds),
-                           max(1, len(rounds) // 2))):
+        for _ in range(min(most - len(rounds), max(1, len(rounds) // 2))):
             one_round()
         est = contention_estimate(rounds, disjoint=disjoint)
     return est

@@ -18,21 +18,33 @@ def _mask(tid: int) -> set[int]:
     return set(os.sched_getaffinity(tid))
 
 
-@linux_multi
-def test_pinned_moves_every_thread_and_puts_each_back():
-    cores = _affinity.allowed_cores()
-    stop = threading.Event()
+@contextlib.contextmanager
+def _waiting_thread():
+    """A thread that records its id and its cores as it starts, then waits for the block's
+    end; yields what it recorded once it has."""
+    stop, started = threading.Event(), threading.Event()
     seen = {}
 
     def worker():
         seen["tid"] = threading.get_native_id()
+        seen["inside"] = _mask(0)
+        started.set()
         stop.wait(10)
 
     t = threading.Thread(target=worker)
     t.start()
     try:
-        while "tid" not in seen:
-            pass
+        assert started.wait(10)
+        yield seen
+    finally:
+        stop.set()
+        t.join()
+
+
+@linux_multi
+def test_pinned_moves_every_thread_and_puts_each_back():
+    cores = _affinity.allowed_cores()
+    with _waiting_thread() as seen:
         # a thread with cores of its own keeps them after the block
         os.sched_setaffinity(seen["tid"], {cores[0]})
         with _affinity.pinned(cores[-1]):
@@ -40,33 +52,16 @@ def test_pinned_moves_every_thread_and_puts_each_back():
             assert _mask(seen["tid"]) == {cores[-1]}
         assert _mask(0) == set(cores)
         assert _mask(seen["tid"]) == {cores[0]}
-    finally:
-        stop.set()
-        t.join()
 
 
 @linux_multi
 def test_a_thread_started_while_pinned_gets_the_process_cores_after():
     cores = _affinity.allowed_cores()
-    stop = threading.Event()
-    seen = {}
-
-    def worker():
-        seen["tid"] = threading.get_native_id()
-        seen["inside"] = _mask(0)
-        stop.wait(10)
-
-    with _affinity.pinned(cores[0]):
-        t = threading.Thread(target=worker)
-        t.start()
-        while "inside" not in seen:
-            pass
-    try:
+    with contextlib.ExitStack() as stack:
+        with _affinity.pinned(cores[0]):
+            seen = stack.enter_context(_waiting_thread())
         assert seen["inside"] == {cores[0]}          # inherited the pin...
         assert _mask(seen["tid"]) == set(cores)      # ...and lost it with the block
-    finally:
-        stop.set()
-        t.join()
 
 
 @linux_multi

@@ -510,16 +510,23 @@ def test_interleaved_ratios_refuse_a_bad_budget(kwargs, match):
         _stats.interleaved_ratios([], min_rounds=1)
 
 
-def test_interleaved_ratios_run_each_round_inside_around():
-    """``around(k)`` wraps round k's pairs: every pair of a round sees the same context."""
+def _recording_around():
+    """``(around, inside)``: ``inside[0]`` is k within ``around(k)``, None outside."""
     inside: list[int | None] = [None]
-    log = []
 
     @contextlib.contextmanager
     def around(k):
         inside[0] = k
         yield
         inside[0] = None
+
+    return around, inside
+
+
+def test_interleaved_ratios_run_each_round_inside_around():
+    """``around(k)`` wraps round k's pairs: every pair of a round sees the same context."""
+    around, inside = _recording_around()
+    log = []
 
     def side(name):
         def run():
@@ -535,14 +542,8 @@ def test_interleaved_ratios_run_each_round_inside_around():
 
 
 def test_paired_ratio_runs_each_pair_inside_around():
-    inside: list[int | None] = [None]
+    around, inside = _recording_around()
     log = []
-
-    @contextlib.contextmanager
-    def around(k):
-        inside[0] = k
-        yield
-        inside[0] = None
 
     est, _, _ = _stats.paired_ratio(lambda: log.append(inside[0]) or 2.0,
                                     lambda: log.append(inside[0]) or 1.0,

@@ -488,7 +488,6 @@ def _compile_in_child(o: Options, skipped: dict) -> None:
     compiling to the warm-up, as before.  Not with ``--cluster`` (its workers compile).
     """
     import os
-    import subprocess
     import tempfile
 
     from hpu import _child
@@ -499,22 +498,18 @@ def _compile_in_child(o: Options, skipped: dict) -> None:
     if not devices:
         return
     device = devices[0] if len(devices) == 1 else "all"
-    cmd = _child.command("-m", "hpu", "run", o.algorithm, "--n", str(min(o.n, _CHILD_N)),
-                         "--device", device, "--dtype", o.dtype, "--repeat", "1", "--json")
+    args = ["-m", "hpu", "run", o.algorithm, "--n", str(min(o.n, _CHILD_N)), "--device", device,
+            "--dtype", o.dtype, "--repeat", "1", "--json"]
     if device in ("hybrid", "all"):
-        cmd += ["--alpha", "0.5", "--y", "1"]
+        args += ["--alpha", "0.5", "--y", "1"]
     if o.cl_device is not None:
-        cmd += ["--cl-device", str(o.cl_device)]
+        args += ["--cl-device", str(o.cl_device)]
     with tempfile.TemporaryDirectory(prefix="hpu-run-child-") as history:
         # the child's tiny forced split must not reach the adaptive strategy's rates, nor
         # calibrate (its split is given)
-        env = _child.environment(**{ENV_COMPILE_IN_CHILD: "0", "HPU_HISTORY_DIR": history,
-                                    "HPU_NO_AUTOCALIBRATE": "1"})
-        try:
-            subprocess.run(cmd, env=env, timeout=900, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, check=False)
-        except (OSError, subprocess.SubprocessError):
-            pass
+        _child.run_quietly(*args, timeout=900, **{ENV_COMPILE_IN_CHILD: "0",
+                                                  "HPU_HISTORY_DIR": history,
+                                                  "HPU_NO_AUTOCALIBRATE": "1"})
 
 
 # ------------------------------------------------------------------------- output
