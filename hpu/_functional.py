@@ -351,9 +351,15 @@ def convert_arguments(args, kwargs):
 #
 # Memory: glibc raises its mmap threshold each time a large block is freed, and blocks
 # under it then stay in the allocating thread's arena after ``free``; with several
-# threads allocating, the peak doubles.  hpu leaves the C library's settings alone (a
-# process-wide change would slow every large allocation of the user's own code);
-# ``MALLOC_MMAP_THRESHOLD_=131072`` in the environment bounds the peak (guide §10).
+# threads allocating, the peak doubled (6x the input for the functional mergesort at
+# 2**24, one core's 3x).  hpu leaves the C library's settings alone (a process-wide
+# change would slow every large allocation of the user's own code) but gives freed pages
+# back (``malloc_trim(0)``, :func:`trim_memory`) before every combine at the top levels,
+# after every top-level call and at the end: 4.5-4.7x, a few per cent of time.  Not
+# after each subtree: the next subtree on that thread would fault the same pages in
+# again.  What is left is each thread arena's top block, which ``malloc_trim`` does not
+# release outside the main arena; ``MALLOC_MMAP_THRESHOLD_=131072`` in the environment
+# bounds the peak at 3x (guide §10).
 #
 # The top levels are the user's code run by Python on the values Numba returns, so
 # their arithmetic follows Python's and NumPy's rules where Numba's typing may differ
@@ -717,6 +723,8 @@ class FanOut:
             fut.set_exception(err)
         else:
             fut.set_result(value)
+        finally:
+            trim_memory()   # the children this call combined
 
     def _result(self, fut):
         while not fut.done():
@@ -747,7 +755,31 @@ class FanOut:
             raise
         finally:
             self._pool.shutdown(wait=False, cancel_futures=True)
+            trim_memory()
         return box_like_numba(value, _numba_return_type(self.compiled, args, kwargs))
+
+
+def _c_trim():
+    """The C library's ``malloc_trim``, or None where there is none (not glibc)."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        fn = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes, fn.restype = [ctypes.c_size_t], ctypes.c_int
+    return fn
+
+
+_MALLOC_TRIM = _c_trim()
+
+
+def trim_memory() -> None:
+    """Give the pages of freed blocks back to the system (glibc's ``malloc_trim(0)``; a
+    no-op elsewhere): see "Memory" in the essay above."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
 
 
 def _is_dispatcher(obj) -> bool:
@@ -761,7 +793,9 @@ def _is_dispatcher(obj) -> bool:
 def _resolving(disp):
     """``disp`` called with every proxy in its arguments resolved first."""
     def call(*args, **kwargs):
-        return disp(*resolve(args), **resolve(kwargs))
+        args, kwargs = resolve(args), resolve(kwargs)
+        trim_memory()   # the children's freed blocks, before the combine allocates
+        return disp(*args, **kwargs)
 
     call.__wrapped__ = disp
     return call

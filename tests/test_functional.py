@@ -354,6 +354,30 @@ def test_large_inputs_fan_out_on_their_own():
     assert small.K == 0 and small.cpu_tasks == 1 and "one call" in small.reason
 
 
+def test_the_fan_out_gives_freed_memory_back(monkeypatch):
+    """glibc keeps the pages of freed blocks in each thread's arena: the fan-out trims them
+    before every combine at the top levels, after every top-level call and at the end."""
+    import hpu._functional as fu
+
+    calls = []
+    monkeypatch.setattr(fu, "trim_memory", lambda: calls.append(1))
+    xs = [(i * 7919) % 211 for i in range(1001)]
+    run = msort.run(np.asarray(xs), device="cpu", K=2)
+    assert run.value.tolist() == sorted(xs)
+    combines, nodes = 1 + 2, 2          # merges at levels 0 and 1; the calls at level 1
+    assert len(calls) == combines + nodes + 1
+
+
+def test_trim_memory_reaches_the_c_library():
+    import platform
+
+    import hpu._functional as fu
+
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+        assert fu._MALLOC_TRIM is not None
+    fu.trim_memory()                    # a no-op where the C library has no malloc_trim
+
+
 def test_fanout_levels():
     assert fanout_levels(1 << 20, 2, 2.0, 1)[0] == 0                     # one thread
     assert fanout_levels(FANOUT_MIN - 1, 2, 2.0, 8)[0] == 0               # too small
