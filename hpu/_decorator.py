@@ -157,13 +157,15 @@ class DivideAndConquer:
         self._compiled = None
         self._helpers: dict = {}    # the helpers' dispatchers (compile_functional)
         self._call_shape = None     # (a, arity, loop) of a functional function
+        self._lists = False         # lists at the call stay lists (hpu._functional.takes_lists)
         if not _disabled():
-            from hpu._functional import check_shape, find_allocation
+            from hpu._functional import check_shape, find_allocation, takes_lists
 
             alloc = find_allocation(fn)
             if alloc is not None:
                 check_shape(fn, (inspect.getsourcefile(fn), fn.__code__.co_firstlineno))
                 self._functional = alloc
+                self._lists = takes_lists(fn)
                 return
             self._parse()
             self._resolve(deferrable=True)
@@ -261,10 +263,13 @@ class DivideAndConquer:
         if _disabled():
             return self.py_func(*args, **kwargs)
         if self._functional is not None:
-            from hpu._functional import convert_arguments
+            from hpu._functional import convert_arguments, quiet_reflection
 
-            args, kwargs = convert_arguments(args, kwargs)
-            return self._functional_compiled()(*args, **kwargs)
+            converted = convert_arguments(args, kwargs, self._lists)
+            if converted is None:       # a list Numba cannot type: see _run_functional
+                return self.py_func(*args, **kwargs)
+            with quiet_reflection():
+                return self._functional_compiled()(*converted[0], **converted[1])
         values = self._check_args(args, kwargs)
         program = self._program(values)
         from hpu._interrupt import call, raise_if_stopped
@@ -293,11 +298,9 @@ class DivideAndConquer:
         back to it, recorded."""
         import warnings
 
-        import numba
-
         from hpu._errors import HpuPerformanceWarning
-        from hpu._functional import (FALLBACK_REASON, FanOut, call_shape, convert_arguments,
-                                     fanout_levels, recursion_through_globals)
+        from hpu._functional import (FALLBACK_REASON, UNTYPED_REASON, convert_arguments,
+                                     quiet_reflection, untyped_what)
 
         fallbacks = []
         if o["device"] != "cpu" or o["cluster"] is not None:
@@ -305,15 +308,41 @@ class DivideAndConquer:
             reason = FALLBACK_REASON.format(name=self.__name__, line=line, what=what)
             fallbacks.append(reason)
             warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=4)
-        args, kwargs = convert_arguments(args, kwargs)
+        converted = convert_arguments(args, kwargs, self._lists)
+        if converted is None:
+            # an empty list, or one of lists: Numba types a list by its first item, so the
+            # user's own function answers (an empty list is a base case: nothing is lost)
+            what = untyped_what(args, kwargs)
+            reason = UNTYPED_REASON.format(name=self.__name__, what=what)
+            if what != "an empty list":
+                fallbacks.append(reason)
+                warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=4)
+            t0 = time.perf_counter()
+            value = self.py_func(*args, **kwargs)
+            return Run(value=value, device=o["device"], alpha=1.0, y=None, K=0, cpu_tasks=1,
+                       gpu_tasks=0, fallbacks=fallbacks, levels=(), transfers=(),
+                       seconds=time.perf_counter() - t0, level_sizes=(1,), started=t0,
+                       reason=reason)
+        args, kwargs = converted
+        with quiet_reflection():
+            return self._run_compiled(o, args, kwargs, fallbacks)
+
+    def _run_compiled(self, o, args, kwargs, fallbacks) -> Run:
+        """:meth:`_run_functional` with the arguments converted: one call or the fan-out."""
+        import numba
+
+        from hpu._functional import FanOut, call_shape, fanout_levels, recursion_through_globals
+
         compiled = self._functional_compiled()
         if self._call_shape is None:
             self._call_shape = call_shape(self.py_func)
         a, arity, loop = self._call_shape
-        n = max((v.size for v in (*args, *kwargs.values()) if isinstance(v, np.ndarray)),
+        n = max((v.size if isinstance(v, np.ndarray) else len(v)
+                 for v in (*args, *kwargs.values()) if isinstance(v, (np.ndarray, list))),
                 default=0)
         threads = numba.get_num_threads()
-        K, reason = fanout_levels(n, a, float(self._options["b"]), threads, o["K"], loop)
+        K, reason = fanout_levels(n, a, float(self._options["b"]), threads, o["K"], loop,
+                                  self._lists)
         if K and not recursion_through_globals(self.py_func, self):
             K, reason = 0, (f"{self.__name__} calls itself through a closure, not a global "
                             "name: the function compiled by Numba, as one call")

@@ -291,3 +291,62 @@ def msort_inline(a):
             out[k] = right[j]
             j += 1
     return out
+
+
+# ---------------------------------------------------------------- lists in, lists out
+
+@hpu.divide_and_conquer
+def qsort(arr):
+    """The textbook quicksort: comprehensions, lists concatenated."""
+    if len(arr) <= 1:
+        return arr
+    pivot = arr[len(arr) // 2]
+    left = [x for x in arr if x < pivot]
+    middle = [x for x in arr if x == pivot]
+    right = [x for x in arr if x > pivot]
+    return qsort(left) + middle + qsort(right)
+
+
+def merge_lists(left, right):
+    result = []
+    i = j = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            result.append(left[i])
+            i += 1
+        else:
+            result.append(right[j])
+            j += 1
+    result.extend(left[i:])
+    result.extend(right[j:])
+    return result
+
+
+@hpu.divide_and_conquer
+def lsort(arr):
+    """Mergesort on lists: slices of the list, a helper that appends."""
+    if len(arr) <= 1:
+        return arr
+    mid = len(arr) // 2
+    return merge_lists(lsort(arr[:mid]), lsort(arr[mid:]))
+
+
+@hpu.divide_and_conquer
+def chunk_max(xs):
+    """Largest item, over three chunks collected in a loop (one self-call, in the loop)."""
+    if len(xs) <= 2:
+        return max(xs)
+    q = (len(xs) + 2) // 3
+    best = []
+    for k in range(3):
+        part = xs[k * q:(k + 1) * q]
+        if len(part) > 0:
+            best.append(chunk_max(part))
+    return max(best)
+
+
+LIST_REFERENCES = {
+    "qsort": (qsort, sorted),
+    "lsort": (lsort, sorted),
+    "chunk_max": (chunk_max, max),
+}

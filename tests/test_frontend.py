@@ -31,7 +31,7 @@ def alloc_helper(a, lo):
 
 
 def list_helper(a, lo):
-    t = [a[lo], 0]  # refused
+    t = [a[lo], 0]
     return t
 
 
@@ -209,12 +209,12 @@ def bad_allocating_helper(a, lo, hi):
     return x + y
 
 
-def bad_list_helper(a, lo, hi):
+def list_by_helper(a, lo, hi):
     if hi - lo <= 1:
         return list_helper(a, lo)
     mid = (lo + hi) // 2
-    x = bad_list_helper(a, lo, mid)
-    y = bad_list_helper(a, mid, hi)
+    x = list_by_helper(a, lo, mid)
+    y = list_by_helper(a, mid, hi)
     return x + y
 
 
@@ -458,7 +458,6 @@ MALFORMED = [
     (bad_global, "global"),
     (bad_print, "print"),
     (bad_raise, "raise"),
-    (bad_list_helper, "a list"),
     (bad_recursion_through_helper, "recursion through a helper"),
     (bad_recursive_helper, "a recursive helper"),
     (bad_mutual_helpers, "recursion among helpers"),
@@ -488,7 +487,6 @@ MALFORMED = [
 
 #: where the marker is when the error points into a helper
 MARKER_IN = {
-    "bad_list_helper": list_helper,
     "bad_recursion_through_helper": calls_back, "bad_recursive_helper": self_recursive,
     "bad_mutual_helpers": pong,
 }
@@ -661,3 +659,12 @@ def test_cost_strings(cost, norm):
 def test_bad_options_are_refused(kwargs, exc, text):
     with pytest.raises(exc, match=text.replace("(", r"\(").replace("^", r"\^")):
         hpu.divide_and_conquer(**kwargs)(E.merge)
+
+
+def test_a_helper_that_builds_a_list_makes_the_function_functional():
+    """Once refused ("a list literal"): a list built in a helper is functional style
+    (hpu._functional), compiled by Numba as written; the list comes back as plain Python's."""
+    f = hpu.divide_and_conquer(list_by_helper)
+    a = np.array([4, 7, 1])
+    assert f._functional is not None
+    assert f.run(a, 0, 3, device="cpu").value == list_by_helper(a, 0, 3) == [4, 0, 7, 0, 1, 0]

@@ -518,3 +518,117 @@ def test_a_loop_of_its_own_keeps_the_function_whole_unless_K_is_given():
     assert forced.cpu_tasks == 4 and np.array_equal(forced.value, np.sort(x[:64]))
     # a loop around the self-calls (msort4's) is the divide step: it fans out
     assert call_shape(FANOUT_REFERENCES["msort4"][0].py_func)[2] is None
+
+
+# ---------------------------------------------------------------- lists in, lists out
+
+from functional_examples import LIST_REFERENCES  # noqa: E402
+
+from hpu._errors import HpuPerformanceWarning  # noqa: E402
+
+
+def _run_quietly(f, xs, device, **opts):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HpuPerformanceWarning)   # gpu/hybrid: on the CPU
+        return f.run(xs, device=device, **opts)
+
+
+@pytest.mark.parametrize("name", sorted(LIST_REFERENCES))
+@settings(COMPILES, max_examples=10)
+@given(xs=st.lists(st.integers(-10**6, 10**6), min_size=1, max_size=80),
+       floats=st.booleans(), device=st.sampled_from(["cpu", "gpu", "hybrid"]))
+def test_list_functions_match_plain_python(name, xs, floats, device):
+    f, plain = LIST_REFERENCES[name]
+    xs = [float(v) for v in xs] if floats else xs
+    keep = list(xs)
+    want = plain(xs)
+    assert f.py_func(list(xs)) == want
+    run = _run_quietly(f, xs, device)
+    assert run.value == want and type(run.value) is type(want)
+    if isinstance(want, list):                               # items as plain Python's
+        assert [type(v) for v in run.value] == [type(v) for v in want]
+    assert xs == keep                                        # the caller's list untouched
+    assert f.sequential(list(xs)) == want
+    assert run.K == 0 and "builds Python lists" in run.reason
+
+
+@pytest.mark.parametrize("name", sorted(LIST_REFERENCES))
+@pytest.mark.parametrize("n", [1, 2, 7, 1001])
+def test_list_function_sizes(name, n):
+    f, plain = LIST_REFERENCES[name]
+    xs = [(i * 7919) % 211 - 100 for i in range(n)]
+    assert _run_quietly(f, xs, "cpu").value == plain(xs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HpuPerformanceWarning)  # the default device: hybrid
+        assert f(list(xs)) == plain(xs)
+
+
+def test_a_list_function_is_compiled_not_run_as_python():
+    from functional_examples import qsort
+
+    xs = [5, 3, 9, 1]
+    qsort.run(xs, device="cpu")
+    assert qsort._compiled is not None and qsort._compiled.signatures   # Numba compiled it
+    assert qsort._lists
+
+
+def test_a_mixed_list_is_passed_as_numpy_infers():
+    from functional_examples import qsort
+
+    got = qsort.run([1, 2.5, 0, True], device="cpu").value
+    assert got == [0.0, 1.0, 1.0, 2.5] and all(type(v) is float for v in got)
+
+
+@pytest.mark.parametrize("xs, warns", [([], False), ([[2, 1], [0]], True),
+                                       (["b", "a"], True)])
+def test_a_list_numba_cannot_type_goes_to_the_plain_function(xs, warns):
+    from functional_examples import qsort
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        run = qsort.run(xs, device="cpu")
+    assert run.value == qsort.py_func(xs)
+    assert "the plain Python function runs" in run.reason
+    told = [w for w in seen if issubclass(w.category, HpuPerformanceWarning)]
+    assert bool(told) == warns and bool(run.fallbacks) == warns
+    assert qsort.sequential(xs) == qsort.py_func(xs)
+
+
+def test_numbas_reflected_list_notice_is_not_shown():
+    from numba.core.errors import NumbaPendingDeprecationWarning
+
+    from functional_examples import lsort
+
+    top = hpu.divide_and_conquer(lsort.py_func)      # a new object: compiled in this test
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert top.run([4, 2, 3, 1], device="cpu").value == [1, 2, 3, 4]
+        assert top.sequential([4.0, 2.0]) == [2.0, 4.0]
+    assert not [w for w in seen if issubclass(w.category, NumbaPendingDeprecationWarning)]
+
+
+def test_lists_and_numpy_arrays_together_get_arrays():
+    from functional_examples import msort4
+
+    assert not msort4._lists                # it makes NumPy arrays: lists become arrays
+    got = msort4.run([4, 1, 3, 2, 0], device="cpu").value
+    assert isinstance(got, np.ndarray) and got.tolist() == [0, 1, 2, 3, 4]
+
+
+def test_list_functions_keep_one_call_unless_K_is_given():
+    from hpu._functional import fanout_levels
+
+    K, reason = fanout_levels(1 << 20, 2, 2.0, 4, lists=True)
+    assert K == 0 and "builds Python lists" in reason
+    assert fanout_levels(1 << 20, 2, 2.0, 4, K=2, lists=True)[0] == 2
+    from functional_examples import lsort
+
+    xs = [(i * 7919) % 100003 for i in range(5000)]
+    run = lsort.run(xs, device="cpu", K=2)           # given: the fan-out takes lists too
+    assert run.value == sorted(xs) and run.K == 2 and run.cpu_tasks == 4
+
+
+def test_one_self_call_in_a_loop_is_a_call_per_child():
+    from functional_examples import chunk_max
+
+    assert chunk_max.run([3, 9, 2, 7, 1], device="cpu").value == 9
