@@ -56,6 +56,7 @@ runs entirely in plain Python, as written.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
@@ -270,6 +271,12 @@ class DivideAndConquer:
                 return self.py_func(*args, **kwargs)
             with quiet_reflection():
                 return self._functional_compiled()(*converted[0], **converted[1])
+        if self._written_list(args, kwargs) is not None:   # see _run_as_written
+            value, what = self._call_as_written(args, kwargs)
+            if what is None:
+                return value
+            with _lists_restored(args, kwargs):
+                return self.py_func(*args, **kwargs)
         values = self._check_args(args, kwargs)
         program = self._program(values)
         from hpu._interrupt import call, raise_if_stopped
@@ -424,9 +431,79 @@ class DivideAndConquer:
                        seconds=time.perf_counter() - t0)
         if self._functional is not None:
             return self._run_functional(o, args, kwargs)
+        written = self._written_list(args, kwargs)
+        if written is not None:
+            return self._run_as_written(o, args, kwargs, written)
         values = self._check_args(args, kwargs)
         program = self._program(values)
         return self._run_checked(o, values, program)
+
+    # ------------------------------------------------------------------ lists written
+    def _written_list(self, args, kwargs):
+        """``(parameter, line)`` of a list argument that the function writes to, else
+        None.  Python's list slices are copies and NumPy's are views, so such a list is
+        not converted to an array (an array would change what a function that writes
+        into slices does); the function runs as written on the list
+        (:meth:`_run_as_written`)."""
+        if not any(type(v) is list for v in (*args, *kwargs.values())):
+            return None
+        closure = self._resolve()
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError:
+            return None                 # _check_args says what is wrong
+        lines = dict(closure.first_write)
+        for p, v in bound.arguments.items():
+            if type(v) is list and p in closure.written:
+                return p, lines.get(p)
+        return None
+
+    def _call_as_written(self, args, kwargs):
+        """The function compiled by Numba as written, on the caller's lists (Numba reflects
+        the writes back into them); ``(value, None)``, or ``(None, why)`` when a list is one
+        Numba cannot take unchanged (empty, nested, mixed number types) and nothing ran.
+        On an exception the lists are put back as they were."""
+        from hpu._functional import convert_arguments, quiet_reflection, untyped_what
+
+        converted = convert_arguments(args, kwargs, lists=True)
+        if converted is None or any(c is not v for c, v in zip(
+                (*converted[0], *converted[1].values()), (*args, *kwargs.values()))):
+            what = (untyped_what(args, kwargs) if converted is None
+                    else "a list of several number types")
+            return None, what
+        compiled = self._functional_compiled()
+        with _lists_restored(args, kwargs), quiet_reflection():
+            return compiled(*args, **kwargs), None
+
+    def _run_as_written(self, o, args, kwargs, written) -> Run:
+        import warnings
+
+        from hpu._errors import HpuPerformanceWarning
+
+        p, line = written
+        at = f" (line {line})" if line else ""
+        reason = (f"{self.__name__} writes to {p!r}{at} and was given a list: the function "
+                  "compiled by Numba as written, on the list, as one call on the CPU "
+                  "(Python's list slices are copies and NumPy's are views, so an array "
+                  "could change what it does; pass a NumPy array to run breadth-first)")
+        fallbacks = []
+        if o["device"] != "cpu" or o["cluster"] is not None:
+            fallbacks.append(reason)
+            warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=4)
+        t0 = time.perf_counter()
+        value, what = self._call_as_written(args, kwargs)
+        if what is not None:
+            reason = (f"{self.__name__} writes to {p!r}{at} and was given {what}, which Numba "
+                      "cannot take as it is: the plain Python function runs")
+            if what != "an empty list":
+                fallbacks.append(reason)
+                warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=4)
+            with _lists_restored(args, kwargs):
+                value = self.py_func(*args, **kwargs)
+        return Run(value=value, device=o["device"], alpha=1.0, y=None, K=0, cpu_tasks=1,
+                   gpu_tasks=0, fallbacks=fallbacks, levels=(), transfers=(),
+                   seconds=time.perf_counter() - t0, level_sizes=(1,), started=t0,
+                   reason=reason)
 
     def _run_checked(self, o, values, program=None) -> Run:
         """A run of already checked arguments (``values``: every parameter, the hidden
@@ -637,6 +714,19 @@ def _check_span(name: str, span, values) -> None:
                              f"{hi_name} <= {v.size}")
 
 
+@contextlib.contextmanager
+def _lists_restored(args, kwargs):
+    """The list arguments put back as they were if the body raises: the caller's data is
+    never left half written (the breadth-first path does the same for arrays)."""
+    kept = [(v, list(v)) for v in (*args, *kwargs.values()) if type(v) is list]
+    try:
+        yield
+    except BaseException:
+        for v, old in kept:
+            v[:] = old
+        raise
+
+
 def _describe(v) -> str:
     if isinstance(v, np.ndarray):
         return f"an array (dtype {v.dtype}, shape {v.shape})"
@@ -699,8 +789,10 @@ def _check_value(fname: str, p: str, v, spec, written: bool, write_line):
 
 def _list_argument(where, fname, p, v, written, write_line):
     """A list of numbers where the function indexes an array: one NumPy array, with the
-    dtype NumPy infers (see :mod:`hpu._functional`).  A list the function writes to is
-    refused: the writes would land in the converted copy, not in the caller's list."""
+    dtype NumPy infers (see :mod:`hpu._functional`).  A list the function writes to never
+    gets here from a call or ``.run`` (it runs as written, :meth:`DivideAndConquer.
+    _run_as_written`); ``.plan`` and the other breadth-first views refuse it: the writes
+    would land in the converted copy, not in the caller's list."""
     from hpu._functional import list_to_array
 
     arr = list_to_array(v)
@@ -711,5 +803,6 @@ def _list_argument(where, fname, p, v, written, write_line):
         raise TypeError(f"{where} received a list of {len(v)} items, but {fname} writes to "
                         f"{p!r}{at}, and a list is converted to a new array that the caller "
                         f"never sees; pass a NumPy array: {p} = np.asarray({p}) and read the "
-                        f"result from {p}")
+                        f"result from {p} (a slice of an array is a view, of a list a copy: "
+                        f"calling {fname} with the list runs it as written instead)")
     return arr

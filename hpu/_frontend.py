@@ -728,7 +728,7 @@ def _guard_chain(stmt, where: _Where) -> list[ast.If]:
                          "returns before the calls must be the last statement of an "
                          "`if COND:` block (the base case)",
                          "write `if COND: <base case>; return [value]` and the divide after it")
-        if not node.body or not isinstance(node.body[-1], ast.Return):
+        if not _always_returns(node.body):
             where.refuse(node.body[-1] if node.body else node,
                          "a base-case guard that does not end in return",
                          "the guard's block must finish with `return` so that the base "

@@ -19,6 +19,8 @@ check (:func:`rewrite_values`):
   raises "truth value ... ambiguous", and a device has no truth of an array at
   all.)  An *array* here is a parameter the function indexes, slices or
   measures with ``len``.
+* ``return (a, b) if c else (b, a)`` becomes ``if c: return (a, b)`` /
+  ``else: return (b, a)``: a tuple is a result only in a ``return``.
 
 Lists at the call are converted in :mod:`hpu._decorator` (see
 :func:`list_to_array`): once, with the dtype NumPy infers (``[1, 2]`` ->
@@ -113,6 +115,26 @@ class _Rewrite(ast.NodeTransformer):
         return node
 
     visit_If = visit_While = visit_IfExp = _test
+
+    def visit_Return(self, node):
+        """``return (a, b) if c else (b, a)``: tuples exist only in a return, so the choice
+        becomes ``if c: return (a, b)`` / ``else: return (b, a)``."""
+        self.generic_visit(node)
+        v = node.value
+        if isinstance(v, ast.IfExp) and any(isinstance(e, (ast.Tuple, ast.IfExp))
+                                            for e in (v.body, v.orelse)) and _tuples_in(v):
+            branch = [self.visit_Return(ast.copy_location(ast.Return(value=e), e))
+                      for e in (v.body, v.orelse)]
+            return ast.copy_location(ast.If(test=v.test, body=[branch[0]], orelse=[branch[1]]),
+                                     node)
+        return node
+
+
+def _tuples_in(e) -> bool:
+    """Whether the chain of conditional expressions ``e`` chooses between tuples."""
+    if isinstance(e, ast.IfExp):
+        return _tuples_in(e.body) or _tuples_in(e.orelse)
+    return isinstance(e, ast.Tuple)
 
 
 def rewrite_values(tree: ast.FunctionDef) -> ast.FunctionDef:

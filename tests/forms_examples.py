@@ -172,3 +172,20 @@ def count_desc(a, lo, hi):
         return s
     else:
         return 0
+
+
+@hpu.divide_and_conquer(b=2, cost="1", span=("lo", "hi"))
+def min_max(a, lo, hi):
+    """(smallest, largest); the two-element base case picks its tuple with a conditional
+    expression, and the one-element case is a guard ending in if/else returns."""
+    if hi - lo == 1:
+        if a[lo] < 0:
+            return a[lo], a[lo]
+        else:
+            return a[lo], a[lo]
+    if hi - lo == 2:
+        return (a[lo], a[lo + 1]) if a[lo] < a[lo + 1] else (a[lo + 1], a[lo])
+    mid = (lo + hi) // 2
+    lmin, lmax = min_max(a, lo, mid)
+    rmin, rmax = min_max(a, mid, hi)
+    return min(lmin, rmin), max(lmax, rmax)

@@ -350,3 +350,47 @@ LIST_REFERENCES = {
     "lsort": (lsort, sorted),
     "chunk_max": (chunk_max, max),
 }
+
+
+# ---------------------------------------------------------------- lists written in place
+
+@hpu.divide_and_conquer
+def merge_sort_in_place(arr):
+    """The mergesort most tutorials print: list slices (copies) sorted, merged back into
+    ``arr``; on a NumPy array the slices would be views and the merge would read what it
+    has just overwritten."""
+    if len(arr) > 1:
+        mid = len(arr) // 2
+        L = arr[:mid]
+        R = arr[mid:]
+        merge_sort_in_place(L)
+        merge_sort_in_place(R)
+        i = j = k = 0
+        while i < len(L) and j < len(R):
+            if L[i] <= R[j]:
+                arr[k] = L[i]
+                i += 1
+            else:
+                arr[k] = R[j]
+                j += 1
+            k += 1
+        while i < len(L):
+            arr[k] = L[i]
+            i += 1
+            k += 1
+        while j < len(R):
+            arr[k] = R[j]
+            j += 1
+            k += 1
+
+
+@hpu.divide_and_conquer
+def negate_then_check(a, lo, hi):
+    """Negates every item; the leaf that meets 13 divides by zero, after the leaves
+    before it have written theirs."""
+    if hi - lo == 1:
+        a[lo] = -a[lo] + 0 * (1 // (a[lo] - 13))
+        return
+    mid = (lo + hi) // 2
+    negate_then_check(a, lo, mid)
+    negate_then_check(a, mid, hi)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import forms_examples as F
 
 FUNCTIONS = [F.total, F.largest, F.count_positive, F.best_sum, F.max_subarray, F.is_sorted,
-             F.mergesort, F.total4, F.span_min, F.total_ternary, F.count_desc]
+             F.mergesort, F.total4, F.span_min, F.total_ternary, F.count_desc, F.min_max]
 
 SPLITS = [
     pytest.param({"device": "cpu"}, id="cpu"),
@@ -63,7 +63,7 @@ def test_each_form_matches_plain_python_on_every_device(fn, split, data):
     assert run.fallbacks == []
 
 
-@pytest.mark.parametrize("fn", [F.total, F.is_sorted, F.count_positive, F.total4],
+@pytest.mark.parametrize("fn", [F.total, F.is_sorted, F.count_positive, F.total4, F.min_max],
                          ids=lambda f: f.__name__)
 def test_the_device_gets_work_at_the_large_size(fn):
     x = np.arange(2049, dtype=np.int64)

@@ -151,10 +151,13 @@ def writes_list(a, lo, hi):
     writes_list(a, mid, hi)
 
 
-def test_a_list_the_function_writes_is_refused():
+def test_a_list_the_function_writes_is_written_as_python_writes_it():
     f = hpu.divide_and_conquer(writes_list)
-    with pytest.raises(TypeError, match="np.asarray"):
-        f.options(device="cpu")([1.0, 2.0], 0, 2)
+    xs = [1.0, 2.0]
+    run = f.options(device="cpu").run(xs, 0, 2)
+    assert xs == [2.0, 4.0] and "was given a list" in run.reason
+    with pytest.raises(TypeError, match="np.asarray"):      # no breadth-first plan of it
+        f.plan([1.0, 2.0], 0, 2, device="cpu")
 
 
 @pytest.mark.parametrize("text, value", [("inf", math.inf), ("-inf", -math.inf),
@@ -632,3 +635,69 @@ def test_one_self_call_in_a_loop_is_a_call_per_child():
     from functional_examples import chunk_max
 
     assert chunk_max.run([3, 9, 2, 7, 1], device="cpu").value == 9
+
+
+# ---------------------------------------------------------------- lists written in place
+
+@settings(COMPILES, max_examples=10)
+@given(xs=st.lists(st.integers(-10**6, 10**6), max_size=80), floats=st.booleans(),
+       device=st.sampled_from(["cpu", "gpu", "hybrid"]))
+def test_a_list_written_in_place_is_sorted_as_plain_python_sorts_it(xs, floats, device):
+    from functional_examples import merge_sort_in_place as f
+
+    xs = [float(v) for v in xs] if floats else xs
+    want = list(xs)
+    assert f.py_func(want) is None
+    got = list(xs)
+    run = _run_quietly(f, got, device)
+    assert got == want and run.value is None
+    assert [type(v) for v in got] == [type(v) for v in want]
+    if xs:
+        assert "was given a list" in run.reason and run.K == 0
+        assert bool(run.fallbacks) == (device != "cpu")
+    again = list(xs)
+    f.sequential(again)
+    assert again == want
+
+
+def test_a_numpy_array_still_runs_breadth_first():
+    from functional_examples import negate_then_check as f
+
+    x = np.arange(1, 9)
+    run = f.run(x, 0, 8, device="cpu")
+    assert x.tolist() == [-v for v in range(1, 9)] and "was given a list" not in (run.reason or "")
+
+
+def test_an_error_puts_the_callers_list_back():
+    from functional_examples import negate_then_check as f
+
+    xs = list(range(1, 20))
+    plain = list(xs)
+    with pytest.raises(ZeroDivisionError):
+        f.py_func(plain, 0, len(plain))
+    for device in ("cpu", "gpu"):
+        with pytest.raises(ZeroDivisionError), warnings.catch_warnings():
+            warnings.simplefilter("ignore", HpuPerformanceWarning)
+            f.run(xs, 0, len(xs), device=device)
+        assert xs == list(range(1, 20))              # as it was, not half negated
+    with pytest.raises(ZeroDivisionError):
+        f.sequential(xs, 0, len(xs))
+    assert xs == list(range(1, 20))
+    ok = [1, 2, 3]
+    f.run(ok, 0, 3, device="cpu")
+    assert ok == [-1, -2, -3]                        # the writes reach the caller's list
+
+
+def test_a_written_list_numba_cannot_take_goes_to_the_plain_function():
+    from functional_examples import merge_sort_in_place as f
+
+    mixed = [3, 1.5, 2]
+    with pytest.warns(HpuPerformanceWarning, match="several number types"):
+        run = f.run(mixed, device="cpu")
+    assert mixed == [1.5, 2, 3] and type(mixed[1]) is int     # plain Python's own result
+    assert "plain Python function runs" in run.reason and run.fallbacks
+    empty = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                          # an empty list: no warning
+        assert f.run(empty, device="cpu").fallbacks == []
+    assert empty == []
