@@ -359,6 +359,60 @@ def _is_self(obj, fn, self_obj) -> bool:
     return obj is self_obj or obj is fn or getattr(obj, "py_func", None) is fn
 
 
+#: the hidden last parameter of the guarded copy (:func:`_depth_guarded`)
+DEPTH_PARAM = "hpu__depth"
+
+
+def _depth_guarded(f, glb):
+    """``f`` as Numba should compile it: a copy whose self-calls pass their depth in a hidden
+    last parameter and which raises :class:`hpu.HpuRecursionError` (a ``RecursionError``)
+    at :data:`hpu._guard.NATIVE_DEPTH` calls, naming the user's file, line and recursive
+    calls.  Compiled recursion has no interpreter to stop it: a runaway (a call that never
+    shrinks its problem) overflowed the thread's stack and killed the process.  None when
+    ``f``'s source cannot be rewritten (no source, a closure, ``*args``, keyword-only or
+    positional-only parameters): then ``f`` is compiled unguarded."""
+    import inspect
+
+    from hpu._errors import HpuRecursionError
+    from hpu._guard import NATIVE_DEPTH, max_depth
+
+    tree = _tree_of(f)
+    a = tree.args if tree is not None else None
+    if (tree is None or f.__closure__ or a.vararg or a.kwarg or a.kwonlyargs
+            or a.posonlyargs or DEPTH_PARAM in f.__code__.co_varnames):
+        return None
+    name = tree.name
+    calls = sorted({n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Name) and n.func.id == name})
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name:
+            n.keywords.append(ast.keyword(DEPTH_PARAM, ast.BinOp(
+                ast.Name(DEPTH_PARAM, ast.Load()), ast.Add(), ast.Constant(1))))
+    a.args.append(ast.arg(DEPTH_PARAM))
+    a.defaults.append(ast.Constant(0))
+    limit = min(NATIVE_DEPTH, max_depth())
+    filename = inspect.getsourcefile(f) or f.__code__.co_filename
+    lines = ", ".join(map(str, calls))
+    msg = (f"{filename}:{tree.lineno}: {name}() recursed {limit} calls deep (its recursive "
+           f"calls at line{'s' if len(calls) > 1 else ''} {lines}): either the base case is "
+           "never reached for these arguments (a call that does not shrink its problem), or "
+           f"the recursion is legitimately this deep; hpu stops compiled recursion at {limit} "
+           "calls so that the thread's stack cannot overflow")
+    check = ast.parse(f"if {DEPTH_PARAM} >= {limit}:\n    raise hpu__RecursionError({msg!r})"
+                      ).body[0]
+    tree.body.insert(0, check)
+    tree.decorator_list = []
+    for n in ast.walk(check):
+        ast.copy_location(n, tree)
+    ast.fix_missing_locations(tree)
+    glb["hpu__RecursionError"] = HpuRecursionError
+    space: dict = {}
+    exec(compile(ast.Module([tree], []), filename, "exec"), glb, space)  # noqa: S102
+    guarded = space[name]
+    guarded.__defaults__ = (f.__defaults__ or ()) + (0,)
+    return guarded
+
+
 def compile_functional(fn, self_obj, done: dict | None = None):
     """``fn`` and the helpers it calls compiled by Numba as written (recursion through
     ``self_obj``, the decorated object, resolves to the compiled function itself), with
@@ -374,10 +428,13 @@ def compile_functional(fn, self_obj, done: dict | None = None):
         if f in done:
             return done[f]
         glb = dict(f.__globals__)
-        clone = types.FunctionType(f.__code__, glb, f.__name__, f.__defaults__, f.__closure__)
+        clone = _depth_guarded(f, glb) if is_main else None
+        if clone is None:
+            clone = types.FunctionType(f.__code__, glb, f.__name__, f.__defaults__,
+                                       f.__closure__)
         disp = numba.njit(nogil=True)(clone)
         done[f] = disp
-        for n in f.__code__.co_names:
+        for n in clone.__code__.co_names:
             obj = glb.get(n)
             if _is_self(obj, fn, self_obj) and (is_main or obj is not fn):
                 glb[n] = disp if is_main else done[fn]

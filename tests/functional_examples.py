@@ -394,3 +394,24 @@ def negate_then_check(a, lo, hi):
     mid = (lo + hi) // 2
     negate_then_check(a, lo, mid)
     negate_then_check(a, mid, hi)
+
+
+# ---------------------------------------------------------------- runaways (subprocess tests)
+
+@hpu.divide_and_conquer
+def runaway_sort(a):
+    """a[:m + 1] of two keys is both keys again: the recursion never shrinks."""
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    return merge(runaway_sort(a[:m + 1]), runaway_sort(a[m:]))  # LINE_RUNAWAY
+
+
+@hpu.divide_and_conquer
+def runaway_qsort(arr):
+    """The pivot stays in the left part: [1, 1] splits into [1, 1] and []."""
+    if len(arr) <= 1:
+        return arr
+    left = [x for x in arr if x <= arr[0]]
+    right = [x for x in arr if x > arr[0]]
+    return runaway_qsort(left) + runaway_qsort(right)  # LINE_RUNAWAY_Q

@@ -701,3 +701,57 @@ def test_a_written_list_numba_cannot_take_goes_to_the_plain_function():
         warnings.simplefilter("error")                          # an empty list: no warning
         assert f.run(empty, device="cpu").fallbacks == []
     assert empty == []
+
+
+# ---------------------------------------------------------------- runaways
+
+RUNAWAY_CHILD = """
+import json, sys, warnings
+import numpy as np
+sys.path.insert(0, {tests!r})
+warnings.simplefilter("ignore")
+import functional_examples as fe
+out = []
+for name, arg, how in [("runaway_sort", np.arange(10), "run"),
+                       ("runaway_sort", np.arange(10), "sequential"),
+                       ("runaway_sort", np.arange(1 << 16), "fan-out"),
+                       ("runaway_qsort", [3, 1, 2], "run"),
+                       ("runaway_qsort", [2, 1, 1], "gpu")]:
+    f = getattr(fe, name)
+    try:
+        if how == "sequential":
+            f.sequential(arg)
+        elif how == "fan-out":
+            f.run(arg, device="cpu", K=2)
+        else:
+            f.run(arg, device="cpu" if how == "run" else "gpu")
+        out.append([name, how, None, ""])
+    except RecursionError as e:
+        out.append([name, how, type(e).__name__, str(e)])
+print(json.dumps(out))
+"""
+
+
+def test_a_runaway_raises_a_recursion_error_naming_the_line_never_crashes():
+    """Compiled recursion has no interpreter to stop it: before the depth guard these
+    killed the process (exit 139).  In a child, so that a regression fails here."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    child = subprocess.run([sys.executable, "-c", RUNAWAY_CHILD.format(tests=here)],
+                           capture_output=True, text=True, timeout=600)
+    assert child.returncode == 0, child.stderr[-2000:]
+    results = json.loads(child.stdout.strip().splitlines()[-1])
+    assert len(results) == 5
+    import functional_examples as fe
+
+    for name, how, kind, text in results:
+        f = getattr(fe, name)
+        assert kind == "HpuRecursionError", (name, how, kind)
+        src = inspect.getsourcelines(f.py_func)
+        call_line = next(src[1] + i for i, t in enumerate(src[0]) if "# LINE_RUNAWAY" in t)
+        assert text.startswith(f"{inspect.getsourcefile(f.py_func)}:{src[1] + 1}: {name}()")
+        assert f"recursive calls at line {call_line}" in text, text
