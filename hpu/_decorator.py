@@ -293,8 +293,13 @@ class DivideAndConquer:
             if self._compiled is None:
                 from hpu._functional import compile_functional
 
+                from hpu._guard import boundscheck_default
+
                 helpers: dict = {}
-                self._compiled = compile_functional(self.py_func, self, helpers)
+                bounds = (self._boundscheck if self._boundscheck is not None
+                          else boundscheck_default())
+                self._compiled = compile_functional(self.py_func, self, helpers,
+                                                    boundscheck=bounds)
                 self._helpers = helpers
             return self._compiled
 

@@ -413,11 +413,13 @@ def _depth_guarded(f, glb):
     return guarded
 
 
-def compile_functional(fn, self_obj, done: dict | None = None):
+def compile_functional(fn, self_obj, done: dict | None = None, boundscheck: bool = False):
     """``fn`` and the helpers it calls compiled by Numba as written (recursion through
     ``self_obj``, the decorated object, resolves to the compiled function itself), with
     ``nogil=True``: subtrees run at once on threads (:class:`FanOut`).  ``done``, when
-    given, is filled with each Python function (``fn`` and its helpers) -> its dispatcher."""
+    given, is filled with each Python function (``fn`` and its helpers) -> its dispatcher.
+    ``boundscheck``: Numba's bounds checking (an index out of range raises ``IndexError``),
+    the function's ``boundscheck=`` or ``HPU_BOUNDSCHECK``, as on the other paths."""
     import types
 
     import numba
@@ -432,7 +434,7 @@ def compile_functional(fn, self_obj, done: dict | None = None):
         if clone is None:
             clone = types.FunctionType(f.__code__, glb, f.__name__, f.__defaults__,
                                        f.__closure__)
-        disp = numba.njit(nogil=True)(clone)
+        disp = numba.njit(nogil=True, boundscheck=boundscheck)(clone)
         done[f] = disp
         for n in clone.__code__.co_names:
             obj = glb.get(n)

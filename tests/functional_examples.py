@@ -415,3 +415,25 @@ def runaway_qsort(arr):
     left = [x for x in arr if x <= arr[0]]
     right = [x for x in arr if x > arr[0]]
     return runaway_qsort(left) + runaway_qsort(right)  # LINE_RUNAWAY_Q
+
+
+def merge_off_by_one(left, right):
+    """Reads left[len(left)] when the right side runs out first: plain Python raises
+    IndexError there."""
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = j = 0
+    for k in range(len(out)):
+        if j >= len(right) or left[i] <= right[j]:
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+    return out
+
+
+def _sort_off_by_one(a):
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    return merge_off_by_one(_sort_off_by_one(a[:m]), _sort_off_by_one(a[m:]))

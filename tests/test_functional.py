@@ -755,3 +755,20 @@ def test_a_runaway_raises_a_recursion_error_naming_the_line_never_crashes():
         call_line = next(src[1] + i for i, t in enumerate(src[0]) if "# LINE_RUNAWAY" in t)
         assert text.startswith(f"{inspect.getsourcefile(f.py_func)}:{src[1] + 1}: {name}()")
         assert f"recursive calls at line {call_line}" in text, text
+
+
+def test_boundscheck_reaches_the_functional_path():
+    import functional_examples as fe
+
+    f = hpu.divide_and_conquer(boundscheck=True)(fe._sort_off_by_one)
+    x = np.array([1, 2, 3, 4, 0])       # the left side runs out first: left[len(left)]
+    keep = x.copy()
+    with pytest.raises(IndexError):
+        fe._sort_off_by_one(x)          # plain Python
+    with pytest.raises(IndexError):
+        f.run(x, device="cpu")
+    with pytest.raises(IndexError):
+        f.sequential(x)
+    assert np.array_equal(x, keep)
+    # descending keys: the right side always runs out first, and no index is out of range
+    assert f.run(np.array([5, 4, 1]), device="cpu").value.tolist() == [1, 4, 5]
