@@ -40,9 +40,12 @@ settings.register_profile(
 
 
 def pytest_configure(config):
-    if not os.environ.get("HPU_CACHE_DIR"):
+    # pytest-xdist's workers inherit the environment the controller set here: each makes a
+    # cache of its own (tests count their own compilations), unless the user chose one
+    if not os.environ.get("HPU_CACHE_DIR") or os.environ.get("HPU_TEST_CACHE_MADE"):
         path = tempfile.mkdtemp(prefix="hpu-test-cache-")
         os.environ["HPU_CACHE_DIR"] = path
+        os.environ["HPU_TEST_CACHE_MADE"] = "1"
         _made.append(path)
     config_home = tempfile.mkdtemp(prefix="hpu-test-config-")
     _made.append(config_home)
@@ -73,6 +76,7 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     for path in _made:
         os.environ.pop("HPU_CACHE_DIR", None)
+        os.environ.pop("HPU_TEST_CACHE_MADE", None)
         shutil.rmtree(path, ignore_errors=True)
 
 
