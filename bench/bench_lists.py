@@ -1,0 +1,155 @@
+"""Recursion written for Python lists (issue 17): hpu against the plain function, one process.
+Reported, never asserted.
+
+Three functions as tutorials print them, each given a Python list of ints:
+
+* ``qsort``: the textbook quicksort, three list comprehensions and ``+``;
+* ``lsort``: mergesort on list slices, a helper that ``append``s and ``extend``s;
+* ``merge_sort``: the in-place mergesort most tutorials print (``L = arr[:mid]``,
+  both halves sorted, merged back into ``arr``), a list the function writes to.
+
+hpu compiles each with Numba as written, on the caller's lists (``hpu._functional``,
+guide §10): one call on the CPU.  The plain function is ``f.py_func`` (Python's own
+recursion).  Each round runs both on fresh copies of the same list, in alternating
+order; the table gives the medians after one warm-up (compilation) and the median of
+the per-round ratios.  Both results are checked against ``sorted``.
+
+    python bench/bench_lists.py                    # 10**6 ints, 5 rounds
+    python bench/bench_lists.py --n 200000 --rounds 7 --json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+import hpu  # noqa: E402
+
+
+@hpu.divide_and_conquer
+def qsort(arr):
+    if len(arr) <= 1:
+        return arr
+    pivot = arr[len(arr) // 2]
+    left = [x for x in arr if x < pivot]
+    middle = [x for x in arr if x == pivot]
+    right = [x for x in arr if x > pivot]
+    return qsort(left) + middle + qsort(right)
+
+
+def merge_lists(left, right):
+    result = []
+    i = j = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            result.append(left[i])
+            i += 1
+        else:
+            result.append(right[j])
+            j += 1
+    result.extend(left[i:])
+    result.extend(right[j:])
+    return result
+
+
+@hpu.divide_and_conquer
+def lsort(arr):
+    if len(arr) <= 1:
+        return arr
+    mid = len(arr) // 2
+    return merge_lists(lsort(arr[:mid]), lsort(arr[mid:]))
+
+
+@hpu.divide_and_conquer
+def merge_sort(arr):
+    if len(arr) > 1:
+        mid = len(arr) // 2
+        L = arr[:mid]
+        R = arr[mid:]
+        merge_sort(L)
+        merge_sort(R)
+        i = j = k = 0
+        while i < len(L) and j < len(R):
+            if L[i] <= R[j]:
+                arr[k] = L[i]
+                i += 1
+            else:
+                arr[k] = R[j]
+                j += 1
+            k += 1
+        while i < len(L):
+            arr[k] = L[i]
+            i += 1
+            k += 1
+        while j < len(R):
+            arr[k] = R[j]
+            j += 1
+            k += 1
+
+
+def _sorted_by(f, plain: bool):
+    """A call of ``f`` (plain: its Python original) returning the sorted list."""
+    fn = f.py_func if plain else (lambda xs: f.run(xs, device="cpu").value)
+    if f is merge_sort:
+        def in_place(xs):
+            fn(xs)
+            return xs
+        return in_place
+    return fn
+
+
+def measure(f, xs, rounds: int) -> dict:
+    want = sorted(xs)
+    hpu_call, plain_call = _sorted_by(f, False), _sorted_by(f, True)
+    assert hpu_call(list(xs[:1000])) == sorted(xs[:1000])           # compiles
+    times = {"hpu": [], "plain": []}
+    for r in range(rounds):
+        order = ("hpu", "plain") if r % 2 == 0 else ("plain", "hpu")
+        for side in order:
+            call = hpu_call if side == "hpu" else plain_call
+            ys = list(xs)
+            t0 = time.perf_counter()
+            out = call(ys)
+            times[side].append(time.perf_counter() - t0)
+            assert out == want, (f.__name__, side)
+    ratios = [p / h for h, p in zip(times["hpu"], times["plain"])]
+    run = f.run(list(xs[:1000]), device="cpu")
+    return {"hpu_s": statistics.median(times["hpu"]), "plain_s": statistics.median(times["plain"]),
+            "speedup": statistics.median(ratios), "all_hpu_s": times["hpu"],
+            "all_plain_s": times["plain"], "reason": run.reason}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, default=10**6)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    if args.n < 1 or args.rounds < 1:
+        p.error(f"--n {args.n} and --rounds {args.rounds} must be at least 1")
+    xs = [int(v) for v in np.random.default_rng(0).integers(0, 10**9, args.n)]
+    report = {"n": args.n, "rounds": args.rounds,
+              "functions": {f.__name__: measure(f, xs, args.rounds)
+                            for f in (qsort, lsort, merge_sort)}}
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    print(f"{args.n:,} ints in a list, {args.rounds} alternating rounds, medians")
+    for name, r in report["functions"].items():
+        print(f"  {name:10s} hpu {r['hpu_s']:.3f} s   plain Python {r['plain_s']:.3f} s   "
+              f"plain/hpu {r['speedup']:.2f} (median of the rounds' ratios)")
+    for name, r in report["functions"].items():
+        print(f"  {name}: {r['reason']}")
+
+
+if __name__ == "__main__":
+    main()

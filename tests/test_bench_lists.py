@@ -1,0 +1,28 @@
+"""bench/bench_lists.py: the report's shape, on a small list (the figures are in bench/README)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+import bench_lists  # noqa: E402
+
+
+def test_the_report_names_each_function_and_both_sides(capsys):
+    bench_lists.main(["--n", "3001", "--rounds", "2", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["n"] == 3001 and set(report["functions"]) == {"qsort", "lsort", "merge_sort"}
+    for name, r in report["functions"].items():
+        assert len(r["all_hpu_s"]) == len(r["all_plain_s"]) == 2
+        assert r["hpu_s"] > 0 and r["plain_s"] > 0 and r["speedup"] > 0
+        assert "compiled by Numba" in r["reason"], (name, r["reason"])
+
+
+def test_bad_sizes_are_refused(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit):
+        bench_lists.main(["--n", "0"])
+    assert "--n 0" in capsys.readouterr().err
