@@ -159,6 +159,7 @@ class DivideAndConquer:
         self._helpers: dict = {}    # the helpers' dispatchers (compile_functional)
         self._call_shape = None     # (a, arity, loop) of a functional function
         self._lists = False         # lists at the call stay lists (hpu._functional.takes_lists)
+        self._not_compiled = None   # why Numba cannot compile the function as written
         if not _disabled():
             from hpu._functional import check_shape, find_allocation, takes_lists
 
@@ -269,8 +270,13 @@ class DivideAndConquer:
             converted = convert_arguments(args, kwargs, self._lists)
             if converted is None:       # a list Numba cannot type: see _run_functional
                 return self.py_func(*args, **kwargs)
-            with quiet_reflection():
-                return self._functional_compiled()(*converted[0], **converted[1])
+            if self._not_compiled is None:
+                try:
+                    with quiet_reflection():
+                        return self._functional_compiled()(*converted[0], **converted[1])
+                except _numba_error() as err:
+                    self._not_compiled = _not_compiled_reason(self.__name__, err)
+            return self.py_func(*converted[0], **converted[1])   # see _plain_instead
         if self._written_list(args, kwargs) is not None:   # see _run_as_written
             value, what = self._call_as_written(args, kwargs)
             if what is None:
@@ -336,8 +342,33 @@ class DivideAndConquer:
                        seconds=time.perf_counter() - t0, level_sizes=(1,), started=t0,
                        reason=reason)
         args, kwargs = converted
-        with quiet_reflection():
-            return self._run_compiled(o, args, kwargs, fallbacks)
+        if self._not_compiled is None:
+            try:
+                with quiet_reflection():
+                    return self._run_compiled(o, args, kwargs, fallbacks)
+            except _numba_error() as err:
+                self._not_compiled = _not_compiled_reason(self.__name__, err)
+        return self._plain_instead(o, args, kwargs, fallbacks)
+
+    def _plain_instead(self, o, args, kwargs, fallbacks) -> Run:
+        """The plain Python function, on the converted arguments, when Numba cannot compile
+        the function as written (a library call Numba does not know, a type it cannot
+        infer): the answer the user wrote, recorded and warned, never Numba's typing error
+        for a function that runs as Python."""
+        import warnings
+
+        from hpu._errors import HpuPerformanceWarning
+
+        reason = self._not_compiled
+        fallbacks.append(reason)
+        warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=5)
+        t0 = time.perf_counter()
+        with _lists_restored(args, kwargs):
+            value = self.py_func(*args, **kwargs)
+        return Run(value=value, device=o["device"], alpha=1.0, y=None, K=0, cpu_tasks=1,
+                   gpu_tasks=0, fallbacks=fallbacks, levels=(), transfers=(),
+                   seconds=time.perf_counter() - t0, level_sizes=(1,), started=t0,
+                   reason=reason)
 
     def _run_compiled(self, o, args, kwargs, fallbacks) -> Run:
         """:meth:`_run_functional` with the arguments converted: one call or the fan-out."""
@@ -476,9 +507,14 @@ class DivideAndConquer:
             what = (untyped_what(args, kwargs) if converted is None
                     else "a list of several number types")
             return None, what
-        compiled = self._functional_compiled()
-        with _lists_restored(args, kwargs), quiet_reflection():
-            return compiled(*args, **kwargs), None
+        if self._not_compiled is not None:
+            return None, self._not_compiled
+        try:
+            with _lists_restored(args, kwargs), quiet_reflection():
+                return self._functional_compiled()(*args, **kwargs), None
+        except _numba_error() as err:
+            self._not_compiled = _not_compiled_reason(self.__name__, err)
+            return None, self._not_compiled
 
     def _run_as_written(self, o, args, kwargs, written) -> Run:
         import warnings
@@ -498,7 +534,8 @@ class DivideAndConquer:
         t0 = time.perf_counter()
         value, what = self._call_as_written(args, kwargs)
         if what is not None:
-            reason = (f"{self.__name__} writes to {p!r}{at} and was given {what}, which Numba "
+            reason = (what if what is self._not_compiled else
+                      f"{self.__name__} writes to {p!r}{at} and was given {what}, which Numba "
                       "cannot take as it is: the plain Python function runs")
             if what != "an empty list":
                 fallbacks.append(reason)
@@ -717,6 +754,33 @@ def _check_span(name: str, span, values) -> None:
                              f"{hi_name!r}={hi}: a task touches [{lo_name}, {hi_name}) of every "
                              f"array (span={span}); pass arrays of at least {hi} elements or "
                              f"{hi_name} <= {v.size}")
+
+
+def _numba_error():
+    """Numba's own errors (typing, lowering, unsupported): raised while compiling, never
+    by the user's code at run time, which raises Python's exceptions."""
+    from numba.core.errors import NumbaError
+
+    return NumbaError
+
+
+def _not_compiled_reason(name: str, err) -> str:
+    """Why Numba cannot compile ``name`` as written: where (the user's file and line, as
+    Numba locates it) and what (the first line of its message that says so), and what
+    runs instead."""
+    import re
+
+    text = str(err)
+    places = re.findall(r'File "([^"]+)", line (\d+)', text)
+    where = f"{os.path.abspath(places[0][0])}:{places[0][1]}: " if places else ""
+    keep = [ln.strip() for ln in text.splitlines()
+            if ln.strip() and not ln.strip().startswith(("Failed in ", "During:", "File ",
+                                                         "<source", "^", "def "))
+            and "pipeline (step" not in ln]
+    what = keep[0] if keep else type(err).__name__
+    return (f"{where}Numba cannot compile {name} as written ({what}); the plain Python "
+            "function runs instead: write that line with what Numba supports to run it "
+            "compiled")
 
 
 @contextlib.contextmanager

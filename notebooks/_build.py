@@ -328,7 +328,32 @@ TOUR = [
     else:
         raise AssertionError("binary_search should have been refused")
     """),
-    md("A list in the combine allocates memory, which a kernel cannot do:"),
+    md("A `try` in the combine is refused too: a task, and a kernel, cannot catch an exception:"),
+    code("""
+    def max_with_try(a, lo, hi):
+        if hi - lo <= 1:
+            return a[lo]
+        mid = (lo + hi) // 2
+        left = max_with_try(a, lo, mid)
+        right = max_with_try(a, mid, hi)
+        try:
+            return max(left, right)
+        except TypeError:
+            return left
+
+
+    try:
+        hpu.divide_and_conquer(b=2, cost="1", span=("lo", "hi"))(max_with_try)
+    except hpu.TranslationError as err:
+        print(err)
+    else:
+        raise AssertionError("max_with_try should have been refused")
+    """),
+    md("""
+    A list, on the other hand, is not refused: a function that builds lists or allocates arrays
+    is *functional* (guide §10), compiled by Numba as written and run on the CPU; `run.reason`
+    says so (asked for the device, `run.fallbacks` and a warning would too):
+    """),
     code("""
     def max_with_list(a, lo, hi):
         if hi - lo <= 1:
@@ -338,12 +363,11 @@ TOUR = [
         return max(parts)
 
 
-    try:
-        hpu.divide_and_conquer(b=2, cost="1", span=("lo", "hi"))(max_with_list)
-    except hpu.TranslationError as err:
-        print(err)
-    else:
-        raise AssertionError("max_with_list should have been refused")
+    listed = hpu.divide_and_conquer(b=2, cost="1", span=("lo", "hi"))(max_with_list)
+    y = rng.normal(size=1000)
+    run = listed.run(y, 0, len(y), device="cpu")
+    print(run.value, "|", run.reason)
+    assert run.value == y.max()
     """),
     md("""
     Next: `02_model.ipynb` (the HPU model: the paper's Figure 3 and how α\\* and y move with the

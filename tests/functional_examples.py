@@ -437,3 +437,17 @@ def _sort_off_by_one(a):
         return a.copy()
     m = len(a) // 2
     return merge_off_by_one(_sort_off_by_one(a[:m]), _sort_off_by_one(a[m:]))
+
+
+# ---------------------------------------------------------------- what Numba cannot compile
+
+import heapq  # noqa: E402
+
+
+@hpu.divide_and_conquer
+def heap_merge_sort(arr):
+    """heapq.merge: plain Python runs it, Numba does not know it."""
+    if len(arr) <= 1:
+        return list(arr)
+    m = len(arr) // 2
+    return list(heapq.merge(heap_merge_sort(arr[:m]), heap_merge_sort(arr[m:])))  # LINE_HEAPQ

@@ -772,3 +772,20 @@ def test_boundscheck_reaches_the_functional_path():
     assert np.array_equal(x, keep)
     # descending keys: the right side always runs out first, and no index is out of range
     assert f.run(np.array([5, 4, 1]), device="cpu").value.tolist() == [1, 4, 5]
+
+
+def test_what_numba_cannot_compile_runs_as_plain_python_and_says_where():
+    from functional_examples import heap_merge_sort as f
+
+    src, first = inspect.getsourcelines(f.py_func)
+    line = first + next(i for i, t in enumerate(src) if "# LINE_HEAPQ" in t)
+    xs = [5, 3, 9, 1, 7, 2]
+    with pytest.warns(HpuPerformanceWarning, match="Numba cannot compile heap_merge_sort"):
+        run = f.run(list(xs), device="cpu")
+    assert run.value == sorted(xs) and run.reason in run.fallbacks
+    assert f"{inspect.getsourcefile(f.py_func)}:{line}: " in run.reason
+    assert "heapq" in run.reason
+    assert f.sequential(list(xs)) == sorted(xs)
+    assert f._not_compiled is not None                   # decided once, not per call
+    with pytest.warns(HpuPerformanceWarning):
+        assert f([4, 4, 1]) == [1, 4, 4]
