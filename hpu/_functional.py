@@ -24,7 +24,16 @@ check (:func:`rewrite_values`):
 
 Lists at the call are converted in :mod:`hpu._decorator` (see
 :func:`list_to_array`): once, with the dtype NumPy infers (``[1, 2]`` ->
-``int64``, ``[1.0, 2]`` -> ``float64``, ``[True]`` -> ``bool``).
+``int64``, ``[1.0, 2]`` -> ``float64``, ``[True]`` -> ``bool``) -- except where a
+list means something an array would not: a function written for lists
+(:func:`takes_lists`) gets them as lists, and a list the function *writes to*
+runs the function as written on that list (``DivideAndConquer._run_as_written``:
+a slice of a list is a copy, of an array a view).
+
+The rest of the module is what runs a *functional* function -- one that allocates
+arrays or builds lists: compiled by Numba as written (:func:`compile_functional`,
+with a depth guard, :func:`_depth_guarded`), on every core (:class:`FanOut`), or,
+where Numba cannot compile it, as the plain function (the decorator records why).
 """
 from __future__ import annotations
 
