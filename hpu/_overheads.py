@@ -263,7 +263,10 @@ def _measure_launch(device, repeats: int) -> float:
 
     ctx = cl.Context([device])
     queue = cl.CommandQueue(ctx)
-    prg = cl.Program(ctx, "__kernel void k(__global int *x) { x[get_global_id(0)] = 1; }").build()
+    from hpu._opencl._build import quiet_compiler
+
+    with quiet_compiler():
+        prg = cl.Program(ctx, "__kernel void k(__global int *x) { x[get_global_id(0)] = 1; }").build()
     kernel = prg.k
     buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, size=64 * 4)
     kernel.set_args(buf)

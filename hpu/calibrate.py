@@ -308,8 +308,11 @@ class _OpenCLBench:
         except cl.Error:  # pragma: no cover - every conformant device supports profiling
             self.queue = cl.CommandQueue(ctx, dev)
             self.events = False
+        from hpu._opencl._build import quiet_compiler
+
         try:
-            program = cl.Program(ctx, _SOURCE).build()
+            with quiet_compiler():
+                program = cl.Program(ctx, _SOURCE).build()
         except cl.Error as err:
             log = str(err)
             first = next((ln.strip() for ln in log.splitlines() if "error" in ln.lower()), log.strip()[:200])

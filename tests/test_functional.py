@@ -441,8 +441,13 @@ def test_ctrl_c_stops_waiting_and_cancels_the_pending_subtrees():
 
     from functional_examples import spin_sort
 
-    x = np.arange(4)
-    marks = np.zeros(4, np.int64)
+    import numba
+
+    # more leaves than threads, so that some are still pending when Ctrl-C comes (with 16
+    # threads, four leaves all started at once and none was left to cancel)
+    K = max(2, (2 * numba.get_num_threads() - 1).bit_length())
+    x = np.arange(2 ** K)
+    marks = np.zeros(x.size, np.int64)
     spin_sort.sequential(x, marks, 1)                      # compiled before the signal
 
     def ours():
@@ -455,12 +460,13 @@ def test_ctrl_c_stops_waiting_and_cancels_the_pending_subtrees():
 
     marks[:] = 0
     threading.Thread(target=interrupt, daemon=True).start()
-    # four leaves of about half a second each on numba.get_num_threads() threads: K=2
+    # 2**K >= 2 * threads leaves of about half a second each on numba.get_num_threads()
+    # threads
     with pytest.raises(KeyboardInterrupt):
-        spin_sort.run(x, marks, 25_000_000, device="cpu", K=2)
+        spin_sort.run(x, marks, 25_000_000, device="cpu", K=K)
     while ours():                                          # the running leaves finish
         time.sleep(0.02)
-    assert np.count_nonzero(marks) < 4                     # the pending ones were cancelled
+    assert np.count_nonzero(marks) < x.size                # the pending ones were cancelled
     assert msort.run(np.arange(9)[::-1].copy(), device="cpu", K=2).value.tolist() == \
         list(range(9))
 

@@ -37,12 +37,13 @@ not recorded: they are probed again.
 """
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 
 from hpu._errors import DeviceUnavailableError, KernelBuildError
 
-__all__ = ["build_program", "check_fp64", "numbered", "clear_cache", "REFUSED_OPTIONS",
+__all__ = ["build_program", "quiet_compiler", "check_fp64", "numbered", "clear_cache", "REFUSED_OPTIONS",
            "translated_levels", "known_to_build", "remember_builds"]
 
 _FP64_PRAGMA = re.compile(r"#pragma\s+OPENCL\s+EXTENSION\s+cl_khr_fp64\s*:\s*enable"
@@ -105,6 +106,27 @@ def _options(ctx, options) -> tuple[str, ...]:
     return opts
 
 
+@contextlib.contextmanager
+def quiet_compiler():
+    """PyOpenCL's ``CompilerWarning`` ("Non-empty compiler output encountered") kept
+    quiet while hpu builds its own generated code: NVIDIA's driver writes a log for
+    every program it builds, and the user, who did not write the OpenCL C, can do
+    nothing with it (an ``hpu run`` on an H200 printed it four times).  A build that
+    fails still raises with the whole log (:class:`hpu.KernelBuildError`), and
+    ``PYOPENCL_COMPILER_OUTPUT=1`` shows the logs of the builds that succeed."""
+    import os
+    import warnings
+
+    if os.environ.get("PYOPENCL_COMPILER_OUTPUT", "") not in ("", "0"):
+        yield
+        return
+    from pyopencl import CompilerWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CompilerWarning)
+        yield
+
+
 def build_program(ctx, source: str, options=()):
     """The built ``pyopencl.Program`` for ``source`` on every device of ``ctx``.
 
@@ -124,7 +146,8 @@ def build_program(ctx, source: str, options=()):
     check_fp64(ctx.devices, source)
     program = cl.Program(ctx, source)
     try:
-        program = program.build(options=list(opts))
+        with quiet_compiler():
+            program = program.build(options=list(opts))
     except cl.Error as err:
         logs = []
         for dev in ctx.devices:

@@ -140,7 +140,7 @@ def probe(dev) -> str:
     with _probe_lock:
         if key in _probe_results:
             return _probe_results[key]
-        from hpu._opencl._build import known_to_build, remember_builds
+        from hpu._opencl._build import known_to_build, quiet_compiler, remember_builds
 
         if known_to_build(dev):  # built by an earlier process (a record in hpu._cache)
             _probe_results[key] = ""
@@ -148,7 +148,8 @@ def probe(dev) -> str:
         cl = _cl()
         try:
             ctx = cl.Context([dev])
-            cl.Program(ctx, _PROBE_SOURCE).build()
+            with quiet_compiler():
+                cl.Program(ctx, _PROBE_SOURCE).build()
             problem = ""
         except Exception as err:  # the driver's own words are the useful part
             text = str(err)

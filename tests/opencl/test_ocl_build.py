@@ -133,3 +133,35 @@ def test_build_program_returns_the_cached_program_on_a_real_device():
     ctx, _ = be.context
     src = translate([(count, (Array(np.int64), INT64))]).source
     assert build_program(ctx, src) is build_program(ctx, src)
+
+
+def test_the_drivers_log_of_a_good_build_is_kept_quiet(monkeypatch):
+    """NVIDIA's driver logs every build, and PyOpenCL turns the log into a CompilerWarning
+    the user can do nothing with (an `hpu run` on an H200 printed four): quiet while hpu
+    builds, shown with PYOPENCL_COMPILER_OUTPUT=1."""
+    import warnings
+
+    import pyopencl as cl
+
+    from hpu._opencl import _build
+
+    real = cl.Program.build
+
+    def logging_build(self, *args, **kwargs):
+        warnings.warn("Non-empty compiler output encountered.", cl.CompilerWarning)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(cl.Program, "build", logging_build)
+    ctx = cl.Context([next(d for p in cl.get_platforms() for d in p.get_devices())])
+    src = "__kernel void quiet_k(__global int *x) { x[get_global_id(0)] = 2; }"
+    monkeypatch.delenv("PYOPENCL_COMPILER_OUTPUT", raising=False)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        _build.build_program(ctx, src)
+    assert not [w for w in seen if issubclass(w.category, cl.CompilerWarning)]
+    monkeypatch.setenv("PYOPENCL_COMPILER_OUTPUT", "1")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with _build.quiet_compiler():
+            warnings.warn("log", cl.CompilerWarning)
+    assert [w for w in seen if issubclass(w.category, cl.CompilerWarning)]

@@ -317,17 +317,17 @@ def test_range_with_a_negative_literal_step():
 
 # --- chained comparisons evaluate each operand once ------------------------------------------
 
-def bump(counter, v):
-    counter[0] += 1
+def bump(counter, t, v):
+    counter[t] += 1     # one slot per work-item: on a GPU they run at once (a shared slot races)
     return v
 
 
-def chain(counter, a, b, c):
-    return 1 if a < bump(counter, b) < c else 0
+def chain(counter, t, a, b, c):
+    return 1 if a < bump(counter, t, b) < c else 0
 
 
 def _chain_task(t, out, counter, a, b, c):
-    out[t] = chain(counter, a[t], b[t], c[t])
+    out[t] = chain(counter, t, a[t], b[t], c[t])
 
 
 def test_chained_comparison_evaluates_the_middle_once():
@@ -335,12 +335,12 @@ def test_chained_comparison_evaluates_the_middle_once():
                                      Array(np.int64), Array(np.int64)))], kernels={"k": "_chain_task"})
     a = np.array([1, 5, 1, 3]); b = np.array([2, 2, 9, 3]); c = np.array([3, 3, 5, 9])
     for be in backends():
-        counter = np.zeros(1, np.int64)
+        counter = np.zeros(4, np.int64)
         got = be.run(prog, "k", {"out": np.zeros(4, np.int64), "counter": counter,
                                  "a": a, "b": b, "c": c}, {}, 0, 4)
-        want = [chain(np.zeros(1, np.int64), *map(int, v)) for v in zip(a, b, c)]
+        want = [chain(np.zeros(1, np.int64), 0, *map(int, v)) for v in zip(a, b, c)]
         assert list(got["out"]) == want
-        assert got["counter"][0] == 4   # once per row, although b appears in two comparisons
+        assert list(got["counter"]) == [1] * 4   # once per row, although b is in two comparisons
 
 
 # --- shifts: counts as Numba on x86-64 --------------------------------------------------------
@@ -463,12 +463,12 @@ def test_variable_types_follow_numba():
 
 # --- and / or short-circuit -------------------------------------------------------------
 
-def guarded(counter, x):
-    return x != 0 and bump(counter, 10) // x > 1 or x == 5 and bump(counter, 1) > 0
+def guarded(counter, t, x):
+    return x != 0 and bump(counter, t, 10) // x > 1 or x == 5 and bump(counter, t, 1) > 0
 
 
 def _guard_task(t, out, counter, x):
-    out[t] = 1 if guarded(counter, x[t]) else 0
+    out[t] = 1 if guarded(counter, t, x[t]) else 0
 
 
 def test_and_or_short_circuit():
@@ -476,13 +476,13 @@ def test_and_or_short_circuit():
                      kernels={"k": "_guard_task"})
     xs = np.array([0, 1, 5, 20, -3])
     for be in backends():
-        counter = np.zeros(1, np.int64)
+        counter = np.zeros(5, np.int64)
         got = be.run(prog, "k", {"out": np.zeros(5, np.int64), "counter": counter, "x": xs},
                      {}, 0, 5)
-        ref_counter = np.zeros(1, np.int64)
-        want = [1 if guarded(ref_counter, int(v)) else 0 for v in xs]
+        ref_counter = np.zeros(5, np.int64)
+        want = [1 if guarded(ref_counter, t, int(v)) else 0 for t, v in enumerate(xs)]
         assert list(got["out"]) == want
-        assert got["counter"][0] == ref_counter[0]
+        assert list(got["counter"]) == list(ref_counter)
 
 
 def value_or(x, y):
