@@ -337,10 +337,7 @@ class DivideAndConquer:
                 warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=4)
             t0 = time.perf_counter()
             value = self.py_func(*args, **kwargs)
-            return Run(value=value, device=o["device"], alpha=1.0, y=None, K=0, cpu_tasks=1,
-                       gpu_tasks=0, fallbacks=fallbacks, levels=(), transfers=(),
-                       seconds=time.perf_counter() - t0, level_sizes=(1,), started=t0,
-                       reason=reason)
+            return _one_call_run(o, value, t0, fallbacks, reason)
         args, kwargs = converted
         if self._not_compiled is None:
             try:
@@ -365,10 +362,7 @@ class DivideAndConquer:
         t0 = time.perf_counter()
         with _lists_restored(args, kwargs):
             value = self.py_func(*args, **kwargs)
-        return Run(value=value, device=o["device"], alpha=1.0, y=None, K=0, cpu_tasks=1,
-                   gpu_tasks=0, fallbacks=fallbacks, levels=(), transfers=(),
-                   seconds=time.perf_counter() - t0, level_sizes=(1,), started=t0,
-                   reason=reason)
+        return _one_call_run(o, value, t0, fallbacks, reason)
 
     def _run_compiled(self, o, args, kwargs, fallbacks) -> Run:
         """:meth:`_run_functional` with the arguments converted: one call or the fan-out."""
@@ -542,10 +536,7 @@ class DivideAndConquer:
                 warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=4)
             with _lists_restored(args, kwargs):
                 value = self.py_func(*args, **kwargs)
-        return Run(value=value, device=o["device"], alpha=1.0, y=None, K=0, cpu_tasks=1,
-                   gpu_tasks=0, fallbacks=fallbacks, levels=(), transfers=(),
-                   seconds=time.perf_counter() - t0, level_sizes=(1,), started=t0,
-                   reason=reason)
+        return _one_call_run(o, value, t0, fallbacks, reason)
 
     def _run_checked(self, o, values, program=None) -> Run:
         """A run of already checked arguments (``values``: every parameter, the hidden
@@ -754,6 +745,14 @@ def _check_span(name: str, span, values) -> None:
                              f"{hi_name!r}={hi}: a task touches [{lo_name}, {hi_name}) of every "
                              f"array (span={span}); pass arrays of at least {hi} elements or "
                              f"{hi_name} <= {v.size}")
+
+
+def _one_call_run(o, value, t0, fallbacks, reason) -> Run:
+    """The report of a run that was one call on the CPU (the function as written, compiled
+    or plain): one task, no levels, no device."""
+    return Run(value=value, device=o["device"], alpha=1.0, y=None, K=0, cpu_tasks=1,
+               gpu_tasks=0, fallbacks=fallbacks, levels=(), transfers=(),
+               seconds=time.perf_counter() - t0, level_sizes=(1,), started=t0, reason=reason)
 
 
 def _numba_error():
