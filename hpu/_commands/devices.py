@@ -68,4 +68,9 @@ def main(args) -> int:
         print(json.dumps([asdict(d) for d in devs], indent=2))
     else:
         print(format_table(devs))
+        from hpu._opencl._device import ADDED_DRIVERS
+
+        for lib in ADDED_DRIVERS:
+            print(f"registered by hpu: {lib} (installed, but no file in /etc/OpenCL/vendors "
+                  "names it)")
     return 0

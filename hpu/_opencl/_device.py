@@ -33,7 +33,10 @@ Two facts of real machines shape this module:
 * pyopencl's wheels bundle their own ICD loader, which by default sees only the
   PoCL bundled with them.  A GPU vendor's driver (or a distribution's PoCL) is
   registered in ``/etc/OpenCL/vendors``; unless ``OCL_ICD_VENDORS`` is already
-  set, hpu points the loader there so that those drivers are found too.
+  set, hpu points the loader there so that those drivers are found too -- or, when
+  a vendor's driver library is installed but not registered (a GPU container
+  that mounts NVIDIA's driver, seen on an H200 machine), to a private folder
+  that registers it as well (:func:`vendors_folder`).
 * A device can be listed and still be unable to compile anything: PyPI's PoCL
   (LLVM 14) fails every build with "unknown target CPU 'generic'" on CPUs newer
   than its LLVM (AMD Zen 5, for one).  Every device is therefore probed once per
@@ -79,9 +82,97 @@ class DeviceInfo:
     max_sub_units: int = 0
 
 
+#: GPU vendors' OpenCL drivers as their packages install them: (ICD file name, library,
+#: folders it is found in).  A container image often has the library (NVIDIA's comes with
+#: the driver mount) but no ICD file naming it.
+VENDOR_LIBRARIES = (
+    ("nvidia.icd", "libnvidia-opencl.so.1",
+     ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/nvidia/lib64",
+      "/usr/local/nvidia/lib")),
+    ("amdocl64.icd", "libamdocl64.so", ("/opt/rocm/lib", "/opt/rocm/opencl/lib")),
+    ("intel.icd", "libigdrcl.so", ("/usr/lib/x86_64-linux-gnu/intel-opencl",
+                                   "/usr/lib64/intel-opencl", "/usr/lib/intel-opencl")),
+)
+
+
+#: the driver libraries the last :func:`vendors_folder` registered itself (``hpu devices``
+#: says so)
+ADDED_DRIVERS: list[str] = []
+
+
+def _registered(folder: str) -> tuple[list[str], set[str]]:
+    """The ICD files in ``folder`` and the library names (base names) they register."""
+    files, libs = [], set()
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return files, libs
+    for name in names:
+        if not name.endswith(".icd"):
+            continue
+        path = os.path.join(folder, name)
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        files.append(path)
+        if text:
+            libs.add(os.path.basename(text))
+    return files, libs
+
+
+def _unregistered_drivers(registered: set[str]) -> list[tuple[str, str]]:
+    """``(icd name, library path)`` of each vendor driver installed but not registered."""
+    out = []
+    for icd, lib, folders in VENDOR_LIBRARIES:
+        if lib in registered:
+            continue
+        path = next((os.path.join(d, lib) for d in folders
+                     if os.path.isfile(os.path.join(d, lib))), None)
+        if path is not None:
+            out.append((icd, path))
+    return out
+
+
+def vendors_folder() -> str | None:
+    """The folder of ICD files the OpenCL loader should read: ``/etc/OpenCL/vendors`` as
+    it is, or, when a GPU vendor's driver is installed but no ICD file there names it
+    (:data:`VENDOR_LIBRARIES`), a private folder holding the system's ICD files and one
+    for each such driver, so that "a GPU's driver is used when present" holds in
+    containers that mount the driver without registering it (an NVIDIA H200 machine
+    did).  None when there is neither."""
+    files, libs = _registered(_SYSTEM_VENDORS)
+    extra = _unregistered_drivers(libs)
+    ADDED_DRIVERS[:] = [path for _, path in extra]
+    if not extra:
+        return _SYSTEM_VENDORS if os.path.isdir(_SYSTEM_VENDORS) else None
+    from pathlib import Path
+
+    from hpu import _cache
+
+    try:
+        folder = _cache._make_private(_cache.cache_dir().parent / "opencl-vendors")
+    except OSError:
+        folder = _cache._make_private(_cache.fallback_dir().parent / "opencl-vendors")
+    wanted = {os.path.basename(f): Path(f).read_text(encoding="utf-8", errors="replace")
+              for f in files}
+    wanted.update({icd: path + "\n" for icd, path in extra})
+    for old in folder.glob("*.icd"):
+        if old.name not in wanted:
+            old.unlink()
+    for name, text in wanted.items():
+        target = folder / name
+        if not target.is_file() or target.read_text(errors="replace") != text:
+            _cache._write_atomic(target, text)
+    return str(folder)
+
+
 def _cl():
-    if "OCL_ICD_VENDORS" not in os.environ and os.path.isdir(_SYSTEM_VENDORS):
-        os.environ["OCL_ICD_VENDORS"] = _SYSTEM_VENDORS
+    if "OCL_ICD_VENDORS" not in os.environ:
+        folder = vendors_folder()
+        if folder is not None:
+            os.environ["OCL_ICD_VENDORS"] = folder
     try:
         import pyopencl as cl
     except Exception as err:  # pragma: no cover - pyopencl is a dependency
