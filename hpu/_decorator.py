@@ -415,8 +415,9 @@ class DivideAndConquer:
         ``"cpu"``, ``"gpu"``), ``alpha``, ``y``, ``K``, ``strategy``,
         ``cl_device`` (which OpenCL device), ``depth``, ``machine``, ``backend``
         (the device backend class), ``cluster``, ``keep_inputs`` (False: no copy
-        of the written arrays to put back on an error, guide §9).  Checked
-        here: a bad value raises at once.
+        of the written arrays to put back on an error, guide §9), ``memory`` (True:
+        ``run.peak_memory`` is the host memory the call allocated at its peak).
+        Checked here: a bad value raises at once.
         """
         return Configured(self, options)
 
@@ -446,6 +447,8 @@ class DivideAndConquer:
         :mod:`hpu._dask`; the model may decline and run locally).
         """
         opts, user = self._split(kwargs, "run")
+        if opts.get("memory") is True:
+            return _measured(self._run, opts, args, user, None)
         return self._run(opts, args, user)
 
     def _run(self, options, args, kwargs, checked=None) -> Run:
@@ -702,6 +705,8 @@ class Configured:
 
     def run(self, *args, **kwargs) -> Run:
         """Run with the configured options; every keyword is the function's."""
+        if self._checked["memory"]:
+            return _measured(self._base._run, self._opts, args, kwargs, self._checked)
         return self._base._run(self._opts, args, kwargs, self._checked)
 
     def plan(self, *args, **kwargs):
@@ -745,6 +750,18 @@ def _check_span(name: str, span, values) -> None:
                              f"{hi_name!r}={hi}: a task touches [{lo_name}, {hi_name}) of every "
                              f"array (span={span}); pass arrays of at least {hi} elements or "
                              f"{hi_name} <= {v.size}")
+
+
+def _measured(run, options, args, kwargs, checked) -> Run:
+    """``run(...)`` with the host memory it allocates traced (``memory=True``): the report
+    with ``peak_memory`` set (:func:`hpu._run.traced_peak`)."""
+    import dataclasses
+
+    from hpu._run import traced_peak
+
+    with traced_peak() as peak:
+        report = run(options, args, kwargs, checked)
+    return dataclasses.replace(report, peak_memory=peak())
 
 
 def _one_call_run(o, value, t0, fallbacks, reason) -> Run:

@@ -99,6 +99,13 @@ def _check_keep_inputs(v):
                         "error the arrays are partially processed); pass keep_inputs=False")
 
 
+def _check_memory(v):
+    if not isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"memory={v!r} must be True (measure the host memory the call "
+                        "allocates at its peak, into run.peak_memory) or False; pass "
+                        "memory=True")
+
+
 def _check_machine(v):
     from hpu import model
 
@@ -151,6 +158,10 @@ RUN_OPTIONS: dict[str, RunOption] = {o.name: o for o in (
               "span) before the run, to put it back when the call raises and to redo a failed "
               "device's share; False saves the copy: an error then leaves the arrays "
               "partially processed (guide §9)", _check_keep_inputs),
+    RunOption("memory", False, "measure the host memory the call allocates at its peak "
+              "(Python's tracemalloc: NumPy arrays, Numba's arrays, Python objects; not an "
+              "OpenCL device's buffers) into run.peak_memory; the call runs slower while "
+              "traced", _check_memory),
 )}
 
 

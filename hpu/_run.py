@@ -11,6 +11,8 @@ that benchmarks, the CLI and notebooks read the same numbers.
 """
 from __future__ import annotations
 
+import contextlib
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,6 +104,9 @@ class Run:
     #: why the run took its shape when no plan says it (a functional function, guide §10:
     #: how many subtrees ran on how many threads, or why it ran as one call); else None
     reason: str | None = None
+    #: bytes of host memory the call had allocated at its peak, over what was allocated
+    #: when it began (``memory=True``, :func:`hpu._run.traced_peak`); else None
+    peak_memory: int | None = None
 
     def trace(self, path) -> "Path":
         """Write this run as a Chrome/Perfetto trace (Trace Event Format JSON) to ``path``.
@@ -135,3 +140,30 @@ class Run:
                          f"{r.cpu_seconds:.6f} s   gpu {r.gpu_tasks:>8} tasks {r.gpu_seconds:.6f} s")
         lines.extend(f"  fallback: {f}" for f in self.fallbacks)
         return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def traced_peak():
+    """Yields a function that, after the block, gives the bytes the block had allocated at
+    its peak over what was allocated when it began: Python's ``tracemalloc``, which sees
+    NumPy's arrays, Numba's (its runtime allocates through Python's raw allocator) and
+    Python objects, on every thread; not an OpenCL device's buffers, and not what the C
+    library keeps after a ``free`` (resident memory, ``bench/bench_functional.py``).  If
+    the caller already traces, its peak is reset (``tracemalloc.reset_peak``) and the
+    tracing left on."""
+    import tracemalloc
+
+    ours = not tracemalloc.is_tracing()
+    if ours:
+        tracemalloc.start()
+    else:
+        tracemalloc.reset_peak()
+    before = tracemalloc.get_traced_memory()[0]
+    result: list[int] = []
+    try:
+        yield lambda: result[0]
+    finally:
+        result.append(max(0, tracemalloc.get_traced_memory()[1] - before))
+        if ours:
+            tracemalloc.stop()
+

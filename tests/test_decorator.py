@@ -208,3 +208,15 @@ def test_plan_uses_the_model_with_n_from_span():
     assert plan == direct
     plan3 = E.sum3.plan(x.astype(float), 0, len(x), machine=machine, strategy="basic")
     assert plan3.a == 3 and plan3.b == 3 and plan3.n == len(x)
+
+
+def test_memory_on_the_breadth_first_path_counts_the_snapshot():
+    """An in-place run allocates no result, but copies what it writes to put it back on an
+    error (keep_inputs): the peak says so, and keep_inputs=False drops it."""
+    x = np.random.default_rng(0).integers(0, 1000, 1 << 16)
+    t = np.empty_like(x)
+    E.mergesort.run(x.copy(), t, 0, x.size, device="cpu")
+    kept = E.mergesort.run(x.copy(), t, 0, x.size, device="cpu", memory=True).peak_memory
+    bare = E.mergesort.run(x.copy(), t, 0, x.size, device="cpu", memory=True,
+                           keep_inputs=False).peak_memory
+    assert kept >= 2 * x.nbytes > bare >= 0

@@ -795,3 +795,38 @@ def test_what_numba_cannot_compile_runs_as_plain_python_and_says_where():
     assert f._not_compiled is not None                   # decided once, not per call
     with pytest.warns(HpuPerformanceWarning):
         assert f([4, 4, 1]) == [1, 4, 4]
+
+
+# ---------------------------------------------------------------- memory=True
+
+def test_the_run_reports_the_memory_it_allocates_at_its_peak():
+    """At the root's merge a functional mergesort holds its two halves and the merged
+    array: twice the input, on one core and fanned out alike (what glibc keeps after a
+    free is resident memory, not allocation: bench/bench_functional.py)."""
+    x = np.random.default_rng(3).integers(0, 1 << 30, 1 << 18).astype(np.int64)
+    msort.run(x, device="cpu", K=2)                        # compiled: not in the figure
+    for K in (0, 2):
+        run = msort.run(x, device="cpu", K=K, memory=True)
+        assert np.array_equal(run.value, np.sort(x))
+        assert 1.9 * x.nbytes < run.peak_memory < 2.3 * x.nbytes, (K, run.peak_memory)
+    assert msort.run(x[:10], device="cpu").peak_memory is None          # not asked
+    run = msort.options(device="cpu", memory=True).run(x)
+    assert 1.9 * x.nbytes < run.peak_memory < 2.3 * x.nbytes
+    with pytest.raises(TypeError, match="memory='yes' must be True"):
+        msort.run(x, memory="yes")
+
+
+def test_memory_leaves_the_callers_own_tracing_on():
+    import tracemalloc
+
+    x = np.arange(1 << 12)
+    msort.run(x, device="cpu")
+    tracemalloc.start()
+    try:
+        run = msort.run(x, device="cpu", memory=True)
+        assert tracemalloc.is_tracing() and run.peak_memory >= x.nbytes
+    finally:
+        tracemalloc.stop()
+    assert not tracemalloc.is_tracing()
+    msort.run(x, device="cpu", memory=True)
+    assert not tracemalloc.is_tracing()                   # hpu's own tracing stopped
