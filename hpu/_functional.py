@@ -212,15 +212,20 @@ def _list_made(n) -> bool:
                 and n.func.id == "list"))
 
 
+def _numpy_allocation(n, nps: set[str]) -> bool:
+    """``np.NAME(...)`` making a new array, ``nps`` the names NumPy has in the module."""
+    f = getattr(n, "func", None)
+    return (isinstance(n, ast.Call) and isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name) and f.value.id in nps and f.attr in ALLOCATORS)
+
+
 def _allocation_in(tree, glb) -> tuple[int, str] | None:
     nps = _numpy_names(glb)
     for n in ast.walk(tree):
-        if _list_made(n):
+        if _list_made(n) or _numpy_allocation(n, nps):
             return n.lineno, ast.unparse(n)
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
             f = n.func
-            if isinstance(f.value, ast.Name) and f.value.id in nps and f.attr in ALLOCATORS:
-                return n.lineno, ast.unparse(n)
             if f.attr == "copy" and not n.args and not n.keywords \
                     and not (isinstance(f.value, ast.Name) and f.value.id in nps):
                 return n.lineno, ast.unparse(n)
@@ -272,46 +277,31 @@ def _array_return(tree) -> tuple[int, str] | None:
     return None
 
 
+def _trees(fn):
+    """``(function, its syntax tree)`` for ``fn`` and each module-level helper it calls,
+    transitively, in breadth-first order (functions without source are skipped)."""
+    seen = {fn}
+    todo = [fn]
+    while todo:
+        f = todo.pop(0)
+        tree = _tree_of(f)
+        if tree is None:
+            continue
+        yield f, tree
+        todo.extend(_helpers(tree, f.__globals__, seen))
+
+
 def find_allocation(fn) -> tuple[str, int, str] | None:
     """``(filename, line, construct)`` of the first array allocation in ``fn`` or the
     helpers it calls, or None: a function with one is run functionally (decided at
     decoration, not at the first call)."""
     import inspect
 
-    seen = {fn}
-    todo = [fn]
-    while todo:
-        f = todo.pop(0)
-        tree = _tree_of(f)
-        if tree is None:
-            continue
+    for f, tree in _trees(fn):
         hit = _allocation_in(tree, f.__globals__)
         if hit is not None:
             return inspect.getsourcefile(f) or "<unknown>", hit[0], hit[1]
-        todo.extend(_helpers(tree, f.__globals__, seen))
     return None
-
-
-def _anywhere(fn, found) -> bool:
-    """Whether ``found(node, globals)`` holds for a node of ``fn`` or of a helper it calls."""
-    seen = {fn}
-    todo = [fn]
-    while todo:
-        f = todo.pop(0)
-        tree = _tree_of(f)
-        if tree is None:
-            continue
-        if any(found(n, f.__globals__) for n in ast.walk(tree)):
-            return True
-        todo.extend(_helpers(tree, f.__globals__, seen))
-    return False
-
-
-def _numpy_allocation(n, glb) -> bool:
-    f = getattr(n, "func", None)
-    return (isinstance(n, ast.Call) and isinstance(f, ast.Attribute)
-            and isinstance(f.value, ast.Name) and f.value.id in _numpy_names(glb)
-            and f.attr in ALLOCATORS)
 
 
 def takes_lists(fn) -> bool:
@@ -320,8 +310,14 @@ def takes_lists(fn) -> bool:
     the textbook quicksort ``qsort(left) + middle + qsort(right)`` is: converted to an
     array its base case (``return arr``) and its lists would not even have one type.
     One that makes NumPy arrays gets arrays (:func:`list_to_array`), as before."""
-    return (_anywhere(fn, lambda n, glb: _list_made(n))
-            and not _anywhere(fn, _numpy_allocation))
+    lists = False
+    for f, tree in _trees(fn):
+        nps = _numpy_names(f.__globals__)
+        for n in ast.walk(tree):
+            if _numpy_allocation(n, nps):
+                return False
+            lists = lists or _list_made(n)
+    return lists
 
 
 def check_shape(fn, where) -> None:

@@ -168,11 +168,16 @@ def vendors_folder() -> str | None:
     return str(folder)
 
 
+_vendors_decided = False
+
+
 def _cl():
-    if "OCL_ICD_VENDORS" not in os.environ:
-        folder = vendors_folder()
+    global _vendors_decided
+    if not _vendors_decided and "OCL_ICD_VENDORS" not in os.environ:
+        folder = vendors_folder()   # once per process: it reads folders and ICD files
         if folder is not None:
             os.environ["OCL_ICD_VENDORS"] = folder
+    _vendors_decided = True
     try:
         import pyopencl as cl
     except Exception as err:  # pragma: no cover - pyopencl is a dependency
