@@ -16,6 +16,11 @@ the per-round ratios.  Both results are checked against ``sorted``.
 
     python bench/bench_lists.py                    # 10**6 ints, 5 rounds
     python bench/bench_lists.py --n 200000 --rounds 7 --json
+    python bench/bench_lists.py --ks 0,1,2,3       # lsort fanned out at each K instead
+
+``--ks``: ``lsort`` with ``K`` given (the top K levels as Python, the 2**K subtrees
+compiled on Numba's threads) against ``K=0`` (one call, what hpu picks for list
+functions) and the plain function, the Ks in a rotating order each round.
 """
 from __future__ import annotations
 
@@ -128,15 +133,48 @@ def measure(f, xs, rounds: int) -> dict:
             "all_plain_s": times["plain"], "reason": run.reason}
 
 
+def measure_ks(xs, ks, rounds: int) -> dict:
+    want = sorted(xs)
+    sides = [f"K={k}" for k in ks] + ["plain"]
+    for k in ks:
+        assert lsort.run(list(xs[:5000]), device="cpu", K=k).value == sorted(xs[:5000])
+    times = {s: [] for s in sides}
+    for r in range(rounds):
+        for side in sides[r % len(sides):] + sides[:r % len(sides)]:
+            ys = list(xs)
+            t0 = time.perf_counter()
+            out = (lsort.py_func(ys) if side == "plain"
+                   else lsort.run(ys, device="cpu", K=int(side[2:])).value)
+            times[side].append(time.perf_counter() - t0)
+            assert out == want, side
+    return {s: {"median_s": statistics.median(t), "all_s": t} for s, t in times.items()}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=10**6)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--ks", help="comma-separated K values: lsort fanned out at each")
     args = p.parse_args(argv)
     if args.n < 1 or args.rounds < 1:
         p.error(f"--n {args.n} and --rounds {args.rounds} must be at least 1")
     xs = [int(v) for v in np.random.default_rng(0).integers(0, 10**9, args.n)]
+    if args.ks:
+        try:
+            ks = [int(k) for k in args.ks.split(",")]
+        except ValueError:
+            p.error(f"--ks {args.ks!r}: expected integers >= 0 separated by commas, e.g. 0,1,2")
+        if any(k < 0 for k in ks):
+            p.error(f"--ks {args.ks!r}: K must be >= 0")
+        report = {"n": args.n, "rounds": args.rounds, "lsort": measure_ks(xs, ks, args.rounds)}
+        if args.json:
+            print(json.dumps(report, indent=2))
+            return
+        print(f"lsort on {args.n:,} listed ints, {args.rounds} rounds, medians")
+        for side, r in report["lsort"].items():
+            print(f"  {side:6s} {r['median_s']:.3f} s")
+        return
     report = {"n": args.n, "rounds": args.rounds,
               "functions": {f.__name__: measure(f, xs, args.rounds)
                             for f in (qsort, lsort, merge_sort)}}

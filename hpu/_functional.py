@@ -184,7 +184,7 @@ def list_to_array(v):
 # (lists of one item type).  A function that builds lists and makes no NumPy array
 # (:func:`takes_lists`) gets the caller's lists as lists (Numba reflects them) and
 # returns lists, as plain Python does: the textbook quicksort on a list of 10**6 ints took
-# 1.36 s, against 3.10 s as plain Python.  Numba types a list by its first item, so a
+# 1.565 s, against 4.431 s as plain Python (bench/bench_lists.py).  Numba types a list by its first item, so a
 # list of several number types is converted as NumPy infers (``[1, 2.5]`` -> ``[1.0,
 # 2.5]``), and a list it cannot type at all (empty, nested, not numbers) makes hpu call
 # the plain function (:data:`UNTYPED`; recorded in ``run.reason``, and, unless the list is
@@ -645,8 +645,8 @@ def fanout_levels(n: int, a: int, b: float, threads: int, K: int | None = None,
     argument; ``a``: self-calls per call; ``b``: the shrink factor; ``loop``: a loop of
     the function's own (:func:`call_shape`); ``lists``: the function builds Python lists
     (each crossing between Python and compiled code converts a list item by item: a
-    mergesort of 10**6 listed ints took 1.33 s as one call, 2.73 s with K=1, 6.83 s with
-    K=3, against 3.65 s as plain Python)."""
+    mergesort of 10**6 listed ints took 1.389 s as one call, 2.842 s with K=1, 5.828 s
+    with K=3, against 3.597 s as plain Python: bench/bench_lists.py --ks 0,1,2,3)."""
     if K is not None:
         if K == 0:
             return 0, "K=0 given: the function compiled by Numba, as one call"

@@ -26,3 +26,15 @@ def test_bad_sizes_are_refused(capsys):
     with pytest.raises(SystemExit):
         bench_lists.main(["--n", "0"])
     assert "--n 0" in capsys.readouterr().err
+
+
+def test_ks_times_lsort_at_each_k_and_the_plain_function(capsys):
+    bench_lists.main(["--n", "2000", "--rounds", "2", "--ks", "0,2", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert set(report["lsort"]) == {"K=0", "K=2", "plain"}
+    assert all(len(r["all_s"]) == 2 and r["median_s"] > 0 for r in report["lsort"].values())
+    import pytest
+
+    with pytest.raises(SystemExit):
+        bench_lists.main(["--ks", "1,x"])
+    assert "--ks '1,x'" in capsys.readouterr().err
