@@ -5,7 +5,8 @@
 #   wheels the GPU machine lacks (Python 3.12 there), downloaded here first:
 #     python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
 #       --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
-#       --platform manylinux2014_x86_64 -d .whl pyopencl pytools siphash24 platformdirs
+#       --platform manylinux2014_x86_64 -d .whl pyopencl pytools siphash24 platformdirs \
+#       pytest-xdist execnet
 #   then, on the GPU machine:  bash bench/gpu_check.sh   (carrying .whl)
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/hpu-gpu-check}
@@ -26,11 +27,13 @@ mkdir -p "$XDG_CACHE_HOME" "$XDG_CONFIG_HOME"
 } 2>&1 | tee "$OUT/env.txt"
 # hpu registers an installed but unregistered vendor driver itself (hpu devices says so)
 timeout 60 python3 -m hpu devices 2>&1 | tee "$OUT/devices.txt"
-# each step bounded so that the whole fits one 10-minute call (worst case ~570 s); the run
+# each step bounded so that the whole fits one 10-minute call (worst case ~560 s); the run
 # calibrates quickly on its way (a fresh machine has no profile), bench_explain then reuses it
-timeout 150 python3 -m hpu run mergesort --n 16777216 2>&1 | tee "$OUT/run.txt"
-timeout 150 python3 bench/bench_explain.py --n 16777216 --repeat 3 2>&1 | tee "$OUT/explain.txt"
-timeout 200 python3 -m pytest -q -p no:cacheprovider -n 8 --dist loadfile tests/opencl \
+timeout 150 python3 -m hpu run mergesort --n 16777216 --explain --trace "$OUT/trace.json" 2>&1 | tee "$OUT/run.txt"
+timeout 80 python3 -m hpu run mergesort --n 16777216 --device hybrid --strategy minmax 2>&1 | tee "$OUT/minmax.txt"
+timeout 70 python3 -m hpu run mergesort --n 16777216 --device gpu --explain --repeat 1 2>&1 | tee "$OUT/gpu.txt"
+timeout 110 python3 bench/bench_explain.py --n 16777216 --repeat 3 2>&1 | tee "$OUT/explain.txt"
+timeout 140 python3 -m pytest -q -p no:cacheprovider -n 8 --dist loadfile tests/opencl \
   tests/test_forms.py tests/test_slices.py tests/test_hybrid.py tests/test_overlap.py \
   tests/test_functional.py > "$OUT/tests.txt" 2>&1
 tail -25 "$OUT/tests.txt"
