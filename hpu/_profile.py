@@ -818,7 +818,8 @@ def active_profile(device=None, *, autocalibrate: bool = True, quick: bool = Tru
     calibrate, full_seconds = _calibrator
     seconds = QUICK_SECONDS if quick else full_seconds
     print(f"hpu: no profile for {key.device}; calibrating {'quickly ' if quick else ''}once "
-          f"(~{seconds} s); run `hpu calibrate` for a full one", file=sys.stderr)
+          f"(~{seconds} s, longer while a new machine compiles); run `hpu calibrate` for a "
+          "full one", file=sys.stderr)
     try:
         profile = calibrate(device, quick=quick, progress=False)
     except HpuError as err:

@@ -1010,6 +1010,28 @@ def _solver_ratio(sorter, device, sizes, settings: CalibrationSettings, rng, aro
 SORT_BYTES_PER_KEY = 8
 
 
+#: Pairs of one combine size may take this many times :func:`combine_run_limit`.
+COMBINE_PAIRS_BUDGET = 6
+
+
+def combine_run_limit(settings: CalibrationSettings) -> float:
+    """Seconds one device run of :func:`_combine_rates` may be predicted to take before the
+    larger sizes are left out: half of ``gamma_seconds``, at least 0.5 s (quick: 1 s,
+    full: 3 s).
+
+    Why: each run sorts two whole subtrees of ``n/2`` keys on *one work-item each*.  A
+    CPU device does that at a core's speed; a GPU's work-item is 20-80 times slower
+    than a core, and on an H100 the quick calibration's 2^22 keys took 134 s of a
+    3-minute calibration.  The next size's run is predicted from the last one's by
+    ``n log n``; the sizes measured give the combine γ (a GPU's one-task merge runs at
+    the same per-key speed at every size, what the model needs from it)."""
+    return max(0.5, settings.gamma_seconds / 2)
+
+
+def _n_log_n(n: int) -> float:
+    return n * math.log2(max(n, 2))
+
+
 def _combine_rates(sorter, device, sizes, settings: CalibrationSettings, rng, around=None):
     """The application's combine, one task at the root, timed on each side by size.
 
@@ -1027,15 +1049,25 @@ def _combine_rates(sorter, device, sizes, settings: CalibrationSettings, rng, ar
     the per-size ratios (:func:`hpu._stats.combine_estimates`).  The merges over
     megabytes are memory-bound and feel other processes' memory traffic most:
     each size takes more pairs while its ratio is noisy, up to ``settings.repeat_cap``
-    (twice ``settings.repeats`` from 2^20 keys, where each pair costs two whole sorts).
+    (twice ``settings.repeats`` from 2^20 keys, where each pair costs two whole sorts),
+    and no more than :data:`COMBINE_PAIRS_BUDGET` times :func:`combine_run_limit` in all;
+    sizes (ascending) stop where a device run is predicted to pass that limit.
     """
     rates, ratios = [], []
-    for n in sizes:
+    limit = combine_run_limit(settings)
+    walls: dict[str, float] = {}
+    done = None                         # (n, seconds of one device run) of the last size
+    for n in sorted(sizes):
+        if done is not None and done[1] * _n_log_n(n) / _n_log_n(done[0]) > limit:
+            break                       # too slow on this device: see combine_run_limit
+
         def one(side, n=n):
             keys = rng.integers(0, 2 * n, n).astype(np.int32)
             a, tmp = keys.copy(), np.empty_like(keys)
+            start = time.perf_counter()
             run = sorter.run(a, tmp, 0, n, device="cpu" if side == "cpu" else "gpu", K=1,
                              cl_device=device)
+            walls[side] = time.perf_counter() - start
             if run.fallbacks or not np.array_equal(a, np.sort(keys)):
                 raise DeviceUnavailableError(
                     f"the {side} sorted wrongly or fell back during calibration (n={n}, "
@@ -1047,10 +1079,13 @@ def _combine_rates(sorter, device, sizes, settings: CalibrationSettings, rng, ar
         one("cpu")                      # warm-ups: first-launch specialisation per shape
         one("gpu")
         cap = settings.repeat_cap if n < 1 << 20 else min(settings.repeat_cap, 2 * settings.repeats)
+        pair = walls["cpu"] + walls["gpu"]
+        cap = max(settings.repeats, min(cap, int(COMBINE_PAIRS_BUDGET * limit / max(pair, 1e-9))))
         ratio, cpu_times, _ = _stats.paired_ratio(
             lambda: one("cpu"), lambda: one("gpu"), min_pairs=settings.repeats,
             max_pairs=cap, target=settings.target_rel_error, around=around)
         ratios.append(ratio)
+        done = (n, walls["gpu"])
         rates.append((SORT_BYTES_PER_KEY * n,
                       _stats.Estimate(_stats.low_quantile(cpu_times) / n,
                                       _stats.median_rel_error(cpu_times), len(cpu_times))))

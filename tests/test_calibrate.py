@@ -670,6 +670,46 @@ def test_combine_rates_are_the_top_merges_seconds_per_key_paired_with_the_device
     assert gamma.value == pytest.approx(0.7)
 
 
+def test_combine_sizes_a_device_would_take_too_long_on_are_left_out():
+    """Each combine run sorts two whole subtrees on one work-item each: on an H100 the
+    quick calibration's 2^22 keys took 134 s.  A size whose device run is predicted (by
+    n log n from the last size) to pass combine_run_limit is not run."""
+    import math
+    import time
+
+    class Level:
+        def __init__(self, level, phase, cpu, gpu):
+            self.level, self.phase, self.cpu_seconds, self.gpu_seconds = level, phase, cpu, gpu
+
+    sizes_run = []
+
+    class Sorter:
+        def run(self, a, tmp, lo, hi, *, device, K, cl_device):
+            a.sort()
+            sizes_run.append((device, hi))
+            if device == "gpu":             # a slow work-item: 0.05 s at 2^10 keys
+                time.sleep(hi * math.log2(hi) * 5e-6)
+            run = type("Run", (), {})()
+            run.fallbacks = []
+            run.levels = [Level(0, "combine", hi * 5e-9, hi * 5e-8)]
+            return run
+
+    settings = CalibrationSettings(sum_elements=16, merge_sizes=(64,), transfer_bytes=(1, 2),
+                                   repeats=2, combine_sizes=(1 << 10, 1 << 13))
+    assert cal.combine_run_limit(settings) == 0.5
+    rng = np.random.default_rng(4)
+    rates, gamma = cal._combine_rates(Sorter(), None, (1 << 13, 1 << 10), settings, rng)
+    assert [b for b, _ in rates] == [8 << 10]           # 2^13: ~0.53 s predicted, left out
+    assert {n for _, n in sizes_run} == {1 << 10}
+    assert gamma.value == pytest.approx(0.1)
+    # a fast device keeps every size
+    sizes_run.clear()
+    fast = settings.__class__(**{**settings.__dict__, "gamma_seconds": 30.0})
+    assert cal.combine_run_limit(fast) == 15.0
+    rates, _ = cal._combine_rates(Sorter(), None, (1 << 10, 1 << 11), fast, rng)
+    assert [b for b, _ in rates] == [8 << 10, 8 << 11]
+
+
 def test_combine_sizes_are_checked():
     with pytest.raises(ValueError, match="combine_sizes"):
         CalibrationSettings(sum_elements=16, merge_sizes=(64,), transfer_bytes=(1, 2),

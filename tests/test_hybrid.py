@@ -259,7 +259,9 @@ def test_a_device_stack_overflow_is_redone_on_the_cpu_and_said(config):
     a = x.copy()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        run = mergesort.run(a, np.zeros_like(a), 0, a.size, depth=2, **config.options)
+        # K = 5: leaves of ~1 600 keys recurse deeper than 2 frames.  (The device's K
+        # can leave leaves under mergesort's 16-key base case: on an H100, K = 12 did.)
+        run = mergesort.run(a, np.zeros_like(a), 0, a.size, depth=2, K=5, **config.options)
     assert same_bits(a, np.sort(x, kind="stable"))
     assert len(run.fallbacks) == 1 and "depth=" in run.fallbacks[0]
     assert run.gpu_tasks == 0
