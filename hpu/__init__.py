@@ -12,6 +12,7 @@ Decorating and running
     divide_and_conquer   decorator: ``@divide_and_conquer`` or ``@divide_and_conquer(b=2, cost="n", span=("lo", "hi"))``
     DivideAndConquer     what the decorator returns: call it, ``.run``, ``.plan``, ``.sequential``, ``.py_func``
     Run, LevelRecord     the report of one run: value, α, y, tasks and seconds per device and level, fallbacks
+    FunctionalPlan       ``.plan`` of a function that allocates or returns arrays: device, K, predicted peak memory
 
 The model
     model                the HPU model of 004 (basic and advanced division, schedule simulator); pure functions
@@ -82,6 +83,7 @@ _CATALOG: dict[str, tuple[str, str | None]] = {
     "DivideAndConquer": ("hpu._decorator", "DivideAndConquer"),
     "Run": ("hpu._run", "Run"),
     "LevelRecord": ("hpu._run", "LevelRecord"),
+    "FunctionalPlan": ("hpu._functional_plan", "FunctionalPlan"),
     "Cluster": ("hpu._dask", "Cluster"),
     "ClusterRun": ("hpu._dask", "ClusterRun"),
     "ClusterUnavailableError": ("hpu._dask", "ClusterUnavailableError"),

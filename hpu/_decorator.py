@@ -208,11 +208,12 @@ class DivideAndConquer:
         if self._functional is not None:
             file, line, what = self._functional
             raise TranslationError(
-                f"a breadth-first plan or OpenCL source of {self.__name__!r} is not supported: "
+                f"no OpenCL source or breadth-first program of {self.__name__!r} is made: "
                 f"it allocates or returns arrays (`{what}`), which run on the CPU as the "
                 "function compiled by Numba", filename=file, lineno=line,
                 construct="array allocation", hint=f"Call {self.__name__}(...) or "
-                f"{self.__name__}.run(...); see docs/guide.md §10")
+                f"{self.__name__}.run(...); {self.__name__}.plan(...) says how it runs "
+                "(docs/guide.md §10)")
         spec = self._parse()
         closure = self._resolve()
         name = spec.name
@@ -265,7 +266,7 @@ class DivideAndConquer:
         if _disabled():
             return self.py_func(*args, **kwargs)
         if self._functional is not None:
-            from hpu._functional import convert_arguments, quiet_reflection
+            from hpu._functional import convert_arguments, on_big_stack, quiet_reflection
 
             converted = convert_arguments(args, kwargs, self._lists)
             if converted is None:       # a list Numba cannot type: see _run_functional
@@ -273,7 +274,8 @@ class DivideAndConquer:
             if self._not_compiled is None:
                 try:
                     with quiet_reflection():
-                        return self._functional_compiled()(*converted[0], **converted[1])
+                        return on_big_stack(self._functional_compiled(), *converted[0],
+                                            **converted[1])
                 except _numba_error() as err:
                     self._not_compiled = _not_compiled_reason(self.__name__, err)
             return self.py_func(*converted[0], **converted[1])   # see _plain_instead
@@ -365,46 +367,113 @@ class DivideAndConquer:
         return _one_call_run(o, value, t0, fallbacks, reason)
 
     def _run_compiled(self, o, args, kwargs, fallbacks) -> Run:
-        """:meth:`_run_functional` with the arguments converted: one call or the fan-out."""
+        """:meth:`_run_functional` with the arguments converted: one call or the fan-out, as
+        the plan says (:meth:`_functional_plan`; with ``memory=True`` it predicts the peak
+        first, and the run's measured peak is then the call's alone)."""
+        plan = self._functional_plan(o, args, kwargs, memory=bool(o["memory"]))
+        peak = None
+        t0 = time.perf_counter()
+        if o["memory"]:     # the call's own peak: not the probes', not the compiler's
+            from hpu._run import traced_peak
+
+            with traced_peak() as measured:
+                value, tasks, sizes, levels = self._execute(plan.K, args, kwargs)
+            peak = measured()
+        else:
+            value, tasks, sizes, levels = self._execute(plan.K, args, kwargs)
+        return Run(value=value, device=o["device"], alpha=1.0, y=None, K=plan.K,
+                   cpu_tasks=tasks, gpu_tasks=0, fallbacks=fallbacks, levels=levels,
+                   transfers=(), seconds=time.perf_counter() - t0, plan=plan,
+                   level_sizes=sizes, started=t0, reason=plan.reason, peak_memory=peak)
+
+    def _functional_plan(self, o, args, kwargs, *, memory: bool):
+        """The :class:`hpu._functional_plan.FunctionalPlan` of a call on converted arguments
+        that Numba compiles: its ``K`` (:func:`hpu._functional.fanout_levels`), and with
+        ``memory`` its predicted peak (probes of the same shape: ``predict_peak``)."""
+        import dataclasses
+
         import numba
 
-        from hpu._functional import FanOut, call_shape, fanout_levels, recursion_through_globals
+        from hpu._functional import (FALLBACK_REASON, call_shape, fanout_levels,
+                                     recursion_through_globals)
+        from hpu._functional_plan import FunctionalPlan, predict_peak
 
-        compiled = self._functional_compiled()
         if self._call_shape is None:
             self._call_shape = call_shape(self.py_func)
         a, arity, loop = self._call_shape
-        n = max((v.size if isinstance(v, np.ndarray) else len(v)
-                 for v in (*args, *kwargs.values()) if isinstance(v, (np.ndarray, list))),
-                default=0)
+        n = _elements(args, kwargs)
         threads = numba.get_num_threads()
         K, reason = fanout_levels(n, a, float(self._options["b"]), threads, o["K"], loop,
                                   self._lists)
         if K and not recursion_through_globals(self.py_func, self):
             K, reason = 0, (f"{self.__name__} calls itself through a closure, not a global "
                             "name: the function compiled by Numba, as one call")
-        t0 = time.perf_counter()
-        levels = ()
+        device_reason = None
+        if o["device"] != "cpu" or o["cluster"] is not None:
+            _, line, what = self._functional
+            device_reason = FALLBACK_REASON.format(name=self.__name__, line=line, what=what)
+        plan = FunctionalPlan(name=self.__name__, device="cpu", requested=o["device"], n=n,
+                              a=a, K=K, threads=threads, reason=reason,
+                              device_reason=device_reason)
+        if memory:
+            peak, basis, probes = predict_peak(
+                lambda *pa, **pk: self._execute(K, pa, pk), args, kwargs, n,
+                passthrough=_numba_error())
+            plan = dataclasses.replace(plan, peak_memory=peak, memory_basis=basis,
+                                       probes=probes)
+        return plan
+
+    def _execute(self, K: int, args, kwargs):
+        """One call (``K = 0``) or the fan-out at ``K``: ``(value, subtrees, level sizes,
+        level records)``."""
+        from hpu._functional import FanOut, on_big_stack
+
+        compiled = self._functional_compiled()
         if K == 0:
-            value, tasks, sizes = compiled(*args, **kwargs), 1, (1,)
-        else:
-            fan = FanOut(self.py_func, self, compiled, self._helpers, K=K, threads=threads,
-                         arity=arity)
-            value = fan.run(args, kwargs)
-            sizes = list(fan.level_sizes)
-            while sizes[-1] == 0:       # the tree ended above level K: as really expanded
-                sizes.pop()
-            tasks, sizes = fan.subtrees, tuple(sizes)
-            if fan.spans:               # the subtrees, from the first start to the last end
-                start = min(s for s, _ in fan.spans)
-                end = max(e for _, e in fan.spans)
-                levels = (LevelRecord(level=K, phase="leaf", cpu_tasks=tasks, gpu_tasks=0,
-                                      cpu_seconds=end - start, gpu_seconds=0.0,
-                                      cpu_start=start, cpu_end=end),)
-        return Run(value=value, device=o["device"], alpha=1.0, y=None, K=K, cpu_tasks=tasks,
-                   gpu_tasks=0, fallbacks=fallbacks, levels=levels, transfers=(),
-                   seconds=time.perf_counter() - t0, level_sizes=sizes, started=t0,
-                   reason=reason)
+            return on_big_stack(compiled, *args, **kwargs), 1, (1,), ()
+        import numba
+
+        fan = FanOut(self.py_func, self, compiled, self._helpers, K=K,
+                     threads=numba.get_num_threads(), arity=self._call_shape[1])
+        value = fan.run(args, kwargs)
+        sizes = list(fan.level_sizes)
+        while sizes[-1] == 0:       # the tree ended above level K: as really expanded
+            sizes.pop()
+        levels = ()
+        if fan.spans:               # the subtrees, from the first start to the last end
+            start = min(s for s, _ in fan.spans)
+            end = max(e for _, e in fan.spans)
+            levels = (LevelRecord(level=K, phase="leaf", cpu_tasks=fan.subtrees, gpu_tasks=0,
+                                  cpu_seconds=end - start, gpu_seconds=0.0,
+                                  cpu_start=start, cpu_end=end),)
+        return value, fan.subtrees, tuple(sizes), levels
+
+    def _plan_functional(self, o, args, kwargs):
+        """``f.plan(...)`` of a functional function: the plan the run executes, with its
+        predicted peak memory; where the run gives the plain function instead (lists Numba
+        cannot type, code it cannot compile), a plan that says so."""
+        from hpu._functional import (UNTYPED_REASON, convert_arguments, quiet_reflection,
+                                     untyped_what)
+        from hpu._functional_plan import FunctionalPlan
+
+        def plain(reason):
+            return FunctionalPlan(name=self.__name__, device="python", requested=o["device"],
+                                  n=_elements(args, kwargs), a=None, K=0, threads=1,
+                                  reason=reason, device_reason=(
+                                      None if o["device"] == "python" else reason),
+                                  memory_basis="not predicted: the plain Python function runs")
+
+        converted = convert_arguments(args, kwargs, self._lists)
+        if converted is None:
+            return plain(UNTYPED_REASON.format(name=self.__name__,
+                                               what=untyped_what(args, kwargs)))
+        if self._not_compiled is None:
+            try:
+                with quiet_reflection():
+                    return self._functional_plan(o, *converted, memory=True)
+            except _numba_error() as err:
+                self._not_compiled = _not_compiled_reason(self.__name__, err)
+        return plain(self._not_compiled)
 
     def options(self, **options) -> "Configured":
         """This function with run options set; its call, ``.run``, ``.plan``,
@@ -496,7 +565,8 @@ class DivideAndConquer:
         the writes back into them); ``(value, None)``, or ``(None, why)`` when a list is one
         Numba cannot take unchanged (empty, nested, mixed number types) and nothing ran.
         On an exception the lists are put back as they were."""
-        from hpu._functional import convert_arguments, quiet_reflection, untyped_what
+        from hpu._functional import (convert_arguments, on_big_stack, quiet_reflection,
+                                     untyped_what)
 
         converted = convert_arguments(args, kwargs, lists=True)
         if converted is None or any(c is not v for c, v in zip(
@@ -508,7 +578,7 @@ class DivideAndConquer:
             return None, self._not_compiled
         try:
             with _lists_restored(args, kwargs), quiet_reflection():
-                return self._functional_compiled()(*args, **kwargs), None
+                return on_big_stack(self._functional_compiled(), *args, **kwargs), None
         except _numba_error() as err:
             self._not_compiled = _not_compiled_reason(self.__name__, err)
             return None, self._not_compiled
@@ -643,6 +713,8 @@ class DivideAndConquer:
         from hpu._plan import make_plan
 
         o = check_options(options, f"{self.__name__}.plan")
+        if self._functional is not None:
+            return self._plan_functional(o, args, kwargs)
         values = self._check_args(args, kwargs)
         cl_device = o["cl_device"]
         if o["device"] != "cpu" and o["machine"] is None:
@@ -761,7 +833,16 @@ def _measured(run, options, args, kwargs, checked) -> Run:
 
     with traced_peak() as peak:
         report = run(options, args, kwargs, checked)
+    if report.peak_memory is not None:      # measured by the run itself (a functional one)
+        return report
     return dataclasses.replace(report, peak_memory=peak())
+
+
+def _elements(args, kwargs) -> int:
+    """Elements of the longest array or list argument (0 without one)."""
+    return max((v.size if isinstance(v, np.ndarray) else len(v)
+                for v in (*args, *kwargs.values()) if isinstance(v, (np.ndarray, list))),
+               default=0)
 
 
 def _one_call_run(o, value, t0, fallbacks, reason) -> Run:

@@ -44,7 +44,7 @@ import math
 import numpy as np
 
 __all__ = ["rewrite_values", "array_names", "list_to_array", "compile_functional", "FanOut",
-           "Lazy", "fanout_levels", "call_shape"]
+           "Lazy", "fanout_levels", "call_shape", "on_big_stack", "big_stacks", "STACK_BYTES"]
 
 _SPECIAL = {"inf": math.inf, "+inf": math.inf, "-inf": -math.inf, "infinity": math.inf,
             "+infinity": math.inf, "-infinity": -math.inf, "nan": math.nan, "+nan": math.nan,
@@ -582,6 +582,62 @@ import operator as _op
 import threading as _threading
 import time as _time
 
+#: The stack of every thread that runs compiled functional recursion (:func:`on_big_stack`,
+#: the fan-out's pool): the depth guard stops it at :data:`hpu._guard.NATIVE_DEPTH` calls,
+#: and this many bytes hold that many frames of up to 13 KiB (a runaway mergesort's frame
+#: measured ~300 bytes here).  The default stack is not a bound: it is ``ulimit -s`` on the
+#: main thread, and a machine's own choice for new threads -- on one GPU machine a runaway
+#: crashed the process at a depth that raised here.  Address space only: the pages a
+#: recursion never reaches are never touched.
+STACK_BYTES = 64 << 20
+_STACK_LOCK = _threading.Lock()
+
+
+@contextlib.contextmanager
+def big_stacks():
+    """Threads started inside get :data:`STACK_BYTES` of stack (``threading.stack_size``
+    is the process's setting: it is put back at once, under a lock)."""
+    with _STACK_LOCK:
+        try:
+            old = _threading.stack_size(STACK_BYTES)
+        except (ValueError, RuntimeError):   # a platform that cannot size stacks
+            yield
+            return
+        try:
+            yield
+        finally:
+            _threading.stack_size(old)
+
+
+def on_big_stack(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` on a thread of its own with :data:`STACK_BYTES` of stack:
+    its value, or its exception.  Ctrl-C meanwhile is raised once ``fn`` has returned, as
+    it is when compiled code runs on the calling thread (never while ``fn`` still writes
+    the caller's arrays or lists)."""
+    box: dict = {}
+
+    def target():
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as err:  # noqa: BLE001 - raised on the calling thread
+            box["error"] = err
+
+    worker = _threading.Thread(target=target, name="hpu-compiled", daemon=True)
+    with big_stacks():
+        worker.start()
+    interrupt = None
+    while worker.is_alive():
+        try:
+            worker.join(WAIT_SLICE)
+        except KeyboardInterrupt as err:
+            interrupt = err
+    if "error" in box:
+        raise box["error"]
+    if interrupt is not None:
+        raise interrupt
+    return box["value"]
+
+
 #: the fewest elements (longest array argument) for which the top levels fan out
 FANOUT_MIN = 1 << 15
 #: subtrees per thread: enough that uneven subtrees still keep every thread busy
@@ -916,12 +972,15 @@ class FanOut:
             self.subtrees += not inline
         if inline:
             fut = _cf.Future()
-            _threading.Thread(target=self._node, args=(fut, depth, args, kwargs),
-                              name=f"hpu-{self.fn.__name__}-level{depth}", daemon=True).start()
+            node = _threading.Thread(target=self._node, args=(fut, depth, args, kwargs),
+                                     name=f"hpu-{self.fn.__name__}-level{depth}", daemon=True)
+            with big_stacks():
+                node.start()
         else:
             with self._lock:
                 self.submitted.append(_time.perf_counter())
-            fut = self._pool.submit(self._subtree, args, kwargs)
+            with big_stacks():      # the pool starts its threads in submit
+                fut = self._pool.submit(self._subtree, args, kwargs)
         with self._lock:
             self._pending.add(fut)
         return Lazy(lambda: self._result(fut), self.arity)

@@ -250,8 +250,10 @@ def test_allocation_is_decided_at_decoration_and_plan_says_why():
     from functional_examples import msort
 
     assert msort._functional is not None and "copy" in msort._functional[2]
+    plan = msort.plan(np.arange(4))                 # its own plan: tests/test_functional_plan.py
+    assert plan.device == "cpu" and "allocates or returns arrays" in plan.device_reason
     with pytest.raises(TranslationError, match="allocates or returns arrays"):
-        msort.plan(np.arange(4))
+        msort.opencl_source(np.arange(4))
 
 
 def one_call_alloc(a):
@@ -484,7 +486,9 @@ def test_every_subtree_is_submitted_before_any_ends():
     fan = FanOut(spin_sort.py_func, spin_sort, compiled, spin_sort._helpers, K=3, threads=2,
                  arity=None)
     assert compiled.targetoptions["nogil"] is True
-    assert fan.run((x, marks, 5_000_000), {}).tolist() == list(range(8))
+    # ~0.2 s per leaf: every submission, through three levels of Python threads, comes
+    # first even on a loaded 2-core machine (5 000 000 steps, ~25 ms, once did not)
+    assert fan.run((x, marks, 40_000_000), {}).tolist() == list(range(8))
     assert fan.subtrees == 8 and len(fan.spans) == 8 and np.count_nonzero(marks) == 8
     assert max(fan.submitted) < min(end for _, end in fan.spans)
     run = spin_sort.run(x, marks, 1, device="cpu", K=3)
@@ -712,7 +716,9 @@ def test_a_written_list_numba_cannot_take_goes_to_the_plain_function():
 # ---------------------------------------------------------------- runaways
 
 RUNAWAY_CHILD = """
-import json, sys, warnings
+import json, sys, threading, warnings
+if {small!r}:
+    threading.stack_size(256 * 1024)    # new threads' stacks: 256 KiB (main: ulimit -s)
 import numpy as np
 sys.path.insert(0, {tests!r})
 warnings.simplefilter("ignore")
@@ -738,17 +744,30 @@ print(json.dumps(out))
 """
 
 
-def test_a_runaway_raises_a_recursion_error_naming_the_line_never_crashes():
+@pytest.mark.parametrize("stacks", ["default", "small"])
+def test_a_runaway_raises_a_recursion_error_naming_the_line_never_crashes(stacks):
     """Compiled recursion has no interpreter to stop it: before the depth guard these
-    killed the process (exit 139).  In a child, so that a regression fails here."""
+    killed the process (exit 139).  In a child, so that a regression fails here.
+    ``small``: a machine whose stacks are small (1 MiB main, 256 KiB for new threads;
+    one GPU machine's were too small for the guard's depth): compiled recursion runs on
+    threads whose stack hpu sizes (``hpu._functional.STACK_BYTES``)."""
     import json
     import os
     import subprocess
     import sys
 
     here = os.path.dirname(os.path.abspath(__file__))
-    child = subprocess.run([sys.executable, "-c", RUNAWAY_CHILD.format(tests=here)],
-                           capture_output=True, text=True, timeout=600)
+
+    def small_stack():
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_STACK, (1 << 20, resource.getrlimit(
+            resource.RLIMIT_STACK)[1]))
+
+    child = subprocess.run([sys.executable, "-c", RUNAWAY_CHILD.format(
+                            tests=here, small=stacks == "small")],
+                           capture_output=True, text=True, timeout=600,
+                           preexec_fn=small_stack if stacks == "small" else None)
     assert child.returncode == 0, child.stderr[-2000:]
     results = json.loads(child.stdout.strip().splitlines()[-1])
     assert len(results) == 5
