@@ -160,6 +160,7 @@ class DivideAndConquer:
         self._call_shape = None     # (a, arity, loop) of a functional function
         self._lists = False         # lists at the call stay lists (hpu._functional.takes_lists)
         self._not_compiled = None   # why Numba cannot compile the function as written
+        self._dps = None            # (DivideAndConquer | None, Rewritten | reason): _in_place
         if not _disabled():
             from hpu._functional import check_shape, find_allocation, takes_lists
 
@@ -314,8 +315,9 @@ class DivideAndConquer:
     def _run_functional(self, o, args, kwargs) -> Run:
         """A function that allocates or returns arrays (see :mod:`hpu._functional`): the
         function compiled by Numba on the CPU's threads (its top ``K`` levels as Python,
-        the subtrees below at once, :class:`hpu._functional.FanOut`); other devices fall
-        back to it, recorded."""
+        the subtrees below at once, :class:`hpu._functional.FanOut`).  On the other
+        devices its in-place form where it has one (:meth:`_run_in_place`), else the same
+        CPU run, recorded."""
         import warnings
 
         from hpu._errors import HpuPerformanceWarning
@@ -323,9 +325,13 @@ class DivideAndConquer:
                                      quiet_reflection, untyped_what)
 
         fallbacks = []
+        if o["device"] != "cpu" and o["cluster"] is None:
+            converted = convert_arguments(args, kwargs, self._lists)
+            ran = self._run_in_place(o, converted)
+            if ran is not None:
+                return ran
         if o["device"] != "cpu" or o["cluster"] is not None:
-            file, line, what = self._functional
-            reason = FALLBACK_REASON.format(name=self.__name__, line=line, what=what)
+            reason = self._device_reason()
             fallbacks.append(reason)
             warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=4)
         converted = convert_arguments(args, kwargs, self._lists)
@@ -348,6 +354,92 @@ class DivideAndConquer:
             except _numba_error() as err:
                 self._not_compiled = _not_compiled_reason(self.__name__, err)
         return self._plain_instead(o, args, kwargs, fallbacks)
+
+    # ------------------------------------------------ functional, on the device
+    def _in_place(self):
+        """``(DivideAndConquer of the in-place form, Rewritten)`` of this functional
+        function (:mod:`hpu._functional_dps`), or ``(None, why not)``; decided once."""
+        with self._lock:
+            if self._dps is None:
+                from hpu._functional_dps import NotRewritable, rewrite
+
+                try:
+                    rw = rewrite(self)
+                    dc = DivideAndConquer(rw.fn, b=self._options["b"],
+                                          cost=self._options["cost"],
+                                          boundscheck=self._boundscheck)
+                    self._dps = (dc, rw)
+                except NotRewritable as err:
+                    self._dps = (None, str(err))
+                except TranslationError as err:
+                    self._dps = (None, _refused(err))
+            return self._dps
+
+    def _device_reason(self) -> str:
+        """Why this functional function's run stays on the CPU (a sentence)."""
+        from hpu._functional import FALLBACK_REASON
+
+        _, line, what = self._functional
+        dc, why = self._in_place()
+        return FALLBACK_REASON.format(name=self.__name__, line=line, what=what,
+                                      why=why if dc is None else "its arguments are not one "
+                                      "1-D NumPy array of numbers")
+
+    def _in_place_args(self, converted):
+        """``(dc, rewritten, x)`` when the in-place form can run on these converted
+        arguments (one non-empty 1-D array of numbers), else None."""
+        if converted is None:
+            return None
+        args, kwargs = converted
+        values = (*args, *kwargs.values())
+        if len(values) != 1 or not isinstance(values[0], np.ndarray):
+            return None
+        x = values[0]
+        if x.ndim != 1 or x.size == 0 or x.dtype.kind not in "iuf":
+            return None
+        dc, rw = self._in_place()
+        if dc is None:
+            return None
+        return dc, rw, np.ascontiguousarray(x)
+
+    def _result_dtype(self, rw, x):
+        """The dtype of the array Numba's typing gives the function's result for ``x``."""
+        if rw.same_dtype:
+            return x.dtype
+        from hpu._functional import _numba_return_type
+
+        t = _numba_return_type(self._functional_compiled(), (x,), {})
+        t = t.types[0] if hasattr(t, "types") else t
+        return np.dtype(str(t.dtype))
+
+    def _run_in_place(self, o, converted) -> Run | None:
+        """The run on ``device="gpu"``/``"hybrid"`` of a functional function whose in-place
+        form exists (:mod:`hpu._functional_dps`): that form, breadth-first on the CPU's
+        threads and the device, writing into one buffer of twice the input; the report with
+        the function's own value (the array, copied out, and its scalars).  None where the
+        form does not apply (the CPU fan-out then runs, and says why)."""
+        import dataclasses
+
+        ready = self._in_place_args(converted)
+        if ready is None:
+            return None
+        dc, rw, x = ready
+        try:
+            dtype = self._result_dtype(rw, x)
+        except _numba_error() as err:
+            self._not_compiled = _not_compiled_reason(self.__name__, err)
+            return None
+        buf = np.empty(2 * x.size, dtype)
+        try:
+            run = dc._run(None, (x, buf, 0, 0), {}, checked={**o, "keep_inputs": False})
+        except TranslationError as err:  # refused only now (a helper's types): the CPU path
+            self._dps = (None, _refused(err))
+            return None
+        out = buf[:x.size].copy()
+        del buf
+        value = (out if rw.scalars == 0 else (out, run.value) if rw.scalars == 1
+                 else (out, *run.value))
+        return dataclasses.replace(run, value=value)
 
     def _plain_instead(self, o, args, kwargs, fallbacks) -> Run:
         """The plain Python function, on the converted arguments, when Numba cannot compile
@@ -374,8 +466,11 @@ class DivideAndConquer:
         peak = None
         t0 = time.perf_counter()
         if o["memory"]:     # the call's own peak: not the probes', not the compiler's
+            import gc
+
             from hpu._run import traced_peak
 
+            gc.collect()    # the probes' cycles, freed now: inside, they would count negative
             with traced_peak() as measured:
                 value, tasks, sizes, levels = self._execute(plan.K, args, kwargs)
             peak = measured()
@@ -394,8 +489,7 @@ class DivideAndConquer:
 
         import numba
 
-        from hpu._functional import (FALLBACK_REASON, call_shape, fanout_levels,
-                                     recursion_through_globals)
+        from hpu._functional import call_shape, fanout_levels, recursion_through_globals
         from hpu._functional_plan import FunctionalPlan, predict_peak
 
         if self._call_shape is None:
@@ -410,8 +504,7 @@ class DivideAndConquer:
                             "name: the function compiled by Numba, as one call")
         device_reason = None
         if o["device"] != "cpu" or o["cluster"] is not None:
-            _, line, what = self._functional
-            device_reason = FALLBACK_REASON.format(name=self.__name__, line=line, what=what)
+            device_reason = self._device_reason()
         plan = FunctionalPlan(name=self.__name__, device="cpu", requested=o["device"], n=n,
                               a=a, K=K, threads=threads, reason=reason,
                               device_reason=device_reason)
@@ -464,6 +557,12 @@ class DivideAndConquer:
                                   memory_basis="not predicted: the plain Python function runs")
 
         converted = convert_arguments(args, kwargs, self._lists)
+        if o["device"] != "cpu" and o["cluster"] is None:
+            ready = self._in_place_args(converted)
+            if ready is not None:           # the in-place form's breadth-first plan
+                dc, rw, x = ready
+                buf = np.empty(2 * x.size, self._result_dtype(rw, x))
+                return dc._plan(o, (x, buf, 0, 0), {})
         if converted is None:
             return plain(UNTYPED_REASON.format(name=self.__name__,
                                                what=untyped_what(args, kwargs)))
@@ -688,6 +787,14 @@ class DivideAndConquer:
         from hpu._options import check_options
 
         o = check_options(options, f"{self.__name__}.opencl_source")
+        if self._functional is not None:    # its in-place form's source, where it has one
+            from hpu._functional import convert_arguments
+
+            ready = self._in_place_args(convert_arguments(args, kwargs, self._lists))
+            if ready is not None:
+                dc, rw, x = ready
+                buf = np.empty(2 * x.size, self._result_dtype(rw, x))
+                return dc._opencl_source(options, (x, buf, 0, 0), {})
         values = self._check_args(args, kwargs)
         program = self._program(values)
         shared = {n: values[n] for n in program.layout.shared}
@@ -836,6 +943,13 @@ def _measured(run, options, args, kwargs, checked) -> Run:
     if report.peak_memory is not None:      # measured by the run itself (a functional one)
         return report
     return dataclasses.replace(report, peak_memory=peak())
+
+
+def _refused(err) -> str:
+    """Why the in-place form of a functional function cannot run breadth-first, short."""
+    what = getattr(err, "construct", None) or str(err).split(":", 2)[-1].strip()
+    line = getattr(err, "lineno", None)
+    return f"its in-place form has {what}{f' (line {line})' if line else ''}, which no device runs"
 
 
 def _elements(args, kwargs) -> int:

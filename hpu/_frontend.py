@@ -265,7 +265,13 @@ def _cap(hint: str | None) -> str | None:
 
 
 def _source_of(fn, kind: str):
-    """Dedented source, its first line in the file, the file name, the parsed def."""
+    """Dedented source, its first line in the file, the file name, the parsed def.  A
+    function hpu rewrote itself (:mod:`hpu._functional_dps`) carries its tree, with the
+    user's file and lines, and the user's source text for the comments."""
+    given = getattr(fn, "__hpu_tree__", None)
+    if given is not None:
+        node, filename, text, start = given
+        return textwrap.dedent(text), start, filename, copy.deepcopy(node)
     try:
         lines, start = inspect.getsourcelines(fn)
         filename = inspect.getsourcefile(fn) or fn.__code__.co_filename

@@ -172,10 +172,12 @@ def list_to_array(v):
 # compiled by Numba as written (Numba allocates, slices and returns arrays, and the
 # root's array comes back as a NumPy array of the dtype Numba's typing gives) -- the
 # subtree solver of the design, run on every core below the top levels (:class:`FanOut`,
-# "every core" below).  Per-level
-# allocation buffers (a prefix sum of each level's sizes, carved per allocation site)
-# and a bounded per-task arena on the device are not built yet, so ``device="gpu"``
-# and ``"hybrid"`` run these functions on the CPU too, with an HpuPerformanceWarning
+# "every core" below).  On ``device="gpu"`` and ``"hybrid"``, a function whose results
+# are as long as its slices (a functional sort, a sort that counts) runs in an in-place
+# form that writes them into one buffer (:mod:`hpu._functional_dps`), breadth-first on
+# the CPU and the device.  Per-level allocation buffers for other allocations (a prefix
+# sum of each level's sizes, carved per allocation site) and a bounded per-task arena are
+# not built, so other functions run on the CPU there too, with an HpuPerformanceWarning
 # and the reason in ``run.fallbacks``: never a wrong answer, never a crash.
 
 #
@@ -194,9 +196,9 @@ def list_to_array(v):
 ALLOCATORS = frozenset({"empty", "zeros", "ones", "full", "empty_like", "zeros_like",
                         "ones_like", "full_like", "copy", "array", "concatenate", "arange"})
 
-FALLBACK_REASON = ("{name} allocates or returns arrays or lists (line {line}: {what}); such functions "
-                   "run on the CPU (the function compiled by Numba): per-level allocation "
-                   "buffers for the device are not built yet")
+FALLBACK_REASON = ("{name} allocates or returns arrays or lists (line {line}: {what}), and its "
+                   "device form (guide §10) does not apply: {why}; it runs on the CPU (the "
+                   "function compiled by Numba)")
 
 
 def _numpy_names(glb: dict) -> set[str]:
@@ -233,9 +235,13 @@ def _allocation_in(tree, glb) -> tuple[int, str] | None:
 
 
 def _tree_of(fn):
+    import copy
     import inspect
     import textwrap
 
+    given = getattr(fn, "__hpu_tree__", None)    # hpu's own rewrite (hpu._functional_dps)
+    if given is not None:
+        return copy.deepcopy(given[0])
     try:
         lines, start = inspect.getsourcelines(fn)
     except (OSError, TypeError):
@@ -885,6 +891,11 @@ def _numba_return_type(disp, args=(), kwargs=None):
     if not kwargs:
         try:
             key = tuple(disp.typeof_pyval(a) for a in args)
+            if len(key) < disp.py_func.__code__.co_argcount and \
+                    DEPTH_PARAM in disp.py_func.__code__.co_varnames:
+                from numba import types as nbtypes
+
+                key += (nbtypes.Omitted(0),)   # the depth guard's hidden parameter, left out
             if key not in disp.overloads:
                 disp.compile(key)
             return disp.overloads[key].signature.return_type

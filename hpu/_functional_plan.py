@@ -30,7 +30,10 @@ Measured here (``tests/test_functional_plan.py``, 2-core VM): one compiled call 
 1-4 % (mergesort, inversion count, prefix sums, list mergesort); a list quicksort within
 20 % (its partitions of the first ``n/16`` keys are not those of all ``n``: 48-57 bytes per
 key between sizes); the fan-out within 15 % from 2·10**5 keys, its peak depending on which
-subtrees finish first.  Smaller probes (``n/256``, ``n/32``) were dominated by the
+subtrees finish first.  Each measurement starts with a ``gc.collect()``: the fan-out's
+proxies form reference cycles, and a collection inside the window frees the last call's
+arrays there, counting them against this one (fan-out predictions ranged 0.7-1.0 of the
+peak without it).  Smaller probes (``n/256``, ``n/32``) were dominated by the
 fan-out's own ~140 KB of Python objects and predicted half the peak.  A probe that raises
 (a function told its arrays' length in a scalar) leaves the peak unpredicted, and
 ``memory_basis`` says why.
@@ -109,8 +112,11 @@ def _prefix(v, k: int, n: int):
 
 
 def _traced(call, args, kwargs) -> int:
+    import gc
+
     from hpu._run import traced_peak
 
+    gc.collect()    # the last call's cycles (the fan-out's proxies), freed now, not inside
     with traced_peak() as peak:
         call(*args, **kwargs)
     return peak()

@@ -38,13 +38,24 @@ def test_the_plan_is_the_plan_the_run_executes():
 @pytest.mark.parametrize("device", ["gpu", "hybrid"])
 def test_the_plan_says_why_the_device_is_not_used(device):
     x = keys(1000)
-    plan = fe.msort.plan(x, device=device)
+    plan = fe.sort_min.plan(x, device=device)       # no device form: see _functional_dps
     assert plan.device == "cpu" and plan.requested == device
     assert "allocates or returns arrays" in plan.device_reason and "line" in plan.device_reason
     assert "instead of" in str(plan) and "peak memory" in str(plan)
     with pytest.warns(hpu.HpuPerformanceWarning):
-        run = fe.msort.run(x, device=device)
+        run = fe.sort_min.run(x, device=device)
     assert run.plan.device_reason == plan.device_reason and run.gpu_tasks == 0
+
+
+@pytest.mark.parametrize("device", ["gpu", "hybrid"])
+def test_a_function_with_a_device_form_plans_breadth_first(device):
+    x = keys(5000)
+    plan = fe.msort.plan(x, device=device, **({"alpha": 0.5, "y": 2} if device == "hybrid"
+                                               else {}))
+    assert isinstance(plan, hpu.model.Plan) and plan.uses_device
+    run = fe.msort.run(x, device=device, **({"alpha": 0.5, "y": 2} if device == "hybrid"
+                                            else {}))
+    assert run.plan == plan and run.gpu_tasks > 0 and np.array_equal(run.value, np.sort(x))
 
 
 def test_a_plain_python_run_has_a_plan_that_says_so():

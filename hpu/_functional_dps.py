@@ -1,0 +1,534 @@
+"""Functional recursion on the device: results written into one buffer instead of allocated.
+
+Why a rewrite
+=============
+
+A functional function returns new arrays: ``merge(msort(a[:m]), msort(a[m:]))``.  A device
+cannot allocate (a work-item has no heap), and the breadth-first driver keeps per-task
+results as scalars in level arrays.  But the commonest functional shape needs no heap at
+all: each call's result is as long as its slice of the input (a sort, a sort that also
+counts), the two calls take the halves ``a[:m]`` and ``a[m:]``, and the combine is a
+helper that allocates its output, ``out = np.empty(len(left) + len(right), ...)``, fills
+it and returns it.  Then the result of the call on ``a[lo:hi]`` can live at ``[lo, hi)``
+of a buffer, and the children's results one level down -- a buffer of ``2 n`` in two
+halves used by alternate levels (parity ``p``), as a ping-pong mergesort does: a call
+reads its children's results in half ``1 - p`` and writes its own in half ``p``, over
+slices no other task at its level touches.
+
+So :func:`rewrite` turns the function into the in-place function below -- ordinary
+Python that the whole breadth-first machinery takes as written (the CPU's levels, the
+OpenCL kernels, the hybrid split and its plan, the device's subtree solver)::
+
+    def msort(a, hpu_buf, hpu_at, hpu_p):              # result -> hpu_buf[half p][at : at+len(a)]
+        if len(a) <= 1:
+            for hpu_i in range(len(a)):                # `return a.copy()`
+                hpu_buf[hpu_p * (len(hpu_buf) // 2) + hpu_at + hpu_i] = a[hpu_i]
+            return
+        m = len(a) // 2
+        hpu_c = m                                      # the split, clamped as Python slices
+        ...
+        msort(a[:hpu_c], hpu_buf, hpu_at, 1 - hpu_p)
+        msort(a[hpu_c:], hpu_buf, hpu_at + hpu_c, 1 - hpu_p)
+        merge_into(hpu_buf[q + hpu_at : q + hpu_at + hpu_c],          # the children's results
+                   hpu_buf[q + hpu_at + hpu_c : q + hpu_at + len(a)],
+                   hpu_buf[hpu_p * (len(hpu_buf) // 2) + hpu_at : ... + len(a)])  # `out`
+
+and the helper into ``merge_into(left, right, out)``: the allocation becomes the
+parameter, ``return out`` returns nothing (``return out, inv`` returns ``inv``).  The
+run then returns ``hpu_buf[:n]`` (copied), with the scalars the function returned.
+
+What is rewritten (else the function runs on the CPU as before, and the reason says why)
+---------------------------------------------------------------------------------------
+
+* one parameter, the array; leading guards ``if ...: ... return R`` whose ``R`` is
+  ``a.copy()``, ``a``, ``a[:]`` or ``np.copy(a)``, alone or first in a tuple with scalars;
+* two recursive calls, on ``a[:e]`` then ``a[e:]`` (the same ``e``: together they are ``a``,
+  in order), as ``x = f(...)``, ``x, k = f(...)`` or inside the combine's call;
+* one combine: a helper whose one allocation, ``np.empty``/``np.zeros``, at its top level,
+  is sized ``len(p) + len(q)`` of the two parameters that receive the children's arrays,
+  and whose every ``return`` is that array, alone or first in a tuple; the children's
+  arrays are used only as its arguments;
+* the result type Numba gives the function is a 1-D array, or a tuple of one and scalars.
+
+Why these and not more: they are what makes "each result is as long as its slice" true
+by construction -- a base case copies its slice, a combine's output is as long as its two
+children's together, and the children are the two halves.  Anything else (three-way
+splits, a helper that returns one of its inputs, a result used before the combine) would
+need the check at run time, and a device cannot stop a level to say so.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+import textwrap
+from dataclasses import dataclass
+
+__all__ = ["Rewritten", "rewrite", "BUF", "AT", "PARITY"]
+
+BUF, AT, PARITY, INDEX, CUT = "hpu_buf", "hpu_at", "hpu_p", "hpu_i", "hpu_c"
+_HIDDEN = (BUF, AT, PARITY, INDEX, CUT)
+
+
+class NotRewritable(Exception):
+    """Why a function keeps its CPU path (a sentence)."""
+
+
+@dataclass
+class Rewritten:
+    """The in-place function (``fn``, a plain Python function whose ``__hpu_tree__`` the
+    frontend reads); ``scalars``: how many scalars follow the array in the result;
+    ``same_dtype``: the combine allocates with its input's dtype (``np.empty(...,
+    left.dtype)``), so the result's dtype is the argument's, with no compile to ask Numba."""
+
+    fn: object
+    scalars: int
+    same_dtype: bool = False
+
+
+def _tree(fn):
+    lines, start = inspect.getsourcelines(fn)
+    text = textwrap.dedent("".join(lines))
+    module = ast.parse(text)
+    ast.increment_lineno(module, start - 1)
+    node = next(n for n in module.body if isinstance(n, ast.FunctionDef))
+    node.decorator_list = []
+    body = [s for s in node.body
+            if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+                    and isinstance(s.value.value, str))]
+    node.body = body
+    return node, "".join(lines), start
+
+
+def _is_name(n, name=None) -> bool:
+    return isinstance(n, ast.Name) and (name is None or n.id == name)
+
+
+def _copy_of(e, a: str, nps: set) -> bool:
+    """``a.copy()``, ``a``, ``a[:]``, ``np.copy(a)``."""
+    if _is_name(e, a):
+        return True
+    if (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "copy"
+            and _is_name(e.func.value, a) and not e.args and not e.keywords):
+        return True
+    if (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "copy"
+            and _is_name(e.func.value) and e.func.value.id in nps and len(e.args) == 1
+            and _is_name(e.args[0], a) and not e.keywords):
+        return True
+    return (isinstance(e, ast.Subscript) and _is_name(e.value, a) and isinstance(e.slice, ast.Slice)
+            and e.slice.lower is None and e.slice.upper is None and e.slice.step is None)
+
+
+def _split_result(e):
+    """(array expression, [scalar expressions]) of a return value."""
+    if isinstance(e, ast.Tuple):
+        if not e.elts:
+            raise NotRewritable("it returns an empty tuple")
+        return e.elts[0], list(e.elts[1:])
+    return e, []
+
+
+def _mentions(node, names) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+def _self_calls(node, name):
+    return [n for n in ast.walk(node) if isinstance(n, ast.Call) and _is_name(n.func, name)]
+
+
+def _slice_of(call, a):
+    """``(lower, upper)`` AST bounds of ``f(a[lower:upper])``, else None."""
+    if len(call.args) != 1 or call.keywords:
+        return None
+    s = call.args[0]
+    if not (isinstance(s, ast.Subscript) and _is_name(s.value, a) and isinstance(s.slice, ast.Slice)
+            and s.slice.step is None):
+        return None
+    return s.slice.lower, s.slice.upper
+
+
+def _numpy_names(glb) -> set:
+    import numpy as np
+
+    return {k for k, v in glb.items() if v is np}
+
+
+def _alloc(stmt, nps):
+    """``(name, size, zeros)`` of ``name = np.empty(size, ...)`` / ``np.zeros``, else None."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and _is_name(stmt.targets[0])):
+        return None
+    v = stmt.value
+    if (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
+            and v.func.attr in ("empty", "zeros") and _is_name(v.func.value)
+            and v.func.value.id in nps and v.args):
+        return stmt.targets[0].id, v.args[0], v.func.attr == "zeros"
+    return None
+
+
+def _len_of(e):
+    """The name ``p`` of ``len(p)`` or ``p.size``, else None."""
+    if (isinstance(e, ast.Call) and _is_name(e.func, "len") and len(e.args) == 1
+            and _is_name(e.args[0]) and not e.keywords):
+        return e.args[0].id
+    if isinstance(e, ast.Attribute) and e.attr == "size" and _is_name(e.value):
+        return e.value.id
+    return None
+
+
+def _helper_into(h, arrays: tuple[int, int], used: set):
+    """The helper ``h`` rewritten to write its allocated result into a last parameter:
+    ``(new function tree, its name, scalars it returns)``."""
+    from hpu._functional import find_allocation
+
+    node, text, start = _tree(h)
+    params = [p.arg for p in node.args.args]
+    if node.args.vararg or node.args.kwarg or node.args.kwonlyargs or node.args.defaults:
+        raise NotRewritable(f"its combine {h.__name__}() has default, keyword-only or * parameters")
+    nps = _numpy_names(h.__globals__)
+    allocs = [(i, _alloc(s, nps)) for i, s in enumerate(node.body)]
+    allocs = [(i, x) for i, x in allocs if x is not None]
+    if len(allocs) != 1:
+        raise NotRewritable(f"its combine {h.__name__}() does not allocate its result once, at "
+                            "its top level (`out = np.empty(len(left) + len(right), ...)`)")
+    i, (out, size, zeros) = allocs[0]
+    p, q = params[arrays[0]], params[arrays[1]]
+    call = node.body[i].value
+    dtype = call.args[1] if len(call.args) > 1 else next(
+        (k.value for k in call.keywords if k.arg == "dtype"), None)
+    same = (isinstance(dtype, ast.Attribute) and dtype.attr == "dtype"
+            and _is_name(dtype.value) and dtype.value.id in (p, q))
+    if not (isinstance(size, ast.BinOp) and isinstance(size.op, ast.Add)
+            and {_len_of(size.left), _len_of(size.right)} == {p, q}):
+        raise NotRewritable(f"its combine {h.__name__}() allocates `{ast.unparse(size)}` "
+                            f"elements, not len({p}) + len({q}): its result would not be as "
+                            "long as its two children's")
+    if out in params:
+        raise NotRewritable(f"its combine {h.__name__}() reassigns its parameter {out!r}")
+    rest = node.body[:i] + node.body[i + 1:]
+    check = copy.deepcopy(node)
+    check.body = rest
+    for n in ast.walk(check):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == out:
+            raise NotRewritable(f"its combine {h.__name__}() assigns {out!r} twice")
+    arity = None
+    for n in ast.walk(check):
+        if isinstance(n, ast.Return):
+            if n.value is None:
+                raise NotRewritable(f"its combine {h.__name__}() has a `return` without its result")
+            arr, scalars = _split_result(n.value)
+            if not _is_name(arr, out) or any(_mentions(s, {out}) and not _scalar_use(s, out)
+                                             for s in scalars):
+                raise NotRewritable(f"its combine {h.__name__}() returns "
+                                    f"`{ast.unparse(n.value)}` (line {n.lineno}), not {out!r}")
+            if arity not in (None, len(scalars)):
+                raise NotRewritable(f"the returns of its combine {h.__name__}() differ in length")
+            arity = len(scalars)
+            n.value = (None if not scalars else scalars[0] if len(scalars) == 1
+                       else ast.Tuple(scalars, ast.Load()))
+        elif isinstance(n, (ast.FunctionDef, ast.Lambda)) and n is not check:
+            raise NotRewritable(f"its combine {h.__name__}() defines a function inside")
+    if arity is None:
+        raise NotRewritable(f"its combine {h.__name__}() never returns its result")
+    # what is left may not allocate: the helper's other allocations are not sized anywhere
+    probe = copy.deepcopy(check)
+    probe.name = h.__name__
+    if _allocates(probe, h.__globals__):
+        raise NotRewritable(f"its combine {h.__name__}() allocates more than its result")
+    body = list(rest)
+    if zeros:           # np.zeros: the parameter starts as zeros, as the array did
+        fill = ast.parse(f"for {INDEX} in range(len({out})):\n    {out}[{INDEX}] = 0").body[0]
+        for n in ast.walk(fill):
+            ast.copy_location(n, node.body[i])
+        body.insert(i, fill)
+    new = ast.FunctionDef(name="", args=copy.deepcopy(node.args), body=body, decorator_list=[],
+                          returns=None, type_params=[])
+    new.args.args.append(ast.arg(out))
+    ast.copy_location(new, node)
+    name = f"{h.__name__}_into"
+    k = 2
+    while name in used:
+        name, k = f"{h.__name__}_into{k}", k + 1
+    new.name = name
+    ast.fix_missing_locations(new)
+    return new, text, start, arity, same
+
+
+def _scalar_use(e, out) -> bool:
+    """``len(out)`` and ``out[i]`` read as scalars: fine in a returned scalar."""
+    for n in ast.walk(e):
+        if _is_name(n, out):
+            return False
+    return True
+
+
+def _allocates(tree, glb) -> bool:
+    from hpu._functional import _allocation_in
+
+    return _allocation_in(tree, glb) is not None
+
+
+def _clamp(cut: str, bound, a: str, lineno_of) -> list:
+    """``cut = bound`` clamped as a slice bound of ``a`` is."""
+    src = (f"{cut} = {ast.unparse(bound)}\n"
+           f"if {cut} < 0:\n    {cut} = {cut} + len({a})\n"
+           f"{cut} = min(max({cut}, 0), len({a}))")
+    stmts = ast.parse(src).body
+    for s in stmts:
+        for n in ast.walk(s):
+            ast.copy_location(n, lineno_of)
+    return stmts
+
+
+def rewrite(dc) -> Rewritten:
+    """The in-place form of the decorated functional function ``dc`` (module docstring),
+    or :class:`NotRewritable` with the reason."""
+    import types
+
+    fn = dc.py_func
+    try:
+        node, text, start = _tree(fn)
+    except (OSError, TypeError, SyntaxError, StopIteration):
+        raise NotRewritable("its source cannot be read") from None
+    name = node.name
+    params = [p.arg for p in node.args.args]
+    if len(params) != 1 or node.args.vararg or node.args.kwarg or node.args.kwonlyargs:
+        raise NotRewritable("it takes other parameters than the one array")
+    a = params[0]
+    glb = fn.__globals__
+    nps = _numpy_names(glb)
+    used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | set(glb)
+    if used & set(_HIDDEN):
+        raise NotRewritable(f"it uses one of the names {', '.join(_HIDDEN)}")
+    half = f"(len({BUF}) // 2)"
+
+    def copy_into(at_line, arr):
+        src = (f"for {INDEX} in range(len({a})):\n"
+               f"    {BUF}[{PARITY} * {half} + {AT} + {INDEX}] = {a}[{INDEX}]")
+        loop = ast.parse(src).body[0]
+        for n in ast.walk(loop):
+            ast.copy_location(n, at_line)
+        return loop
+
+    body = list(node.body)
+    if (body and isinstance(body[-1], ast.If) and body[-1].orelse
+            and not _self_calls(body[-1].test, name) and not _self_calls(
+                ast.Module(body[-1].body, []), name)):
+        last = body.pop()                   # if base: return ...  else: <the recursion>
+        body += [ast.copy_location(ast.If(last.test, last.body, []), last), *last.orelse]
+    out_body = []
+    scalars = None
+
+    def returns_of(block):
+        return [n for s in block for n in ast.walk(s) if isinstance(n, ast.Return)]
+
+    def set_arity(k, where):
+        nonlocal scalars
+        if scalars not in (None, k):
+            raise NotRewritable(f"its returns differ in length (line {where.lineno})")
+        scalars = k
+
+    # leading guards: base cases that return a copy of their slice
+    while body and isinstance(body[0], ast.If) and not _self_calls(body[0], name):
+        g = copy.deepcopy(body.pop(0))
+        if g.orelse:
+            raise NotRewritable(f"a guard has an else branch (line {g.lineno})")
+        if not isinstance(g.body[-1], ast.Return):
+            raise NotRewritable(f"a guard does not end in a return (line {g.lineno})")
+        for r in returns_of(g.body):
+            if r is not g.body[-1]:
+                raise NotRewritable(f"a guard returns from inside a block (line {r.lineno})")
+        ret = g.body[-1]
+        if ret.value is None:
+            raise NotRewritable(f"a base case returns nothing (line {ret.lineno})")
+        arr, sc = _split_result(ret.value)
+        if not _copy_of(arr, a, nps):
+            raise NotRewritable(f"a base case returns `{ast.unparse(arr)}` (line {ret.lineno}), "
+                                f"not a copy of {a}")
+        set_arity(len(sc), ret)
+        ret.value = None if not sc else sc[0] if len(sc) == 1 else ast.Tuple(sc, ast.Load())
+        g.body = g.body[:-1] + [copy_into(ret, arr), ret]
+        out_body.append(g)
+    if not out_body:
+        raise NotRewritable("it has no leading `if ...: return` base case")
+
+    # the recursive part: hoist the calls out of the combine and the return
+    stmts = []
+    tmp = iter(range(1_000_000))
+
+    def hoist(e, at):
+        """``e`` with every self-call inside replaced by a fresh name, assigned before."""
+        class H(ast.NodeTransformer):
+            def visit_Call(self, c):
+                self.generic_visit(c)
+                if _is_name(c.func, name):
+                    t = f"hpu_r{next(tmp)}"
+                    stmts.append(ast.copy_location(ast.Assign([ast.Name(t, ast.Store())], c), at))
+                    return ast.copy_location(ast.Name(t, ast.Load()), c)
+                return c
+        return H().visit(e)
+
+    for s in body:
+        if isinstance(s, ast.Return) and s.value is not None:
+            value = hoist(copy.deepcopy(s.value), s)
+            arr, sc = _split_result(value)
+            if isinstance(arr, ast.Call):
+                t = f"hpu_r{next(tmp)}"
+                stmts.append(ast.copy_location(ast.Assign([ast.Name(t, ast.Store())], arr), s))
+                arr = ast.Name(t, ast.Load())
+            value = arr if not sc else ast.Tuple([arr, *sc], ast.Load())
+            stmts.append(ast.copy_location(ast.Return(value), s))
+        elif isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.value, ast.Call) \
+                and not _is_name(s.value.func, name) and _self_calls(s.value, name):
+            stmts.append(ast.copy_location(ast.Assign(s.targets, hoist(copy.deepcopy(s.value), s)), s))
+        else:
+            if any(isinstance(n, (ast.If, ast.For, ast.While)) for n in [s]) and _self_calls(s, name):
+                raise NotRewritable(f"a recursive call inside a block (line {s.lineno})")
+            stmts.append(copy.deepcopy(s))
+    if not stmts or not isinstance(stmts[-1], ast.Return):
+        raise NotRewritable("its recursive case does not end in a return")
+    if returns_of(stmts[:-1]):
+        raise NotRewritable("its recursive case returns from more than one place")
+
+    # classify: the two calls, the one combine, scalar statements
+    calls = []      # (index, target names, lower, upper)
+    combine = None  # (index, helper, target names)
+    for i, s in enumerate(stmts):
+        inner = _self_calls(s, name)
+        if not inner:
+            continue
+        if not (isinstance(s, ast.Assign) and len(s.targets) == 1 and s.value is inner[0]
+                and len(inner) == 1):
+            raise NotRewritable(f"a recursive call is not assigned on its own (line {s.lineno})")
+        bounds = _slice_of(s.value, a)
+        if bounds is None:
+            raise NotRewritable(f"a recursive call is not on a slice of {a} (line {s.lineno})")
+        t = s.targets[0]
+        names = [t.id] if _is_name(t) else [e.id for e in t.elts] if (
+            isinstance(t, ast.Tuple) and all(_is_name(e) for e in t.elts)) else None
+        if names is None:
+            raise NotRewritable(f"a recursive call's result is unpacked into something other "
+                                f"than names (line {s.lineno})")
+        calls.append((i, names, *bounds))
+    if len(calls) != 2:
+        raise NotRewritable(f"it makes {len(calls)} recursive calls, not two")
+    (i1, n1, lo1, up1), (i2, n2, lo2, up2) = calls
+    if not ((lo1 is None or (isinstance(lo1, ast.Constant) and lo1.value == 0)) and up1 is not None
+            and lo2 is not None and up2 is None and ast.dump(up1) == ast.dump(lo2)):
+        raise NotRewritable("its two recursive calls are not on a[:e] and a[e:] with the same e")
+    results = {n1[0], n2[0]}
+    if len(n1) != len(n2) or len(results) != 2:
+        raise NotRewritable("its recursive calls' results are unpacked differently")
+    for i, s in enumerate(stmts):
+        if i in (i1, i2):
+            continue
+        if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) and _is_name(s.value.func) \
+                and _mentions(s.value, results):
+            if combine is not None:
+                raise NotRewritable("its children's arrays go to more than one call")
+            h = glb.get(s.value.func.id)
+            if not isinstance(h, types.FunctionType):
+                raise NotRewritable(f"its combine {s.value.func.id}() is not a Python function")
+            positions = []
+            for k, arg in enumerate(s.value.args):
+                if _is_name(arg) and arg.id in results:
+                    positions.append((k, arg.id))
+                elif _mentions(arg, results):
+                    raise NotRewritable(f"a child's array is used in `{ast.unparse(arg)}`")
+            if [r for _, r in positions] not in ([n1[0], n2[0]], [n2[0], n1[0]]) or s.value.keywords:
+                raise NotRewritable(f"its combine {h.__name__}() does not take the two "
+                                    "children's arrays, once each, by position")
+            combine = (i, h, s, positions)
+        elif _mentions(s, results) and not isinstance(s, ast.Return):
+            raise NotRewritable(f"a child's array is used outside the combine (line "
+                                f"{getattr(s, 'lineno', '?')})")
+    if combine is None:
+        raise NotRewritable("its children's arrays are not combined by a helper")
+    ci, h, cs, positions = combine
+    if ci < i2:
+        raise NotRewritable("its combine comes before its second recursive call")
+    new_h, h_text, h_start, h_scalars, same = _helper_into(
+        h, tuple(k for k, _ in positions), used)
+    t = cs.targets[0]
+    merged = [t.id] if _is_name(t) else [e.id for e in t.elts] if (
+        isinstance(t, ast.Tuple) and all(_is_name(e) for e in t.elts)) else None
+    if merged is None or len(merged) != 1 + h_scalars:
+        raise NotRewritable(f"its combine's result is unpacked as `{ast.unparse(t)}`, not as "
+                            f"{h.__name__}() returns it")
+    ret = stmts[-1]
+    arr, sc = _split_result(ret.value)
+    if not _is_name(arr, merged[0]) or _mentions(ast.Tuple(sc, ast.Load()), {merged[0]} | results):
+        raise NotRewritable(f"it returns `{ast.unparse(ret.value)}`, not its combine's array "
+                            "first")
+    set_arity(len(sc), ret)
+    if len(n1) != 1 + scalars:
+        raise NotRewritable("its recursive calls' results are unpacked differently from its "
+                            "returns")
+    for i, s in enumerate(stmts[:-1]):
+        if i not in (i1, i2, ci) and _mentions(s, {merged[0]}):
+            raise NotRewritable(f"its combine's array is used outside the return (line {s.lineno})")
+    # the statements, rewritten
+    q = f"((1 - {PARITY}) * {half} + {AT})"
+    mine = f"{PARITY} * {half} + {AT}"
+
+    def view(lo, hi):
+        return ast.parse(f"{BUF}[{lo}:{hi}]", mode="eval").body
+
+    new_stmts = []
+    for i, s in enumerate(stmts):
+        if i == i1:
+            new_stmts.extend(_clamp(CUT, up1, a, s))
+        if i in (i1, i2):
+            first = i == i1
+            sub = f"{a}[:{CUT}]" if first else f"{a}[{CUT}:]"
+            at = AT if first else f"{AT} + {CUT}"
+            call = ast.parse(f"{name}({sub}, {BUF}, {at}, 1 - {PARITY})", mode="eval").body
+            names = n1 if first else n2
+            if scalars == 0:
+                new = ast.Expr(call)
+            else:
+                target = (ast.Name(names[1], ast.Store()) if scalars == 1 else
+                          ast.Tuple([ast.Name(x, ast.Store()) for x in names[1:]], ast.Store()))
+                new = ast.Assign([target], call)
+        elif i == ci:
+            args = list(s.value.args)
+            for k, r in positions:
+                args[k] = (view(q, f"{q} + {CUT}") if r == n1[0] else
+                           view(f"{q} + {CUT}", f"{q} + len({a})"))
+            args.append(view(mine, f"{mine} + len({a})"))
+            call = ast.Call(ast.Name(new_h.name, ast.Load()), args, [])
+            if h_scalars == 0:
+                new = ast.Expr(call)
+            else:
+                target = (ast.Name(merged[1], ast.Store()) if h_scalars == 1 else
+                          ast.Tuple([ast.Name(x, ast.Store()) for x in merged[1:]], ast.Store()))
+                new = ast.Assign([target], call)
+        elif s is ret:
+            new = ast.Return(None if not sc else sc[0] if len(sc) == 1 else ast.Tuple(sc, ast.Load()))
+        else:
+            new = s
+        for n in ast.walk(new):
+            ast.copy_location(n, s)
+        new_stmts.append(new)
+    main = ast.FunctionDef(name=name, args=ast.arguments(
+        posonlyargs=[], args=[ast.arg(a), ast.arg(BUF), ast.arg(AT), ast.arg(PARITY)],
+        kwonlyargs=[], kw_defaults=[], defaults=[]), body=out_body + new_stmts,
+        decorator_list=[], returns=None, type_params=[])
+    ast.copy_location(main, node)
+    ast.fix_missing_locations(main)
+    # function objects the frontend reads the trees of (hpu._frontend._source_of)
+    filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    hfile = inspect.getsourcefile(h) or h.__code__.co_filename
+    new_glb = dict(glb)
+    hfn = _function(new_h, h.__globals__, hfile)
+    hfn.__hpu_tree__ = (new_h, hfile, h_text, h_start)
+    new_glb[new_h.name] = hfn
+    mfn = _function(main, new_glb, filename)
+    mfn.__hpu_tree__ = (main, filename, text, start)
+    new_glb[name] = mfn
+    return Rewritten(fn=mfn, scalars=scalars, same_dtype=same)
+
+
+def _function(tree, glb, filename):
+    space: dict = {}
+    exec(compile(ast.Module([copy.deepcopy(tree)], []), filename, "exec"), glb, space)  # noqa: S102
+    return space[tree.name]

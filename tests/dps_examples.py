@@ -1,0 +1,156 @@
+"""Functional functions as people write them, for the device form (hpu._functional_dps):
+each is a plain function here; the tests decorate them.  ``REWRITTEN`` have a device form,
+``KEPT`` do not (and say why)."""
+import numpy as np
+
+
+def merge(left, right):
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = j = k = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+        k += 1
+    while i < len(left):
+        out[k] = left[i]
+        i += 1
+        k += 1
+    while j < len(right):
+        out[k] = right[j]
+        j += 1
+        k += 1
+    return out
+
+
+def merge_desc(left, right):
+    result = np.zeros(len(right) + len(left), dtype=left.dtype)
+    i = 0
+    j = 0
+    for k in range(len(result)):
+        if j >= len(right) or (i < len(left) and left[i] >= right[j]):
+            result[k] = left[i]
+            i += 1
+        else:
+            result[k] = right[j]
+            j += 1
+    return result
+
+
+def merge_float(left, right):
+    """No dtype: float64, as NumPy allocates it."""
+    out = np.empty(len(left) + len(right))
+    i = 0
+    j = 0
+    while i + j < len(out):
+        if j == len(right) or (i < len(left) and left[i] <= right[j]):
+            out[i + j] = left[i]
+            i += 1
+        else:
+            out[i + j] = right[j]
+            j += 1
+    return out
+
+
+def merge_count(left, right):
+    merged = np.empty(len(left) + len(right), left.dtype)
+    i = j = inv = 0
+    for k in range(len(merged)):
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            merged[k] = left[i]
+            i += 1
+        else:
+            merged[k] = right[j]
+            j += 1
+            inv += len(left) - i
+    return merged, inv
+
+
+def sort_ifelse(a):
+    if len(a) <= 1:
+        return a.copy()
+    else:
+        mid = len(a) // 2
+        return merge(sort_ifelse(a[:mid]), sort_ifelse(a[mid:]))
+
+
+def sort_named(arr):
+    if len(arr) < 2:
+        return arr            # the input itself: a copy in the result
+    half = len(arr) >> 1
+    left = sort_named(arr[0:half])
+    right = sort_named(arr[half:])
+    return merge(left, right)
+
+
+def sort_desc(a):
+    """Two guards, the merge called with (right, left): positions matter."""
+    if len(a) == 0:
+        return a.copy()
+    if len(a) == 1:
+        return np.copy(a)
+    m = (len(a) + 1) // 2
+    first = sort_desc(a[:m])
+    second = sort_desc(a[m:])
+    return merge_desc(second, first)
+
+
+def sort_floats(a):
+    if len(a) <= 1:
+        return a[:]
+    m = len(a) // 2
+    return merge_float(sort_floats(a[:m]), sort_floats(a[m:]))
+
+
+def count_inversions(a):
+    if len(a) <= 1:
+        return a.copy(), 0
+    m = len(a) // 2
+    left, x = count_inversions(a[:m])
+    right, y = count_inversions(a[m:])
+    merged, z = merge_count(left, right)
+    return merged, x + y + z
+
+
+# ------------------------------------------------------------- no device form: the CPU
+
+def drop_middle(a):
+    """The children skip a[m]: results shorter than their slices."""
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    return merge(drop_middle(a[:m]), drop_middle(a[m + 1:]))
+
+
+def merge_pad(left, right):
+    out = np.zeros(len(left) + len(right) + 1, left.dtype)
+    for i in range(len(left)):
+        out[i] = left[i]
+    for j in range(len(right)):
+        out[len(left) + j] = right[j]
+    return out
+
+
+def padded(a):
+    """Each combine adds an element: longer than its slice."""
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    return merge_pad(padded(a[:m]), padded(a[m:]))
+
+
+def three_way(a):
+    if len(a) <= 2:
+        return np.sort(a)
+    t = len(a) // 3
+    return merge(merge(three_way(a[:t]), three_way(a[t:2 * t])), three_way(a[2 * t:]))
+
+
+REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": sort_desc,
+             "sort_floats": sort_floats, "count_inversions": count_inversions}
+KEPT = {"drop_middle": ("not on a[:e] and a[e:]", drop_middle),
+        "padded": ("not len(left) + len(right)", padded),
+        "three_way": ("returns `np.sort(a)`", three_way)}

@@ -1,0 +1,172 @@
+"""Functional functions on the device (hpu._functional_dps): the in-place form of functions
+people write with slices in and new arrays out gives the plain function's answer on every
+path -- the CPU's levels, the device, the hybrid at several splits -- and a function
+without such a form stays on the CPU, saying why."""
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dps_examples as ex
+import hpu
+from hpu._functional_dps import NotRewritable, rewrite
+
+COMPILES = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                         HealthCheck.function_scoped_fixture])
+PATHS = [("gpu", None, None), ("hybrid", 0.0, 1), ("hybrid", 0.5, 2), ("hybrid", 1.0, 2),
+         ("hybrid", 0.25, 3), ("hybrid", None, None)]
+
+_DECORATED: dict = {}
+DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float32,
+          "sort_floats": np.float64, "count_inversions": np.int32}
+
+
+def decorated(name):
+    if name not in _DECORATED:
+        fn = ex.REWRITTEN.get(name) or ex.KEPT[name][1]
+        _DECORATED[name] = hpu.divide_and_conquer(fn)
+    return _DECORATED[name]
+
+
+def options(device, alpha, y):
+    opts = {"device": device}
+    if alpha is not None:
+        opts.update(alpha=alpha, y=y)
+    return opts
+
+
+def same(got, want):
+    if isinstance(want, tuple):
+        return (isinstance(got, tuple) and len(got) == len(want)
+                and all(same(g, w) for g, w in zip(got, want)))
+    if isinstance(want, np.ndarray):
+        return (isinstance(got, np.ndarray) and got.dtype == want.dtype
+                and np.array_equal(got, want, equal_nan=True))
+    return type(got) is type(want) and got == want
+
+
+def check(name, x, device, alpha, y):
+    f = decorated(name)
+    want = f.py_func(x.copy())
+    keep = x.copy()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = f.run(x, **options(device, alpha, y))
+    assert same(run.value, want), (name, device, alpha, y, x.size)
+    assert np.array_equal(x, keep)                         # the input untouched
+    assert run.fallbacks == [], run.fallbacks               # the device form ran
+    assert not [w for w in caught if "allocates" in str(w.message)]
+    if device == "gpu":
+        assert run.gpu_tasks >= 1
+    return run
+
+
+#: on every path: an int32 count (a tuple result) and a float64 sort whose combine allocates
+#: without a dtype.  Each function compiles a CPU module and a device program (~60 s here),
+#: so the other forms are checked as Python below: the rewrite is what changes between
+#: forms; the breadth-first machinery under it is the same.
+EVERY_PATH = ["count_inversions", "sort_floats"]
+
+
+@pytest.mark.parametrize("name", sorted(ex.REWRITTEN))
+@settings(deadline=None, max_examples=40)
+@given(data=st.data())
+def test_the_in_place_form_run_as_python_is_the_function(name, data):
+    """The rewritten function and its helper, run by Python on the buffer: the plain
+    function's array in the first half, its scalars returned."""
+    dtype = DTYPES[name]
+    elems = (st.integers(-10**4, 10**4) if np.dtype(dtype).kind == "i"
+             else st.floats(-1e6, 1e6, allow_nan=False, width=32))
+    x = np.asarray(data.draw(st.lists(elems, min_size=1, max_size=300)), dtype=dtype)
+    rw = rewrite(decorated(name))
+    want = ex.REWRITTEN[name](x.copy())
+    buf = np.empty(2 * x.size, (want[0] if isinstance(want, tuple) else want).dtype)
+    scalars = rw.fn(x, buf, 0, 0)
+    if rw.scalars == 0:
+        assert scalars is None and same(buf[:x.size], want)
+    else:
+        assert same(buf[:x.size], want[0]) and scalars == want[1]
+
+
+@pytest.mark.parametrize("name", EVERY_PATH)
+@pytest.mark.parametrize("device, alpha, y", PATHS, ids=str)
+@settings(COMPILES, max_examples=6)
+@given(data=st.data())
+def test_every_path_gives_the_plain_answer(name, device, alpha, y, data):
+    # one dtype per function: each (function, dtype) compiles a CPU module and a device
+    # program (~40 s here); the dtypes themselves are the breadth-first path's tests'
+    dtype = DTYPES[name]
+    if np.dtype(dtype).kind == "f":
+        elems = st.floats(-1e6, 1e6, allow_nan=False, width=64 if dtype == np.float64 else 32)
+    else:
+        info = np.iinfo(dtype)
+        elems = st.integers(max(info.min, -10**9), min(info.max, 10**9))
+    xs = data.draw(st.lists(elems, min_size=1, max_size=200))
+    check(name, np.asarray(xs, dtype=dtype), device, alpha, y)
+
+
+@pytest.mark.parametrize("name", EVERY_PATH)
+@pytest.mark.parametrize("n", [1, 2, 17, 4099, 70_001])
+def test_sizes_up_to_the_devices(name, n):
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal(n) * 100).astype(DTYPES[name])
+    for device, alpha, y in [("gpu", None, None), ("hybrid", 0.5, 3)]:
+        run = check(name, x, device, alpha, y)
+        if n >= 4099:
+            assert run.gpu_tasks > 0 and run.K >= 2
+
+
+def test_a_list_in_the_device_form_array_out():
+    f = decorated("count_inversions")
+    got, count = f.options(device="gpu")([3, 1, 2])
+    assert got.tolist() == [1, 2, 3] and got.dtype == np.asarray([3, 1, 2]).dtype
+    assert count == 2 and type(count) is int
+
+
+def test_the_plan_run_and_kernels_are_the_device_forms():
+    f = decorated("count_inversions")
+    x = np.random.default_rng(1).integers(0, 100, 3000)
+    plan = f.plan(x, device="hybrid", alpha=0.5, y=2)
+    assert isinstance(plan, hpu.model.Plan) and plan.uses_device
+    run = f.run(x, device="hybrid", alpha=0.5, y=2)
+    assert run.plan == plan and run.cpu_tasks > 0 and run.gpu_tasks > 0
+    source = f.opencl_source(x)
+    assert "merge_count_into" in source and "count_inversions" in source
+    # the CPU keeps the function as written (the fan-out): its own plan
+    assert f.plan(x, device="cpu").__class__.__name__ == "FunctionalPlan"
+
+
+@pytest.mark.parametrize("name", sorted(ex.KEPT))
+@pytest.mark.parametrize("device", ["gpu", "hybrid"])
+def test_without_a_device_form_the_cpu_answers_and_says_why(name, device):
+    why, fn = ex.KEPT[name]
+    f = decorated(name)
+    with pytest.raises(NotRewritable, match=re.escape(why)):
+        rewrite(f)
+    x = np.random.default_rng(2).integers(0, 100, 101)
+    with pytest.warns(hpu.HpuPerformanceWarning, match="device form"):
+        run = f.run(x, device=device)
+    assert same(run.value, fn(x.copy())) and run.gpu_tasks == 0
+    assert why in run.fallbacks[0]
+
+
+def test_an_empty_array_runs_on_the_cpu():
+    f = decorated("sort_ifelse")
+    with pytest.warns(hpu.HpuPerformanceWarning, match="not one 1-D NumPy array"):
+        run = f.run(np.zeros(0, np.int64), device="gpu")
+    assert run.value.size == 0 and run.value.dtype == np.int64
+
+
+def test_nan_keys_fall_where_python_puts_them():
+    """``<=`` with a NaN is False on every path, as in Python: the same order."""
+    f = decorated("sort_floats")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = f.run(np.array([3.0, np.nan, 1.0]), device="gpu").value
+    want = ex.sort_floats(np.array([3.0, np.nan, 1.0]))
+    assert same(got, want)
