@@ -19,6 +19,7 @@ before the first timed sort, both checked against ``np.sort`` first.
 
     python bench/bench_functional.py                 # N = 24, 3 repeats
     python bench/bench_functional.py --log2n 20 --repeat 5 --json
+    python bench/bench_functional.py --log2n 22 --device   # + its device form: hybrid, gpu
 """
 from __future__ import annotations
 
@@ -86,6 +87,22 @@ def _variant(name):
             return r.value
 
         return run
+    if name in ("functional-hybrid", "functional-gpu"):
+        # the device form (hpu._functional_dps): breadth-first, the model's split or the
+        # device alone
+        device = name.split("-")[1]
+
+        def run(x):
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")     # "the model keeps everything on the CPU"
+                r = msort.run(x, device=device)
+            _last.update(K=r.K, cpu_tasks=r.cpu_tasks, gpu_tasks=r.gpu_tasks,
+                         fallbacks=r.fallbacks, alpha=r.alpha, y=r.y)
+            return r.value
+
+        return run
     from algorithms.mergesort import sort
 
     return lambda x: sort(x, device="cpu")
@@ -129,7 +146,11 @@ def main(argv=None):
     p.add_argument("--log2n", type=int, default=24)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--json", action="store_true")
-    p.add_argument("--child", choices=["functional", "inplace"], help=argparse.SUPPRESS)
+    p.add_argument("--device", action="store_true",
+                   help="also the functional mergesort's device form (hpu._functional_dps): "
+                        "device='hybrid' (the model's split) and device='gpu'")
+    p.add_argument("--child", choices=["functional", "inplace", "functional-hybrid",
+                                       "functional-gpu"], help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
         child(args.child, args.log2n, args.repeat)
@@ -148,6 +169,10 @@ def main(argv=None):
                 "Numba's thread count (hpu._functional.FanOut); in-place: breadth-first on "
                 "Numba threads",
     }
+    if args.device:
+        for name in ("functional-hybrid", "functional-gpu"):
+            report[name] = measure(name, args.log2n, args.repeat)
+            report[name]["time_over_inplace"] = report[name]["seconds"] / i["seconds"]
     if args.json:
         print(json.dumps(report, indent=2))
         return
@@ -157,6 +182,14 @@ def main(argv=None):
         print(f"  {name:10s} {r['seconds']:.3f} s (median of {len(r['all_seconds'])}), "
               f"peak RSS growth {r['peak_growth_MB']:.0f} MB "
               f"({r['peak_growth_MB'] / input_mb:.1f}x the input)")
+    for name in ("functional-hybrid", "functional-gpu"):
+        if name in report:
+            r = report[name]
+            print(f"  {name:17s} {r['seconds']:.3f} s ({r['time_over_inplace']:.2f}x in-place), "
+                  f"peak RSS growth {r['peak_growth_MB']:.0f} MB "
+                  f"({r['peak_growth_MB'] / input_mb:.1f}x), alpha={r['alpha']}, y={r['y']}, "
+                  f"K={r['K']}, tasks cpu {r['cpu_tasks']} / device {r['gpu_tasks']}, "
+                  f"fallbacks {r['fallbacks'] or 'none'}")
     if "reason" in f:
         print(f"  functional: K={f['K']}, {f['subtrees']} subtrees: {f['reason']}")
     print(f"  functional / in-place time: {report['time_ratio']:.2f} (goal <= {GOAL_TIME}); "

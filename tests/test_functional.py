@@ -202,9 +202,11 @@ def _check_array_result(name, xs, dtype):
     want = plain(list(xs))
     x = np.asarray(xs, dtype=dtype)
     keep = x.copy()
-    # msort and sort_count run on the device in their in-place form: one dtype there (each
-    # compiles a program per dtype, ~40 s here); tests/test_functional_dps.py has the rest
-    for device, alpha, y in (ALL_DEVICES if dtype in (np.int64, None) else ALL_DEVICES[:1]):
+    # msort and sort_count run on the device in their in-place form, whose every path
+    # tests/test_functional_dps.py checks (count_inversions is sort_count; each function
+    # compiles a CPU module and a device program, ~60 s here): the CPU here
+    in_place = f._in_place()[0] is not None
+    for device, alpha, y in (ALL_DEVICES[:1] if in_place else ALL_DEVICES):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             run = f.run(x, **_options(device, alpha, y))
@@ -217,12 +219,8 @@ def _check_array_result(name, xs, dtype):
             else:
                 assert _same(g, w), (name, device, g, w)
         assert np.array_equal(x, keep)                    # the input untouched
-        in_place = f._in_place()[0] is not None and x.size > 0
         if device == "cpu":
             assert run.fallbacks == []
-        elif in_place:                                    # its device form (_functional_dps)
-            assert run.fallbacks == [] and run.plan.__class__.__name__ == "Plan"
-            assert device != "gpu" or run.gpu_tasks >= 1
         else:                                             # no device form: the CPU, said
             assert len(run.fallbacks) == 1 and "allocates" in run.fallbacks[0]
             assert any(issubclass(w.category, HpuPerformanceWarning) for w in caught)
