@@ -325,8 +325,8 @@ class DivideAndConquer:
                                      quiet_reflection, untyped_what)
 
         fallbacks = []
+        converted = convert_arguments(args, kwargs, self._lists)
         if o["device"] != "cpu" and o["cluster"] is None:
-            converted = convert_arguments(args, kwargs, self._lists)
             ran = self._run_in_place(o, converted)
             if ran is not None:
                 return ran
@@ -334,7 +334,6 @@ class DivideAndConquer:
             reason = self._device_reason()
             fallbacks.append(reason)
             warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=4)
-        converted = convert_arguments(args, kwargs, self._lists)
         if converted is None:
             # an empty list, or one of lists: Numba types a list by its first item, so the
             # user's own function answers (an empty list is a base case: nothing is lost)
@@ -381,13 +380,15 @@ class DivideAndConquer:
 
         _, line, what = self._functional
         dc, why = self._in_place()
-        return FALLBACK_REASON.format(name=self.__name__, line=line, what=what,
-                                      why=why if dc is None else "its arguments are not one "
-                                      "1-D NumPy array of numbers")
+        if dc is not None:
+            why = self._not_compiled or "its arguments are not one 1-D NumPy array of numbers"
+        return FALLBACK_REASON.format(name=self.__name__, line=line, what=what, why=why)
 
-    def _in_place_args(self, converted):
-        """``(dc, rewritten, x)`` when the in-place form can run on these converted
-        arguments (one non-empty 1-D array of numbers), else None."""
+    def _in_place_call(self, converted):
+        """``(dc, rewritten, arguments of dc)`` when the in-place form can run on these
+        converted arguments (one non-empty 1-D array of numbers; the buffer is allocated
+        here, in the dtype of the function's result), else None.  Numba's errors typing the
+        function propagate."""
         if converted is None:
             return None
         args, kwargs = converted
@@ -400,7 +401,8 @@ class DivideAndConquer:
         dc, rw = self._in_place()
         if dc is None:
             return None
-        return dc, rw, np.ascontiguousarray(x)
+        x = np.ascontiguousarray(x)
+        return dc, rw, (x, np.empty(2 * x.size, self._result_dtype(rw, x)), 0, 0)
 
     def _result_dtype(self, rw, x):
         """The dtype of the array Numba's typing gives the function's result for ``x``."""
@@ -420,23 +422,22 @@ class DivideAndConquer:
         form does not apply (the CPU fan-out then runs, and says why)."""
         import dataclasses
 
-        ready = self._in_place_args(converted)
-        if ready is None:
-            return None
-        dc, rw, x = ready
         try:
-            dtype = self._result_dtype(rw, x)
+            ready = self._in_place_call(converted)
         except _numba_error() as err:
             self._not_compiled = _not_compiled_reason(self.__name__, err)
             return None
-        buf = np.empty(2 * x.size, dtype)
+        if ready is None:
+            return None
+        dc, rw, call = ready
+        x, buf = call[:2]
         try:
-            run = dc._run(None, (x, buf, 0, 0), {}, checked={**o, "keep_inputs": False})
+            run = dc._run(None, call, {}, checked={**o, "keep_inputs": False})
         except TranslationError as err:  # refused only now (a helper's types): the CPU path
             self._dps = (None, _refused(err))
             return None
         out = buf[:x.size].copy()
-        del buf
+        del buf, call
         value = (out if rw.scalars == 0 else (out, run.value) if rw.scalars == 1
                  else (out, *run.value))
         return dataclasses.replace(run, value=value)
@@ -558,11 +559,9 @@ class DivideAndConquer:
 
         converted = convert_arguments(args, kwargs, self._lists)
         if o["device"] != "cpu" and o["cluster"] is None:
-            ready = self._in_place_args(converted)
+            ready = self._in_place_call(converted)
             if ready is not None:           # the in-place form's breadth-first plan
-                dc, rw, x = ready
-                buf = np.empty(2 * x.size, self._result_dtype(rw, x))
-                return dc._plan(o, (x, buf, 0, 0), {})
+                return ready[0]._plan(o, ready[2], {})
         if converted is None:
             return plain(UNTYPED_REASON.format(name=self.__name__,
                                                what=untyped_what(args, kwargs)))
@@ -790,11 +789,9 @@ class DivideAndConquer:
         if self._functional is not None:    # its in-place form's source, where it has one
             from hpu._functional import convert_arguments
 
-            ready = self._in_place_args(convert_arguments(args, kwargs, self._lists))
+            ready = self._in_place_call(convert_arguments(args, kwargs, self._lists))
             if ready is not None:
-                dc, rw, x = ready
-                buf = np.empty(2 * x.size, self._result_dtype(rw, x))
-                return dc._opencl_source(options, (x, buf, 0, 0), {})
+                return ready[0]._opencl_source(options, ready[2], {})
         values = self._check_args(args, kwargs)
         program = self._program(values)
         shared = {n: values[n] for n in program.layout.shared}

@@ -61,8 +61,9 @@ from __future__ import annotations
 import ast
 import copy
 import inspect
-import textwrap
 from dataclasses import dataclass
+
+from hpu._functional import _allocation_in, _numpy_names
 
 __all__ = ["Rewritten", "rewrite", "BUF", "AT", "PARITY"]
 
@@ -87,17 +88,12 @@ class Rewritten:
 
 
 def _tree(fn):
-    lines, start = inspect.getsourcelines(fn)
-    text = textwrap.dedent("".join(lines))
-    module = ast.parse(text)
-    ast.increment_lineno(module, start - 1)
-    node = next(n for n in module.body if isinstance(n, ast.FunctionDef))
-    node.decorator_list = []
-    body = [s for s in node.body
-            if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
-                    and isinstance(s.value.value, str))]
-    node.body = body
-    return node, "".join(lines), start
+    """``(def without docstring or decorators, source text, first line)``: the frontend's own
+    reading of a function (:func:`hpu._frontend._source_of`, ``_strip``)."""
+    from hpu._frontend import _source_of, _strip
+
+    text, start, _, node = _source_of(fn, "function")
+    return _strip(node), text, start
 
 
 def _is_name(n, name=None) -> bool:
@@ -147,12 +143,6 @@ def _slice_of(call, a):
     return s.slice.lower, s.slice.upper
 
 
-def _numpy_names(glb) -> set:
-    import numpy as np
-
-    return {k for k, v in glb.items() if v is np}
-
-
 def _alloc(stmt, nps):
     """``(name, size, zeros)`` of ``name = np.empty(size, ...)`` / ``np.zeros``, else None."""
     if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and _is_name(stmt.targets[0])):
@@ -178,8 +168,6 @@ def _len_of(e):
 def _helper_into(h, arrays: tuple[int, int], used: set):
     """The helper ``h`` rewritten to write its allocated result into a last parameter:
     ``(new function tree, its name, scalars it returns)``."""
-    from hpu._functional import find_allocation
-
     node, text, start = _tree(h)
     params = [p.arg for p in node.args.args]
     if node.args.vararg or node.args.kwarg or node.args.kwonlyargs or node.args.defaults:
@@ -216,23 +204,19 @@ def _helper_into(h, arrays: tuple[int, int], used: set):
             if n.value is None:
                 raise NotRewritable(f"its combine {h.__name__}() has a `return` without its result")
             arr, scalars = _split_result(n.value)
-            if not _is_name(arr, out) or any(_mentions(s, {out}) and not _scalar_use(s, out)
-                                             for s in scalars):
+            if not _is_name(arr, out) or any(_mentions(s, {out}) for s in scalars):
                 raise NotRewritable(f"its combine {h.__name__}() returns "
                                     f"`{ast.unparse(n.value)}` (line {n.lineno}), not {out!r}")
             if arity not in (None, len(scalars)):
                 raise NotRewritable(f"the returns of its combine {h.__name__}() differ in length")
             arity = len(scalars)
-            n.value = (None if not scalars else scalars[0] if len(scalars) == 1
-                       else ast.Tuple(scalars, ast.Load()))
+            n.value = _value_of(scalars)
         elif isinstance(n, (ast.FunctionDef, ast.Lambda)) and n is not check:
             raise NotRewritable(f"its combine {h.__name__}() defines a function inside")
     if arity is None:
         raise NotRewritable(f"its combine {h.__name__}() never returns its result")
     # what is left may not allocate: the helper's other allocations are not sized anywhere
-    probe = copy.deepcopy(check)
-    probe.name = h.__name__
-    if _allocates(probe, h.__globals__):
+    if _allocation_in(check, h.__globals__) is not None:
         raise NotRewritable(f"its combine {h.__name__}() allocates more than its result")
     body = list(rest)
     if zeros:           # np.zeros: the parameter starts as zeros, as the array did
@@ -253,18 +237,29 @@ def _helper_into(h, arrays: tuple[int, int], used: set):
     return new, text, start, arity, same
 
 
-def _scalar_use(e, out) -> bool:
-    """``len(out)`` and ``out[i]`` read as scalars: fine in a returned scalar."""
-    for n in ast.walk(e):
-        if _is_name(n, out):
-            return False
-    return True
+def _value_of(scalars):
+    """What a rewritten ``return`` gives: nothing, the one scalar, or their tuple."""
+    return None if not scalars else scalars[0] if len(scalars) == 1 else ast.Tuple(scalars,
+                                                                                    ast.Load())
 
 
-def _allocates(tree, glb) -> bool:
-    from hpu._functional import _allocation_in
+def _names_of(target):
+    """The names of an assignment's target (``x`` or ``x, k``), else None."""
+    if _is_name(target):
+        return [target.id]
+    if isinstance(target, ast.Tuple) and all(_is_name(e) for e in target.elts):
+        return [e.id for e in target.elts]
+    return None
 
-    return _allocation_in(tree, glb) is not None
+
+def _call_statement(call, names):
+    """``call`` as a statement whose scalars (``names[1:]``) are assigned: the array part of
+    the result is the buffer now."""
+    if len(names) == 1:
+        return ast.Expr(call)
+    target = (ast.Name(names[1], ast.Store()) if len(names) == 2 else
+              ast.Tuple([ast.Name(x, ast.Store()) for x in names[1:]], ast.Store()))
+    return ast.Assign([target], call)
 
 
 def _clamp(cut: str, bound, a: str, lineno_of) -> list:
@@ -285,9 +280,11 @@ def rewrite(dc) -> Rewritten:
     import types
 
     fn = dc.py_func
+    from hpu._errors import TranslationError
+
     try:
         node, text, start = _tree(fn)
-    except (OSError, TypeError, SyntaxError, StopIteration):
+    except TranslationError:
         raise NotRewritable("its source cannot be read") from None
     name = node.name
     params = [p.arg for p in node.args.args]
@@ -345,7 +342,7 @@ def rewrite(dc) -> Rewritten:
             raise NotRewritable(f"a base case returns `{ast.unparse(arr)}` (line {ret.lineno}), "
                                 f"not a copy of {a}")
         set_arity(len(sc), ret)
-        ret.value = None if not sc else sc[0] if len(sc) == 1 else ast.Tuple(sc, ast.Load())
+        ret.value = _value_of(sc)
         g.body = g.body[:-1] + [copy_into(ret, arr), ret]
         out_body.append(g)
     if not out_body:
@@ -379,10 +376,9 @@ def rewrite(dc) -> Rewritten:
             stmts.append(ast.copy_location(ast.Return(value), s))
         elif isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.value, ast.Call) \
                 and not _is_name(s.value.func, name) and _self_calls(s.value, name):
-            stmts.append(ast.copy_location(ast.Assign(s.targets, hoist(copy.deepcopy(s.value), s)), s))
-        else:
-            if any(isinstance(n, (ast.If, ast.For, ast.While)) for n in [s]) and _self_calls(s, name):
-                raise NotRewritable(f"a recursive call inside a block (line {s.lineno})")
+            value = hoist(copy.deepcopy(s.value), s)
+            stmts.append(ast.copy_location(ast.Assign(s.targets, value), s))
+        else:               # a call inside a block is refused below: not assigned on its own
             stmts.append(copy.deepcopy(s))
     if not stmts or not isinstance(stmts[-1], ast.Return):
         raise NotRewritable("its recursive case does not end in a return")
@@ -402,9 +398,7 @@ def rewrite(dc) -> Rewritten:
         bounds = _slice_of(s.value, a)
         if bounds is None:
             raise NotRewritable(f"a recursive call is not on a slice of {a} (line {s.lineno})")
-        t = s.targets[0]
-        names = [t.id] if _is_name(t) else [e.id for e in t.elts] if (
-            isinstance(t, ast.Tuple) and all(_is_name(e) for e in t.elts)) else None
+        names = _names_of(s.targets[0])
         if names is None:
             raise NotRewritable(f"a recursive call's result is unpacked into something other "
                                 f"than names (line {s.lineno})")
@@ -434,7 +428,8 @@ def rewrite(dc) -> Rewritten:
                     positions.append((k, arg.id))
                 elif _mentions(arg, results):
                     raise NotRewritable(f"a child's array is used in `{ast.unparse(arg)}`")
-            if [r for _, r in positions] not in ([n1[0], n2[0]], [n2[0], n1[0]]) or s.value.keywords:
+            order = [r for _, r in positions]
+            if order not in ([n1[0], n2[0]], [n2[0], n1[0]]) or s.value.keywords:
                 raise NotRewritable(f"its combine {h.__name__}() does not take the two "
                                     "children's arrays, once each, by position")
             combine = (i, h, s, positions)
@@ -448,11 +443,10 @@ def rewrite(dc) -> Rewritten:
         raise NotRewritable("its combine comes before its second recursive call")
     new_h, h_text, h_start, h_scalars, same = _helper_into(
         h, tuple(k for k, _ in positions), used)
-    t = cs.targets[0]
-    merged = [t.id] if _is_name(t) else [e.id for e in t.elts] if (
-        isinstance(t, ast.Tuple) and all(_is_name(e) for e in t.elts)) else None
+    merged = _names_of(cs.targets[0])
     if merged is None or len(merged) != 1 + h_scalars:
-        raise NotRewritable(f"its combine's result is unpacked as `{ast.unparse(t)}`, not as "
+        raise NotRewritable(f"its combine's result is unpacked as "
+                            f"`{ast.unparse(cs.targets[0])}`, not as "
                             f"{h.__name__}() returns it")
     ret = stmts[-1]
     arr, sc = _split_result(ret.value)
@@ -482,28 +476,16 @@ def rewrite(dc) -> Rewritten:
             sub = f"{a}[:{CUT}]" if first else f"{a}[{CUT}:]"
             at = AT if first else f"{AT} + {CUT}"
             call = ast.parse(f"{name}({sub}, {BUF}, {at}, 1 - {PARITY})", mode="eval").body
-            names = n1 if first else n2
-            if scalars == 0:
-                new = ast.Expr(call)
-            else:
-                target = (ast.Name(names[1], ast.Store()) if scalars == 1 else
-                          ast.Tuple([ast.Name(x, ast.Store()) for x in names[1:]], ast.Store()))
-                new = ast.Assign([target], call)
+            new = _call_statement(call, n1 if first else n2)
         elif i == ci:
             args = list(s.value.args)
             for k, r in positions:
                 args[k] = (view(q, f"{q} + {CUT}") if r == n1[0] else
                            view(f"{q} + {CUT}", f"{q} + len({a})"))
             args.append(view(mine, f"{mine} + len({a})"))
-            call = ast.Call(ast.Name(new_h.name, ast.Load()), args, [])
-            if h_scalars == 0:
-                new = ast.Expr(call)
-            else:
-                target = (ast.Name(merged[1], ast.Store()) if h_scalars == 1 else
-                          ast.Tuple([ast.Name(x, ast.Store()) for x in merged[1:]], ast.Store()))
-                new = ast.Assign([target], call)
+            new = _call_statement(ast.Call(ast.Name(new_h.name, ast.Load()), args, []), merged)
         elif s is ret:
-            new = ast.Return(None if not sc else sc[0] if len(sc) == 1 else ast.Tuple(sc, ast.Load()))
+            new = ast.Return(_value_of(sc))
         else:
             new = s
         for n in ast.walk(new):

@@ -3,27 +3,7 @@ each is a plain function here; the tests decorate them.  ``REWRITTEN`` have a de
 ``KEPT`` do not (and say why)."""
 import numpy as np
 
-
-def merge(left, right):
-    out = np.empty(len(left) + len(right), left.dtype)
-    i = j = k = 0
-    while i < len(left) and j < len(right):
-        if left[i] <= right[j]:
-            out[k] = left[i]
-            i += 1
-        else:
-            out[k] = right[j]
-            j += 1
-        k += 1
-    while i < len(left):
-        out[k] = left[i]
-        i += 1
-        k += 1
-    while j < len(right):
-        out[k] = right[j]
-        j += 1
-        k += 1
-    return out
+from functional_examples import merge  # noqa: F401 - the textbook two-finger merge
 
 
 def merge_desc(left, right):
