@@ -397,7 +397,7 @@ def _checked_source(h: Helper, bounds: bool = False, sites: list[str] | None = N
     else:
         tree, line = copy.deepcopy(h.tree), None
     params = tuple(a.arg for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs)
-    checker = _Checked(h.filename, line, f"in {h.name}(): ", bounds, sites=sites, stores=params)
+    checker = _Checked(h.filename, line, f"in {h.display}(): ", bounds, sites=sites, stores=params)
     return ast.unparse(checker.visit(tree))
 
 
@@ -710,7 +710,8 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
     for h in closure.helpers:
         w("")
         w("")
-        w(f"# ---- helper {h.name}, from {os.path.basename(h.filename)}:{h.lineno}")
+        shown = f" (from {h.shown})" if h.shown else ""
+        w(f"# ---- helper {h.name}{shown}, from {os.path.basename(h.filename)}:{h.lineno}")
         w("@njit(cache=True)")
         w(_checked_source(h, bounds, w.sites) if checked else helper_source(h, views))
     w("")

@@ -216,6 +216,14 @@ class Helper:
     #: the tree ``source`` is the text of, with the user's file lines (error messages name
     #: the failing line, not the ``def``) and the views' marks (hpu._views.ViewIndex)
     tree: ast.FunctionDef | None = field(default=None, compare=False, repr=False)
+    #: the name the user wrote, where hpu renamed the helper (the device form's
+    #: ``merge_into`` is ``merge`` to the user: hpu._functional_dps)
+    shown: str = field(default="", compare=False)
+
+    @property
+    def display(self) -> str:
+        """The helper's name as messages give it: the user's."""
+        return self.shown or self.name
 
 
 @dataclass(frozen=True)
@@ -1147,6 +1155,7 @@ def resolve(fn, spec: DCSpec) -> Closure:
     helpers: dict[str, Helper] = {}
     helper_nodes: dict[str, ast.FunctionDef] = {}
     helper_where: dict[str, _Where] = {}
+    helper_shown: dict[str, str] = {}
     calls_of: dict[str, list[tuple[str, ast.Call]]] = {}
     constants: dict[str, object] = {}
     modules: dict[str, str] = {}
@@ -1292,7 +1301,7 @@ def resolve(fn, spec: DCSpec) -> Closure:
             caller_where.refuse(node, f"the helper {n!r} (a generator)",
                                 "a generator produces values lazily", "return the value instead")
         text, start, filename, hnode = _source_of(obj, "helper")
-        where = _Where(filename, f"helper {n!r}")
+        where = _Where(filename, f"helper {getattr(obj, '__hpu_shown__', n)!r}")
         _check_params(hnode, where)
         tree = _functional.rewrite_values(_strip(hnode))
         tree.name = n
@@ -1300,6 +1309,7 @@ def resolve(fn, spec: DCSpec) -> Closure:
         _SubsetChecker(where).check_all(tree.body)
         helper_nodes[n] = tree
         helper_where[n] = where
+        helper_shown[n] = getattr(obj, "__hpu_shown__", "")
         order.append(n)
         visit_function(tree, obj.__globals__, where, n, False)
 
@@ -1402,7 +1412,8 @@ def resolve(fn, spec: DCSpec) -> Closure:
         out_helpers.append(Helper(
             name=h, source=ast.unparse(node), filename=where.filename,
             lineno=node.lineno, params=tuple(a.arg for a in node.args.args),
-            writes=frozenset(writes[h]), tree=copy.deepcopy(node)))
+            writes=frozenset(writes[h]), tree=copy.deepcopy(node),
+            shown=helper_shown.get(h, "")))
     written = {spec.params[k]: node for k, node in writes[spec.name].items()}
     first_write = tuple((p, (main_where.line(n) or spec.lineno)) for p, n in written.items())
     return Closure(

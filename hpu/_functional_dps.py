@@ -503,6 +503,7 @@ def rewrite(dc) -> Rewritten:
     new_glb = dict(glb)
     hfn = _function(new_h, h.__globals__, hfile)
     hfn.__hpu_tree__ = (new_h, hfile, h_text, h_start)
+    hfn.__hpu_shown__ = h.__name__      # messages name the user's helper, not merge_into
     new_glb[new_h.name] = hfn
     mfn = _function(main, new_glb, filename)
     mfn.__hpu_tree__ = (main, filename, text, start)

@@ -269,7 +269,7 @@ def check_array_fit(spec, closure, args) -> None:
                 key = (h.name, tuple(sorted(sub.items())))
                 if sub and key not in seen:
                     seen.add(key)
-                    walk(ast.parse(h.source), sub, h.filename, h.lineno, f"in {h.name}(): ")
+                    walk(ast.parse(h.source), sub, h.filename, h.lineno, f"in {h.display}(): ")
             elif isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name)
                                                      and node.func.id == spec.name):
                 # an array passed to anything but a helper or the recursion: assume it is read

@@ -129,6 +129,23 @@ def three_way(a):
     return merge(merge(three_way(a[:t]), three_way(a[t:2 * t])), three_way(a[2 * t:]))
 
 
+def merge_overrun(left, right):
+    out = np.empty(len(left) + len(right), left.dtype)
+    for i in range(len(left)):
+        out[i] = left[i]
+    for j in range(len(right)):
+        out[len(left) + j] = right[j]
+    out[len(out)] = 0   # LINE_OVERRUN: one past the end
+    return out
+
+
+def sort_overrun(a):
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    return merge_overrun(sort_overrun(a[:m]), sort_overrun(a[m:]))
+
+
 REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": sort_desc,
              "sort_floats": sort_floats, "count_inversions": count_inversions}
 KEPT = {"drop_middle": ("not on a[:e] and a[e:]", drop_middle),

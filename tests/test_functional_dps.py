@@ -155,6 +155,18 @@ def test_without_a_device_form_the_cpu_answers_and_says_why(name, device):
     assert why in run.fallbacks[0]
 
 
+def test_an_index_error_in_the_combine_names_the_users_helper_and_line():
+    """The combine runs as ``merge_overrun_into`` on the device; the message speaks of the
+    function the user wrote, at its line."""
+    f = hpu.divide_and_conquer(ex.sort_overrun, boundscheck=True)
+    with pytest.raises(IndexError):
+        ex.sort_overrun(np.arange(4))
+    line = next(i for i, t in enumerate(open(ex.__file__), 1) if "LINE_OVERRUN" in t)
+    with pytest.raises(IndexError, match=rf"dps_examples.py:{line}: in merge_overrun\(\): ") as e:
+        f.run(np.arange(40), device="gpu")
+    assert "_into" not in str(e.value)
+
+
 def test_an_empty_array_runs_on_the_cpu():
     f = decorated("sort_ifelse")
     with pytest.warns(hpu.HpuPerformanceWarning, match="not one 1-D NumPy array"):
