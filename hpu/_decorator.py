@@ -442,6 +442,33 @@ class DivideAndConquer:
                  else (out, *run.value))
         return dataclasses.replace(run, value=value)
 
+    def _in_place_peak(self, plan, o, x):
+        """``plan`` (the in-place form's) with the host memory its run is predicted to
+        allocate at the peak: probes of the same run (the same options) on prefixes of
+        ``x`` (:func:`hpu._functional_plan.predict_peak`), their warnings kept quiet."""
+        import dataclasses
+        import warnings
+
+        from hpu._errors import HpuPerformanceWarning
+        from hpu._functional_plan import predict_peak
+
+        # the same split at every size (the same K, the same share on each side): the level
+        # arrays stay as they are and the buffers grow with the input, linearly
+        probe_options = {**o, "memory": False, "K": plan.cutoff_level}
+        if plan.transfer_level is not None:
+            probe_options.update(alpha=plan.split_alpha, y=plan.transfer_level)
+
+        def call(xs):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", HpuPerformanceWarning)
+                if self._run_in_place(probe_options, ((xs,), {})) is None:
+                    raise RuntimeError("the device form did not run")
+
+        peak, basis, _ = predict_peak(call, (x,), {}, x.size,
+                                      passthrough=(KeyboardInterrupt,), warm_each=True)
+        return dataclasses.replace(plan, peak_memory=peak,
+                                   memory_basis=basis.replace("probes", "device-form runs"))
+
     def _plain_instead(self, o, args, kwargs, fallbacks) -> Run:
         """The plain Python function, on the converted arguments, when Numba cannot compile
         the function as written (a library call Numba does not know, a type it cannot
@@ -561,7 +588,7 @@ class DivideAndConquer:
         if o["device"] != "cpu" and o["cluster"] is None:
             ready = self._in_place_call(converted)
             if ready is not None:           # the in-place form's breadth-first plan
-                return ready[0]._plan(o, ready[2], {})
+                return self._in_place_peak(ready[0]._plan(o, ready[2], {}), o, ready[2][0])
         if converted is None:
             return plain(UNTYPED_REASON.format(name=self.__name__,
                                                what=untyped_what(args, kwargs)))

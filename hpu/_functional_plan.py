@@ -122,10 +122,13 @@ def _traced(call, args, kwargs) -> int:
     return peak()
 
 
-def predict_peak(call, args, kwargs, n: int, passthrough=()) -> tuple[int | None, str, tuple]:
+def predict_peak(call, args, kwargs, n: int, passthrough=(),
+                 warm_each: bool = False) -> tuple[int | None, str, tuple]:
     """``(bytes, basis, probes)``: the peak ``call(*args, **kwargs)`` will allocate, from
     probes on prefixes of its array and list arguments (module docstring).  ``call`` runs
-    the same shape as the run (compiled call or fan-out); it is warmed (compiled) first.
+    the same shape as the run (compiled call or fan-out); it is warmed (compiled) first,
+    at every probe's size with ``warm_each`` (a breadth-first run may compile other code
+    at another size: the compiler's objects are not the run's).
     Exceptions of the types ``passthrough`` (the compiler's own) are raised, not recorded."""
     def on(k):
         return ([_prefix(v, k, n) for v in args], {key: _prefix(v, k, n) for key, v in kwargs.items()})
@@ -141,7 +144,10 @@ def predict_peak(call, args, kwargs, n: int, passthrough=()) -> tuple[int | None
         a, kw = on(sizes[0])
         call(*a, **kw)
         probes = []
-        for m in sizes:
+        for k, m in enumerate(sizes):
+            if warm_each and k:
+                a, kw = on(m)
+                call(*a, **kw)
             a, kw = on(m)
             probes.append((m, _traced(call, a, kw)))
     except passthrough:

@@ -1575,6 +1575,12 @@ class Plan:
     #: the pieces the device's data is copied in, pipelined with its kernels
     #: (:func:`copy_chunks`; 1: one upload before, one download after)
     transfer_chunks: int = 1
+    #: bytes of host memory the run is predicted to allocate at its peak, and how that was
+    #: predicted (a functional function's device form, :mod:`hpu._functional_dps`: probes on
+    #: prefixes of its input); None where the plan does not predict it.  Not the division:
+    #: left out of ``==``.
+    peak_memory: int | None = field(default=None, compare=False)
+    memory_basis: str = field(default="", compare=False)
 
     @property
     def speedup(self) -> float:
