@@ -159,8 +159,12 @@ class DivideAndConquer:
         self._helpers: dict = {}    # the helpers' dispatchers (compile_functional)
         self._call_shape = None     # (a, arity, loop) of a functional function
         self._lists = False         # lists at the call stay lists (hpu._functional.takes_lists)
-        self._not_compiled = None   # why Numba cannot compile the function as written
+        # why Numba cannot compile the function as written, per kind of arguments (a big-
+        # endian array may not compile where a list does): _not_compiled, _typed_as
+        self._not_compiled_for: dict = {}
+        self._call_kinds = threading.local()
         self._dps = None            # (DivideAndConquer | None, Rewritten | reason): _in_place
+        self._pending = False       # a helper defined after the function: _settle
         if not _disabled():
             from hpu._functional import check_shape, find_allocation, takes_lists
 
@@ -170,8 +174,55 @@ class DivideAndConquer:
                 self._functional = alloc
                 self._lists = takes_lists(fn)
                 return
-            self._parse()
+            try:
+                self._parse()
+            except TranslationError:
+                if not _calls_undefined(fn):
+                    raise
+                # it calls a helper defined further down the file (guide §8): whether the
+                # helper allocates (a functional function) is known at the first call
+                self._pending = True
+                return
             self._resolve(deferrable=True)
+
+    def _settle(self):
+        """At the first use of a function whose helper was not defined at its decoration:
+        functional if the function or a helper allocates, else parsed now (a refusal is
+        raised now, at the first call, as for any helper defined later)."""
+        if not self._pending:
+            return
+        with self._lock:
+            if not self._pending:
+                return
+            from hpu._functional import check_shape, find_allocation, takes_lists
+
+            fn = self.py_func
+            alloc = find_allocation(fn)
+            if alloc is not None:
+                check_shape(fn, (inspect.getsourcefile(fn), fn.__code__.co_firstlineno))
+                self._functional = alloc
+                self._lists = takes_lists(fn)
+            else:
+                self._spec = None
+                self._parse()
+                self._resolve()
+            self._pending = False
+
+    @property
+    def _not_compiled(self) -> str | None:
+        """Why Numba cannot compile the function for the current call's kinds of arguments
+        (:meth:`_typed_as`), or None (not known to fail)."""
+        return self._not_compiled_for.get(getattr(self._call_kinds, "key", None))
+
+    @_not_compiled.setter
+    def _not_compiled(self, reason: str | None) -> None:
+        self._not_compiled_for[getattr(self._call_kinds, "key", None)] = reason
+
+    def _typed_as(self, args, kwargs) -> None:
+        """This thread's call is on arguments of these kinds: what :attr:`_not_compiled`
+        reads and records (Numba compiles one version per kind of arguments)."""
+        self._call_kinds.key = (tuple(_typing_key(v) for v in args),
+                                tuple((k, _typing_key(v)) for k, v in kwargs.items()))
 
     # ------------------------------------------------------------------ parsing
     def _parse(self):
@@ -266,9 +317,11 @@ class DivideAndConquer:
         """The original compiled by Numba, on one core (004's baseline); returns its value."""
         if _disabled():
             return self.py_func(*args, **kwargs)
+        self._settle()
         if self._functional is not None:
             from hpu._functional import convert_arguments, on_big_stack, quiet_reflection
 
+            self._typed_as(args, kwargs)
             converted = convert_arguments(args, kwargs, self._lists)
             if converted is None:       # a list Numba cannot type: see _run_functional
                 return self.py_func(*args, **kwargs)
@@ -325,12 +378,14 @@ class DivideAndConquer:
                                      quiet_reflection, untyped_what)
 
         fallbacks = []
+        self._typed_as(args, kwargs)
         converted = convert_arguments(args, kwargs, self._lists)
         if o["device"] != "cpu" and o["cluster"] is None:
             ran = self._run_in_place(o, converted)
             if ran is not None:
                 return ran
-        if o["device"] != "cpu" or o["cluster"] is not None:
+        if (o["device"] != "cpu" or o["cluster"] is not None) and self._not_compiled is None:
+            # (where Numba cannot compile the function, the plain function runs, and says so)
             reason = self._device_reason()
             fallbacks.append(reason)
             warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=4)
@@ -402,16 +457,23 @@ class DivideAndConquer:
         if dc is None:
             return None
         x = np.ascontiguousarray(x)
-        return dc, rw, (x, np.empty(2 * x.size, self._result_dtype(rw, x)), 0, 0)
+        dtype = self._result_dtype(rw, x)
+        if dtype is None:       # Numba cannot type the function: the CPU path says why
+            return None
+        return dc, rw, (x, np.empty(2 * x.size, dtype), 0, 0)
 
     def _result_dtype(self, rw, x):
-        """The dtype of the array Numba's typing gives the function's result for ``x``."""
+        """The dtype of the array Numba's typing gives the function's result for ``x``; None
+        where Numba gives none (base cases and combine of different dtypes: ``a.copy()`` of
+        ints beside ``np.zeros(n)`` of floats)."""
         if rw.same_dtype:
             return x.dtype
         from hpu._functional import _numba_return_type
 
-        t = _numba_return_type(self._functional_compiled(), (x,), {})
+        t = _numba_return_type(self._functional_compiled(), (x,), {}, strict=True)
         t = t.types[0] if hasattr(t, "types") else t
+        if getattr(t, "ndim", None) != 1:
+            return None
         return np.dtype(str(t.dtype))
 
     def _run_in_place(self, o, converted) -> Run | None:
@@ -421,6 +483,7 @@ class DivideAndConquer:
         the function's own value (the array, copied out, and its scalars).  None where the
         form does not apply (the CPU fan-out then runs, and says why)."""
         import dataclasses
+        import warnings
 
         try:
             ready = self._in_place_call(converted)
@@ -432,10 +495,16 @@ class DivideAndConquer:
         dc, rw, call = ready
         x, buf = call[:2]
         try:
-            run = dc._run(None, call, {}, checked={**o, "keep_inputs": False})
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                run = dc._run(None, call, {}, checked={**o, "keep_inputs": False})
         except TranslationError as err:  # refused only now (a helper's types): the CPU path
             self._dps = (None, _refused(err))
             return None
+        finally:        # the in-place run's warnings, at the caller's line (not hpu's)
+            level = _user_stacklevel()
+            for w in caught:
+                warnings.warn(w.message, stacklevel=level)
         out = buf[:x.size].copy()
         del buf, call
         value = (out if rw.scalars == 0 else (out, run.value) if rw.scalars == 1
@@ -584,6 +653,7 @@ class DivideAndConquer:
                                       None if o["device"] == "python" else reason),
                                   memory_basis="not predicted: the plain Python function runs")
 
+        self._typed_as(args, kwargs)
         converted = convert_arguments(args, kwargs, self._lists)
         if o["device"] != "cpu" and o["cluster"] is None:
             ready = self._in_place_call(converted)
@@ -656,6 +726,7 @@ class DivideAndConquer:
             return Run(value=value, device="python", alpha=None, y=None, K=0, cpu_tasks=1,
                        gpu_tasks=0, fallbacks=[], levels=(), transfers=(),
                        seconds=time.perf_counter() - t0)
+        self._settle()
         if self._functional is not None:
             return self._run_functional(o, args, kwargs)
         written = self._written_list(args, kwargs)
@@ -693,6 +764,7 @@ class DivideAndConquer:
         from hpu._functional import (convert_arguments, on_big_stack, quiet_reflection,
                                      untyped_what)
 
+        self._typed_as(args, kwargs)
         converted = convert_arguments(args, kwargs, lists=True)
         if converted is None or any(c is not v for c, v in zip(
                 (*converted[0], *converted[1].values()), (*args, *kwargs.values()))):
@@ -813,6 +885,7 @@ class DivideAndConquer:
         from hpu._options import check_options
 
         o = check_options(options, f"{self.__name__}.opencl_source")
+        self._settle()
         if self._functional is not None:    # its in-place form's source, where it has one
             from hpu._functional import convert_arguments
 
@@ -844,6 +917,7 @@ class DivideAndConquer:
         from hpu._plan import make_plan
 
         o = check_options(options, f"{self.__name__}.plan")
+        self._settle()
         if self._functional is not None:
             return self._plan_functional(o, args, kwargs)
         values = self._check_args(args, kwargs)
@@ -969,6 +1043,37 @@ def _measured(run, options, args, kwargs, checked) -> Run:
     return dataclasses.replace(report, peak_memory=peak())
 
 
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning issued by the caller of this function name
+    the first frame outside hpu: the user's line, however many of hpu's frames lie between."""
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _calls_undefined(fn) -> bool:
+    """Whether ``fn`` calls a name that is not defined yet (a helper further down its
+    module): neither a global, a builtin, a parameter nor a local of ``fn``."""
+    import ast
+    import builtins
+
+    from hpu._frontend import _source_of
+
+    try:
+        node = _source_of(fn, "function")[3]
+    except TranslationError:
+        return False
+    local = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+    local |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+              and isinstance(n.ctx, ast.Store)}
+    known = local | {fn.__name__, node.name}    # itself: not bound while it is decorated
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+               and n.func.id not in fn.__globals__ and n.func.id not in known
+               and not hasattr(builtins, n.func.id) for n in ast.walk(node))
+
+
 def _refused(err) -> str:
     """Why the in-place form of a functional function cannot run breadth-first, short."""
     what = getattr(err, "construct", None) or str(err).split(":", 2)[-1].strip()
@@ -1037,6 +1142,17 @@ def _describe(v) -> str:
     if isinstance(v, (list, tuple, dict, set)):
         return f"a {type(v).__name__} of {len(v)} items"
     return f"{type(v).__name__} {reprlib.repr(v)}"
+
+
+def _typing_key(v):
+    """What Numba types an argument by: an array's dtype (its byte order too), dimensions,
+    layout and writability; a list's first item; else the value's type."""
+    if isinstance(v, np.ndarray):
+        layout = "C" if v.flags.c_contiguous else "F" if v.flags.f_contiguous else "A"
+        return ("array", v.dtype.str, v.ndim, layout, bool(v.flags.writeable))
+    if isinstance(v, list):
+        return ("list", type(v[0]).__name__ if v else None)
+    return type(v).__name__
 
 
 def _kind_key(v):

@@ -89,7 +89,7 @@ import numpy as np
 
 from hpu import _functional, _views
 from hpu._errors import TranslationError
-from hpu._normalise import normalise
+from hpu._normalise import normalise, unroll_literal_loops
 from hpu._subset import EXPR_RULES, STMT_RULES, refuse_with
 
 __all__ = [
@@ -881,6 +881,7 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
                                  f"({', '.join(params)}); pass two of its scalar parameters")
         span = tuple(span)
     tree = _functional.rewrite_values(_strip(node))  # float("inf"), `if not arr`
+    unroll_literal_loops(tree, where)  # for part in (a[:m], a[m:]): one copy per value
     view_info = _views.rewrite_main(tree, where)  # slices -> (array, offset, length)
     where.hidden = view_info.hidden
     params = tuple(a.arg for a in tree.args.args)

@@ -351,7 +351,8 @@ def check_shape(fn, where) -> None:
     returns = [r for r in ast.walk(tree) if isinstance(r, ast.Return)]
     if not any(r.value is None or not any(
             isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == name
-            for c in ast.walk(r.value)) for r in returns):
+            for c in ast.walk(r.value)) for r in returns) and not _ends_without_recursing(
+                tree.body, name):
         raise TranslationError(
             f"a function without a base case is not supported: every return of {name} "
             "calls it again", filename=filename, lineno=tree.lineno, construct="base case",
@@ -362,6 +363,28 @@ def check_shape(fn, where) -> None:
                 "`return None` as a \"no result\" sentinel is not supported: the result has "
                 "one type", filename=filename, lineno=r.lineno, construct="return None",
                 hint="return an empty array (np.empty(0, a.dtype)) or a sentinel number")
+
+
+def _ends_without_recursing(stmts, name) -> bool:
+    """Whether a path through ``stmts`` reaches their end without calling ``name``: the
+    implicit ``return`` of ``if len(a) > 1: <split, recurse, merge>`` is a base case."""
+    def recurses(node):
+        return any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == name
+                   for c in ast.walk(node))
+
+    for s in stmts:
+        if isinstance(s, (ast.Return, ast.Raise)):
+            return False            # that path ends here (a return is checked on its own)
+        if not recurses(s):
+            continue
+        if isinstance(s, ast.If) and not recurses(s.test) and (
+                _ends_without_recursing(s.body, name) or _ends_without_recursing(s.orelse, name)):
+            continue
+        if isinstance(s, (ast.For, ast.While)) and not recurses(
+                s.iter if isinstance(s, ast.For) else s.test):
+            continue                # a loop may run no time
+        return False
+    return True
 
 
 def _is_self(obj, fn, self_obj) -> bool:
@@ -885,9 +908,10 @@ def _code_names(code) -> set[str]:
     return names
 
 
-def _numba_return_type(disp, args=(), kwargs=None):
+def _numba_return_type(disp, args=(), kwargs=None, strict: bool = False):
     """The return type of ``disp`` for these arguments (compiled for them if no subtree
-    was: a root that is a base case), else its only return type, else None."""
+    was: a root that is a base case), else its only return type, else None.  ``strict``:
+    Numba's error typing the function for these arguments is raised, not passed over."""
     if not kwargs:
         try:
             key = tuple(disp.typeof_pyval(a) for a in args)
@@ -900,7 +924,8 @@ def _numba_return_type(disp, args=(), kwargs=None):
                 disp.compile(key)
             return disp.overloads[key].signature.return_type
         except Exception:  # noqa: BLE001 - arguments Numba does not take as given: no boxing
-            pass
+            if strict:
+                raise
     types = {sig.return_type for sig in disp.nopython_signatures}
     return types.pop() if len(types) == 1 else None
 

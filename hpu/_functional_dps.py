@@ -68,7 +68,11 @@ from hpu._functional import _allocation_in, _numpy_names
 __all__ = ["Rewritten", "rewrite", "BUF", "AT", "PARITY"]
 
 BUF, AT, PARITY, INDEX, CUT = "hpu_buf", "hpu_at", "hpu_p", "hpu_i", "hpu_c"
-_HIDDEN = (BUF, AT, PARITY, INDEX, CUT)
+#: the combine's bounds in the buffer: children's from Q0 (Q1 where the right one starts, Q2
+#: its end), its own output from M0 to M1 -- names, so that each view's clamped bounds stay
+#: small expressions (nested, they made Numba's type inference take a minute per function)
+Q0, Q1, Q2, M0, M1 = "hpu_q0", "hpu_q1", "hpu_q2", "hpu_m0", "hpu_m1"
+_HIDDEN = (BUF, AT, PARITY, INDEX, CUT, Q0, Q1, Q2, M0, M1)
 
 
 class NotRewritable(Exception):
@@ -478,11 +482,16 @@ def rewrite(dc) -> Rewritten:
             call = ast.parse(f"{name}({sub}, {BUF}, {at}, 1 - {PARITY})", mode="eval").body
             new = _call_statement(call, n1 if first else n2)
         elif i == ci:
+            bounds = ast.parse(f"{Q0} = {q}\n{Q1} = {Q0} + {CUT}\n{Q2} = {Q0} + len({a})\n"
+                               f"{M0} = {mine}\n{M1} = {M0} + len({a})").body
+            for b in bounds:
+                for n in ast.walk(b):
+                    ast.copy_location(n, s)
+            new_stmts.extend(bounds)
             args = list(s.value.args)
             for k, r in positions:
-                args[k] = (view(q, f"{q} + {CUT}") if r == n1[0] else
-                           view(f"{q} + {CUT}", f"{q} + len({a})"))
-            args.append(view(mine, f"{mine} + len({a})"))
+                args[k] = view(Q0, Q1) if r == n1[0] else view(Q1, Q2)
+            args.append(view(M0, M1))
             new = _call_statement(ast.Call(ast.Name(new_h.name, ast.Load()), args, []), merged)
         elif s is ret:
             new = ast.Return(_value_of(sc))

@@ -238,6 +238,97 @@ def _unroll_loops(body, name, where, glb):
     return out
 
 
+#: calls an unrolled loop's values may make: evaluated at each use instead of once, they
+#: give the same value
+_PURE_IN_VALUES = frozenset({"len", "min", "max", "abs", "int", "float"})
+
+
+def unroll_literal_loops(tree: ast.FunctionDef, where) -> None:
+    """``for part in (a[:m], a[m:]): total += f(part)`` -- a loop of recursive calls over a
+    tuple or list written out -- becomes one copy of the body per value, the loop variable
+    (or the names of ``for lo, hi in ((l, m), (m, h))``) replaced by the value; in place,
+    in every block.  It runs before the views' rewrite (:mod:`hpu._views`), which then sees
+    ``f(a[:m])``.  Each value is evaluated where the variable is used instead of once before
+    the loop, so a value may not read a name the body assigns, nor call anything but
+    ``len``/``min``/``max``/``abs``/``int``/``float``."""
+    name = tree.name
+
+    def block(stmts):
+        out = []
+        for st in stmts:
+            for field_name in ("body", "orelse", "finalbody"):
+                inner = getattr(st, field_name, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    setattr(st, field_name, block(inner))
+            if not (isinstance(st, ast.For) and isinstance(st.iter, (ast.Tuple, ast.List))
+                    and _has_rec(st, name)):
+                out.append(st)
+                continue
+            out.extend(_unrolled(st, name, where, stmts[stmts.index(st) + 1:]))
+        return out
+
+    tree.body = block(tree.body)
+    ast.fix_missing_locations(tree)
+
+
+def _unrolled(loop, name, where, later):
+    values = loop.iter.elts
+    if not values or loop.orelse or any(isinstance(v, ast.Starred) for v in values):
+        refuse_with(where, loop, "loop-range",
+                    detail=f"`{ast.unparse(loop.iter)}`: write each value out, with no "
+                           "`*` and no `else:` on the loop")
+    if isinstance(loop.target, ast.Name):
+        names = [loop.target.id]
+        rows = [[v] for v in values]
+    elif isinstance(loop.target, ast.Tuple) and all(isinstance(t, ast.Name)
+                                                     for t in loop.target.elts):
+        names = [t.id for t in loop.target.elts]
+        if not all(isinstance(v, (ast.Tuple, ast.List)) and len(v.elts) == len(names)
+                   for v in values):
+            refuse_with(where, loop, "loop-range",
+                        detail=f"each value of `{ast.unparse(loop.iter)}` must be a tuple of "
+                               f"{len(names)} written out")
+        rows = [list(v.elts) for v in values]
+    else:
+        refuse_with(where, loop, "loop-range",
+                    detail=f"the loop's target `{ast.unparse(loop.target)}` is not a name or "
+                           "a tuple of names")
+    assigned = {n.id for sub in loop.body for n in ast.walk(sub)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    for sub in loop.body:
+        for n in ast.walk(sub):
+            if isinstance(n, (ast.Break, ast.Continue, ast.Return)):
+                refuse_with(where, n, "loop-exit")
+    for var in names:
+        if var in assigned:
+            refuse_with(where, loop, "loop-range",
+                        detail=f"the loop variable {var!r} is reassigned in the loop")
+    for row in rows:
+        for v in row:
+            for n in ast.walk(v):
+                if isinstance(n, ast.Name) and n.id in assigned:
+                    refuse_with(where, loop, "loop-range",
+                                detail=f"the value `{ast.unparse(v)}` reads {n.id!r}, which "
+                                       "the loop's body assigns")
+                if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name)
+                                                    and n.func.id in _PURE_IN_VALUES):
+                    refuse_with(where, loop, "loop-range",
+                                detail=f"the value `{ast.unparse(v)}` calls "
+                                       f"`{ast.unparse(n.func)}`: compute it into a name "
+                                       "before the loop")
+    out = []
+    for row in rows:
+        sub_map = dict(zip(names, row))
+        for sub in loop.body:
+            out.append(_Substitute(sub_map).visit(copy.deepcopy(sub)))
+    used_later = {n.id for x in later for n in ast.walk(x) if isinstance(n, ast.Name)}
+    for var, v in zip(names, rows[-1]):
+        if var in used_later:       # Python leaves the last value in the variable
+            out.append(_located(ast.Assign(targets=[ast.Name(id=var, ctx=ast.Store())],
+                                           value=copy.deepcopy(v)), loop))
+    return out
+
+
 # --------------------------------------------------------------------------- 3. calls
 
 def _plain_call_stmt(stmt, name):

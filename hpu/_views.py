@@ -145,6 +145,13 @@ class _Display(ast.NodeTransformer):
             return ast.Name(id=text, ctx=ast.Load())
         return self.generic_visit(node)
 
+    def visit_Name(self, node):
+        """A view's hidden length (``v__n``) is what the user measured it with: ``len(v)``."""
+        base, sep, tail = node.id.rpartition("__")
+        if sep and tail == "n" and base.isidentifier() and "__" not in base:
+            return ast.Call(ast.Name("len", ast.Load()), [ast.Name(base, ast.Load())], [])
+        return node
+
 
 def display(node, texts: dict[str, str] | None = None) -> str:
     """``node`` as source, each view subscript in it as the user wrote it (``v[i]``, not
@@ -153,7 +160,8 @@ def display(node, texts: dict[str, str] | None = None) -> str:
     Marked subscripts are found by their mark; ``texts`` (rewritten text -> user text)
     finds them in code parsed again from generated source, which has no marks.
     """
-    if not texts and not any(view_index(n) is not None for n in ast.walk(node)):
+    if not texts and not any(view_index(n) is not None or (
+            isinstance(n, ast.Name) and n.id.endswith("__n")) for n in ast.walk(node)):
         return ast.unparse(node)
     return ast.unparse(_Display(texts).visit(copy.deepcopy(node)))
 

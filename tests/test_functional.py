@@ -261,8 +261,9 @@ def test_allocation_is_decided_at_decoration_and_plan_says_why():
     assert "does not apply: it returns `(out, out[0])`" in plan.device_reason
     with pytest.raises(TranslationError, match="allocates or returns arrays"):
         sort_min.opencl_source(np.arange(4))
-    # msort has a device form: the breadth-first plan and kernels of it (_functional_dps)
-    assert msort.plan(np.arange(4), device="gpu").strategy == "given"
+    # msort has a device form: the kernels of it (_functional_dps; its plan and runs:
+    # tests/test_functional_dps.py)
+    assert msort._in_place()[0] is not None
     assert "merge_into" in msort.opencl_source(np.arange(4))
 
 
@@ -862,3 +863,110 @@ def test_memory_leaves_the_callers_own_tracing_on():
     assert not tracemalloc.is_tracing()
     msort.run(x, device="cpu", memory=True)
     assert not tracemalloc.is_tracing()                   # hpu's own tracing stopped
+
+
+@hpu.divide_and_conquer
+def sorted_with_a_later_helper(a):
+    if len(a) < 2:
+        return a
+    mid = len(a) // 2
+    return merge_defined_later(sorted_with_a_later_helper(a[:mid]),
+                               sorted_with_a_later_helper(a[mid:]))
+
+
+def merge_defined_later(l, r):
+    out = np.empty(len(l) + len(r), l.dtype)
+    i = j = 0
+    for k in range(len(out)):
+        if j >= len(r) or (i < len(l) and l[i] <= r[j]):
+            out[k] = l[i]
+            i += 1
+        else:
+            out[k] = r[j]
+            j += 1
+    return out
+
+
+def test_a_helper_defined_after_the_function_is_read_at_the_first_call():
+    """Guide §8: helpers may follow the function.  Whether one allocates (a functional
+    function, `return a` of its slice allowed) is known once it exists."""
+    x = np.random.default_rng(3).integers(-50, 50, 301)
+    got = sorted_with_a_later_helper.options(device="cpu")(x)
+    assert np.array_equal(got, np.sort(x)) and sorted_with_a_later_helper._functional
+
+
+def test_a_refused_function_is_refused_at_decoration_not_taken_for_a_later_helper():
+    def loop_of_views(a):
+        if len(a) <= 1:
+            return 0
+        s = 0
+        for part in (a[:1], a[1:]):
+            s += loop_of_views(part)
+            s = max(s, loop_of_views(part[::2]))    # a step: refused
+        return s
+
+    with pytest.raises(TranslationError):
+        hpu.divide_and_conquer(loop_of_views)
+
+
+def gfg_merge_sort(arr):
+    if len(arr) > 1:                   # the implicit return below is the base case
+        mid = len(arr) // 2
+        L = arr[:mid].copy()
+        R = arr[mid:].copy()
+        gfg_merge_sort(L)
+        gfg_merge_sort(R)
+        i = j = k = 0
+        while i < len(L) and j < len(R):
+            if L[i] <= R[j]:
+                arr[k] = L[i]
+                i += 1
+            else:
+                arr[k] = R[j]
+                j += 1
+            k += 1
+        while i < len(L):
+            arr[k] = L[i]
+            i += 1
+            k += 1
+        while j < len(R):
+            arr[k] = R[j]
+            j += 1
+            k += 1
+
+
+def test_recursion_inside_an_if_with_copies_and_no_return_is_accepted():
+    """The GeeksforGeeks mergesort, on NumPy arrays (``.copy()`` of each half): its base
+    case is the `if`'s fall-through."""
+    f = hpu.divide_and_conquer(gfg_merge_sort)
+    for n in (0, 1, 2, 17, 1000):
+        x = np.random.default_rng(n).integers(-99, 99, n)
+        want = np.sort(x)
+        assert f.options(device="cpu")(x) is None and np.array_equal(x, want), n
+
+
+def always_recursing(a):
+    m = len(a) // 2
+    always_recursing(a[:m].copy())
+    always_recursing(a[m:].copy())
+
+
+def test_a_function_every_path_of_which_recurses_has_no_base_case():
+    with pytest.raises(TranslationError, match="without a base case"):
+        hpu.divide_and_conquer(always_recursing)
+
+
+def test_numba_failing_on_one_kind_of_argument_does_not_stop_it_compiling_another():
+    """Numba compiles a version per kind of arguments: an array it cannot take for the list
+    quicksort (plain Python then) leaves its lists compiled."""
+    import warnings
+
+    from functional_examples import qsort
+
+    f = hpu.divide_and_conquer(qsort.py_func)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = f.run(np.array([3, 1, 2]), device="cpu")
+        later = f.run([3, 1, 2, 7, 5], device="cpu")
+    assert "Numba cannot compile" in first.reason
+    assert later.value == [1, 2, 3, 5, 7] and "Numba cannot compile" not in later.reason

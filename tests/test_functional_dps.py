@@ -177,15 +177,40 @@ def test_without_a_device_form_the_cpu_answers_and_says_why(name, device):
 
 
 def test_an_index_error_in_the_combine_names_the_users_helper_and_line():
-    """The combine runs as ``merge_overrun_into`` on the device; the message speaks of the
-    function the user wrote, at its line."""
+    """The combine runs as ``merge_overrun_into``; the messages its checks give, on the CPU's
+    levels (the module's sites) and on the device (the error channel's sites), speak of the
+    function the user wrote, at its line.  (Translated, not compiled: the messages are made
+    from these sites, tests/test_safety_bounds.py.)"""
+    from hpu._opencl import _levels
+
     f = hpu.divide_and_conquer(ex.sort_overrun, boundscheck=True)
     with pytest.raises(IndexError):
         ex.sort_overrun(np.arange(4))
     line = next(i for i, t in enumerate(open(ex.__file__), 1) if "LINE_OVERRUN" in t)
-    with pytest.raises(IndexError, match=rf"dps_examples.py:{line}: in merge_overrun\(\): ") as e:
-        f.run(np.arange(40), device="gpu")
-    assert "_into" not in str(e.value)
+    where = f"dps_examples.py:{line}: "
+    x = np.arange(40)
+    f.opencl_source(x)
+    device = [t for r in list(_levels._cache.values()) for t in r.sites if where in t]
+    assert device and all(f"{where}in merge_overrun(): out[len(out)]" in t for t in device)
+    dc, _ = f._in_place()
+    program, _ = dc._program_for(x, np.empty(80, x.dtype), 0, 0)
+    assert f"{where}in merge_overrun(): out[len(out)]" in program.source
+    assert "_into()" not in program.source and not any("_into()" in t for t in device)
+
+
+def test_base_cases_and_combine_of_two_dtypes_run_as_plain_python_and_say_so_once():
+    """``a.copy()`` of ints beside a combine allocating float64 (``np.empty(n)``): Numba
+    cannot give the result one type, so the device form has no buffer dtype; the plain
+    function answers (floats, as it returns them), with one warning that says so."""
+    f = decorated("sort_floats")
+    x = np.array([5, 3, 1, 4, 2], dtype=np.int64)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = f.run(x, device="gpu")
+    assert same(run.value, ex.sort_floats(x.copy())) and run.value.dtype == np.float64
+    said = [str(w.message) for w in caught if issubclass(w.category, hpu.HpuPerformanceWarning)]
+    assert len(said) == 1 and "Numba cannot compile" in said[0], said
+    assert all(w.filename == __file__ for w in caught)
 
 
 def test_an_empty_array_runs_on_the_cpu():

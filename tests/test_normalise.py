@@ -77,6 +77,60 @@ def float_mix(a, lo, hi):
     return round(x / 3, 2)  # OpenCL: round with digits
 
 
+def parts_sum(a):
+    if len(a) <= 1:
+        return a[0] if len(a) == 1 else 0
+    m = len(a) // 2
+    total = 0
+    for part in (a[:m], a[m:]):   # a loop over the children, as written
+        total += parts_sum(part)
+    return total
+
+
+def pairs_sum(a, lo, hi):
+    if hi - lo <= 1:
+        return a[lo] if hi > lo else 0
+    mid = (lo + hi) // 2
+    s = 0
+    for l, h in [(lo, mid), (mid, hi)]:
+        s = 2 * s + pairs_sum(a, l, h)
+    return s + h
+
+
+def parts_reassigned(a):
+    if len(a) <= 1:
+        return 0
+    m = len(a) // 2
+    s = 0
+    for part in (a[:m], a[m:]):
+        s += parts_reassigned(part)
+        m = 1                         # the values would read the new m
+    return s
+
+
+def test_a_loop_over_written_out_values_is_unrolled_before_the_views():
+    spec = parse(parts_sum)
+    assert spec.a == 2 and len(spec.calls) == 2
+    spec = parse(pairs_sum)
+    assert spec.a == 2
+    assert [(ast.unparse(c.args[1]), ast.unparse(c.args[2])) for c in spec.calls] == [
+        ("lo", "mid"), ("mid", "hi")]
+    assert any(ast.unparse(s) == "h = hi" for s in spec.combine)  # its last value, kept
+    with pytest.raises(hpu.TranslationError, match="reads 'm', which the loop's body assigns"):
+        hpu.divide_and_conquer(parts_reassigned)
+
+
+@pytest.mark.parametrize("fn, args", [(parts_sum, lambda x: (x,)),
+                                      (pairs_sum, lambda x: (x, 0, len(x)))],
+                         ids=["views", "lo-hi"])
+def test_a_loop_over_the_children_computes_what_python_computes(fn, args):
+    f = hpu.divide_and_conquer(fn)
+    for n in (0, 1, 2, 9, 700):
+        x = np.random.default_rng(n).integers(-9, 9, n)
+        if n or fn is parts_sum:
+            assert f.run(*args(x), device="cpu").value == fn(*args(x)), (fn.__name__, n)
+
+
 def test_calls_in_an_expression_are_hoisted_left_to_right():
     spec = parse(diff)
     line = _line(diff, "# calls")

@@ -339,3 +339,14 @@ def test_a_default_on_a_view_parameter_is_refused():
     assert info.value.filename == __file__
     assert info.value.lineno == inspect.getsourcelines(view_with_default)[1]
     assert "a default value for the view parameter 'x'" in str(info.value)
+
+
+def test_messages_give_a_views_length_as_len_of_it():
+    """An error's expression shows ``len(left)``, not the hidden ``left__n`` it became."""
+    import ast
+
+    from hpu._views import display
+
+    assert display(ast.parse("inv // (left__n - 1)", mode="eval").body) == \
+        "inv // (len(left) - 1)"
+    assert display(ast.parse("a[i] + hi__o", mode="eval").body) == "a[i] + hi__o"
