@@ -47,7 +47,11 @@ What is rewritten (else the function runs on the CPU as before, and the reason s
 * one combine: a helper whose one allocation, ``np.empty``/``np.zeros``, at its top level,
   is sized ``len(p) + len(q)`` of the two parameters that receive the children's arrays,
   and whose every ``return`` is that array, alone or first in a tuple; the children's
-  arrays are used only as its arguments;
+  arrays are used only as its arguments.  Or the combine written in the function after
+  the second call, allocating once (``len(left) + len(right)``, ``len(a)`` or a name
+  assigned ``len(a)``) and returning that array first: :func:`_outlined` moves it into
+  such a helper, passing the names it reads;
+* scalar assignments before the guards (``n = len(a)``) stay where they are;
 * the result type Numba gives the function is a 1-D array, or a tuple of one and scalars.
 
 Why these and not more: they are what makes "each result is as long as its slice" true
@@ -328,6 +332,12 @@ def rewrite(dc) -> Rewritten:
             raise NotRewritable(f"its returns differ in length (line {where.lineno})")
         scalars = k
 
+    # scalar statements before the guards (`n = len(a)`), kept as they are
+    while body and isinstance(body[0], ast.Assign) and all(
+            _is_name(t) for t in body[0].targets) and not _self_calls(body[0], name) \
+            and _allocation_in(ast.Module([body[0]], []), glb) is None:
+        out_body.append(copy.deepcopy(body.pop(0)))
+    leading = len(out_body)
     # leading guards: base cases that return a copy of their slice
     while body and isinstance(body[0], ast.If) and not _self_calls(body[0], name):
         g = copy.deepcopy(body.pop(0))
@@ -349,7 +359,7 @@ def rewrite(dc) -> Rewritten:
         ret.value = _value_of(sc)
         g.body = g.body[:-1] + [copy_into(ret, arr), ret]
         out_body.append(g)
-    if not out_body:
+    if len(out_body) == leading:
         raise NotRewritable("it has no leading `if ...: return` base case")
 
     # the recursive part: hoist the calls out of the combine and the return
@@ -416,6 +426,13 @@ def rewrite(dc) -> Rewritten:
     results = {n1[0], n2[0]}
     if len(n1) != len(n2) or len(results) != 2:
         raise NotRewritable("its recursive calls' results are unpacked differently")
+    outlined = {}       # a combine written inline: its helper, by name
+    if not any(isinstance(s, ast.Assign) and isinstance(s.value, ast.Call)
+               and _is_name(s.value.func) and _mentions(s.value, results)
+               for s in stmts[i2 + 1:]):
+        stmts, hfn = _outlined(stmts, i2, (n1[0], n2[0]), a, out_body + stmts[:i2 + 1], name,
+                               fn, used, text, start)
+        outlined[hfn.__name__] = hfn
     for i, s in enumerate(stmts):
         if i in (i1, i2):
             continue
@@ -423,7 +440,7 @@ def rewrite(dc) -> Rewritten:
                 and _mentions(s.value, results):
             if combine is not None:
                 raise NotRewritable("its children's arrays go to more than one call")
-            h = glb.get(s.value.func.id)
+            h = outlined.get(s.value.func.id) or glb.get(s.value.func.id)
             if not isinstance(h, types.FunctionType):
                 raise NotRewritable(f"its combine {s.value.func.id}() is not a Python function")
             positions = []
@@ -512,12 +529,100 @@ def rewrite(dc) -> Rewritten:
     new_glb = dict(glb)
     hfn = _function(new_h, h.__globals__, hfile)
     hfn.__hpu_tree__ = (new_h, hfile, h_text, h_start)
-    hfn.__hpu_shown__ = h.__name__      # messages name the user's helper, not merge_into
+    # messages name the user's helper, not merge_into (an outlined combine: the function)
+    hfn.__hpu_shown__ = getattr(h, "__hpu_shown__", h.__name__)
     new_glb[new_h.name] = hfn
     mfn = _function(main, new_glb, filename)
     mfn.__hpu_tree__ = (main, filename, text, start)
     new_glb[name] = mfn
     return Rewritten(fn=mfn, scalars=scalars, same_dtype=same)
+
+
+def _outlined(stmts, i2, children, a, before, name, fn, used, text, start):
+    """``(stmts, helper)``: ``stmts`` with a combine written inline after the second call (``out =
+    np.empty(len(a), a.dtype)``, the merge, ``return out, c``) moved into a helper the
+    rest of :func:`rewrite` reads as any combine: ``out, hpu_s0 = <name>_combine(left,
+    right, <the names it reads>)``, ``return out, hpu_s0``.  The allocation's size may be
+    ``len(left) + len(right)``, ``len(a)`` or a name assigned ``len(a)``: the children's
+    results are as long as their halves, so the three are one length."""
+    nps = _numpy_names(fn.__globals__)
+    section, ret = stmts[i2 + 1:-1], stmts[-1]
+    allocs = [(k, _alloc(s, nps)) for k, s in enumerate(section)]
+    allocs = [(k, x) for k, x in allocs if x is not None]
+    if len(allocs) != 1:
+        raise NotRewritable("its children's arrays are not combined by a helper, nor by code "
+                            "after the calls that allocates its result once "
+                            "(`out = np.empty(len(left) + len(right), ...)`)")
+    k, (out, size, _) = allocs[0]
+    arr, sc = _split_result(ret.value)
+    if not _is_name(arr, out):
+        raise NotRewritable(f"it returns `{ast.unparse(ret.value)}`, not the array its "
+                            f"combine allocates ({out!r}) first")
+    lengths = {ast.dump(ast.parse(f"len({a})", mode="eval").body)}
+    for s in before:                        # n = len(a), assigned once
+        if (isinstance(s, ast.Assign) and len(s.targets) == 1 and _is_name(s.targets[0])
+                and _len_of(s.value) == a):
+            lengths.add(ast.dump(ast.Name(s.targets[0].id, ast.Load())))
+    p, q = children
+    whole = (isinstance(size, ast.BinOp) and isinstance(size.op, ast.Add)
+             and {_len_of(size.left), _len_of(size.right)} == {p, q})
+    if not whole and (ast.dump(size) not in lengths or (
+            _is_name(size) and sum(1 for s in stmts + before for n in ast.walk(s)
+                                   if isinstance(n, ast.Name) and n.id == size.id
+                                   and isinstance(n.ctx, ast.Store)) > 1)):
+        raise NotRewritable(f"its combine allocates `{ast.unparse(size)}` elements, not "
+                            f"len({p}) + len({q}) or len({a}): its result would not be as "
+                            "long as its two children's")
+    body = copy.deepcopy(section)
+    alloc = body[k]
+    call = alloc.value
+    call.args[0] = ast.copy_location(ast.parse(f"len({p}) + len({q})", mode="eval").body,
+                                     call.args[0])
+    for dt in call.args[1:2] + [kw.value for kw in call.keywords if kw.arg == "dtype"]:
+        if isinstance(dt, ast.Attribute) and dt.attr == "dtype" and _is_name(dt.value, a):
+            dt.value.id = p                 # a's dtype is its halves' (copies of it)
+    ast.fix_missing_locations(alloc)
+    value = ast.copy_location(ast.Return(ast.Tuple([ast.Name(out, ast.Load()),
+                                                    *copy.deepcopy(sc)], ast.Load())
+                                         if sc else ast.Name(out, ast.Load())), ret)
+    body.append(value)
+    defined = {a} | {n.id for s in before for n in ast.walk(s)
+                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    reads = []
+    for s in body:
+        for n in ast.walk(s):
+            if (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in defined
+                    and n.id not in (p, q) and n.id not in reads):
+                reads.append(n.id)
+    helper = f"{name}_combine"
+    j = 2
+    while helper in used:
+        helper, j = f"{name}_combine{j}", j + 1
+    tree = ast.FunctionDef(
+        name=helper, args=ast.arguments(posonlyargs=[], args=[ast.arg(x) for x in
+                                                             (p, q, *reads)],
+                                        kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=body, decorator_list=[], returns=None, type_params=[])
+    ast.copy_location(tree, section[0] if section else ret)
+    ast.fix_missing_locations(tree)
+    filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    hfn = _function(tree, fn.__globals__, filename)
+    hfn.__hpu_tree__ = (tree, filename, text, start)
+    hfn.__hpu_shown__ = name                # its code is the function's own
+    temps = [f"hpu_s{x}" for x in range(len(sc))]
+    target = (ast.Name(out, ast.Store()) if not sc else
+              ast.Tuple([ast.Name(out, ast.Store()), *(ast.Name(t, ast.Store()) for t in temps)],
+                        ast.Store()))
+    assign = ast.Assign([target], ast.Call(ast.Name(helper, ast.Load()),
+                                           [ast.Name(x, ast.Load()) for x in (p, q, *reads)],
+                                           []))
+    back = ast.Return(ast.Tuple([ast.Name(out, ast.Load()),
+                                 *(ast.Name(t, ast.Load()) for t in temps)], ast.Load())
+                      if sc else ast.Name(out, ast.Load()))
+    for node in (assign, back):
+        for n in ast.walk(node):
+            ast.copy_location(n, section[k] if section else ret)
+    return stmts[:i2 + 1] + [assign, back], hfn
 
 
 def _function(tree, glb, filename):

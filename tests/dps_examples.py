@@ -146,8 +146,74 @@ def sort_overrun(a):
     return merge_overrun(sort_overrun(a[:m]), sort_overrun(a[m:]))
 
 
+def sort_inline(a):
+    """The merge written in the function, its length named before the base case."""
+    n = len(a)
+    if n <= 1:
+        return np.copy(a)
+    mid = n // 2
+    left = sort_inline(a[:mid])
+    right = sort_inline(a[mid:])
+    out = np.empty(n, dtype=a.dtype)
+    i = j = k = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+        k += 1
+    while i < len(left):
+        out[k] = left[i]
+        i += 1
+        k += 1
+    while j < len(right):
+        out[k] = right[j]
+        j += 1
+        k += 1
+    return out
+
+
+def count_inline(arr):
+    """Sorted copy and inversion count, the merge inline, the count carried in."""
+    if len(arr) < 2:
+        return arr.copy(), 0
+    m = len(arr) // 2
+    l, c1 = count_inline(arr[:m])
+    r, c2 = count_inline(arr[m:])
+    res = np.empty(len(l) + len(r), arr.dtype)
+    i = j = 0
+    c = c1 + c2
+    while i < len(l) or j < len(r):
+        if j == len(r) or (i < len(l) and l[i] <= r[j]):
+            res[i + j] = l[i]
+            i += 1
+        else:
+            res[i + j] = r[j]
+            c += len(l) - i
+            j += 1
+    return res, c
+
+
+def inline_padded(a):
+    n = len(a)
+    if n <= 1:
+        return a.copy()
+    left = inline_padded(a[:n // 2])
+    right = inline_padded(a[n // 2:])
+    out = np.zeros(len(left) + len(right) + 1, a.dtype)     # one more: not a sort
+    for k in range(len(left)):
+        out[k] = left[k]
+    for k in range(len(right)):
+        out[len(left) + k] = right[k]
+    return out
+
+
 REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": sort_desc,
-             "sort_floats": sort_floats, "count_inversions": count_inversions}
+             "sort_floats": sort_floats, "count_inversions": count_inversions,
+             "sort_inline": sort_inline, "count_inline": count_inline}
 KEPT = {"drop_middle": ("not on a[:e] and a[e:]", drop_middle),
         "padded": ("not len(left) + len(right)", padded),
-        "three_way": ("returns `np.sort(a)`", three_way)}
+        "three_way": ("returns `np.sort(a)`", three_way),
+        "inline_padded": ("allocates `len(left) + len(right) + 1` elements", inline_padded)}

@@ -23,7 +23,8 @@ PATHS = [("gpu", None, None), ("hybrid", 0.0, 1), ("hybrid", 0.5, 2), ("hybrid",
 
 _DECORATED: dict = {}
 DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float32,
-          "sort_floats": np.float64, "count_inversions": np.int32}
+          "sort_floats": np.float64, "count_inversions": np.int32, "sort_inline": np.int64,
+          "count_inline": np.int32}
 
 
 def decorated(name):
@@ -119,6 +120,18 @@ def test_sizes_up_to_the_devices(name, n):
         run = check(name, x, device, alpha, y)
         if n >= 4099:
             assert run.gpu_tasks > 0 and run.K >= 2
+
+
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
+def test_a_combine_written_inline_runs_on_the_device(device, alpha, y):
+    """The merge written in the function after its two calls (``count_inline``) is moved
+    into a helper of its own and runs as any combine: the device does tasks, the answer is
+    the plain function's, at 1, 2, odd and device sizes."""
+    for n in (1, 2, 17, 4099):
+        x = (np.random.default_rng(n).standard_normal(n) * 100).astype(np.int32)
+        run = check("count_inline", x, device, alpha, y)
+        if n >= 4099:
+            assert run.gpu_tasks > 0
 
 
 def test_a_list_in_the_device_form_array_out():
