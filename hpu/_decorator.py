@@ -275,6 +275,10 @@ class DivideAndConquer:
             raise TypeError(f"{name}(): {err}; it takes "
                             f"({', '.join(self._signature.parameters)})") from None
         bound.apply_defaults()
+        for p, expr, line in spec.root_defaults:  # `if hi is None: hi = len(a)`, the root's
+            if bound.arguments[p] is None:
+                bound.arguments[p] = _root_default(expr, line, spec.filename,
+                                                   self.py_func.__globals__, bound.arguments)
         written = closure.written
         lines = dict(closure.first_write)
         out = {}
@@ -1041,6 +1045,16 @@ def _measured(run, options, args, kwargs, checked) -> Run:
     if report.peak_memory is not None:      # measured by the run itself (a functional one)
         return report
     return dataclasses.replace(report, peak_memory=peak())
+
+
+def _root_default(expr: str, line: int, filename: str, glb: dict, arguments) -> Any:
+    """The value of a ``None`` parameter's default expression (``len(a)``) for the call's
+    arguments, evaluated as Python, its errors at the user's line."""
+    import ast
+
+    tree = ast.parse(expr, mode="eval")
+    ast.increment_lineno(tree, line - 1)
+    return eval(compile(tree, filename, "eval"), glb, dict(arguments))  # noqa: S307
 
 
 def _user_stacklevel() -> int:

@@ -186,6 +186,9 @@ class DCSpec:
     reordered: tuple[tuple[int, str], ...] = ()
     #: (line, code) of recursive calls Python may skip, which hpu always makes
     conditional: tuple[tuple[int, str], ...] = ()
+    #: (parameter, expression, its line) of each leading ``if hi is None: hi = len(a)``: the
+    #: root's default, evaluated at the call (every recursive call passes the parameter)
+    root_defaults: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def a(self) -> int:
@@ -881,6 +884,7 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
                                  f"({', '.join(params)}); pass two of its scalar parameters")
         span = tuple(span)
     tree = _functional.rewrite_values(_strip(node))  # float("inf"), `if not arr`
+    root_defaults = _root_defaults(tree, where)  # if hi is None: hi = len(a) -> at the call
     unroll_literal_loops(tree, where)  # for part in (a[:m], a[m:]): one copy per value
     view_info = _views.rewrite_main(tree, where)  # slices -> (array, offset, length)
     where.hidden = view_info.hidden
@@ -1020,9 +1024,48 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
         indexed=frozenset(_subscripted_params(body, params)),
         b=b, cost=cost, span=span, views=view_info.views, view_info=view_info,
         reordered=tuple((getattr(n, "lineno", None), text) for n, text in norm.reordered),
-        conditional=tuple((getattr(n, "lineno", None), text) for n, text in norm.conditional))
+        conditional=tuple((getattr(n, "lineno", None), text) for n, text in norm.conditional),
+        root_defaults=root_defaults)
     check_array_params(spec, spec.indexed)
     return spec
+
+
+def _root_defaults(tree: ast.FunctionDef, where: _Where) -> tuple[tuple[str, str, int], ...]:
+    """``def f(a, lo=0, hi=None): if hi is None: hi = len(a)``: the leading ``if P is None:
+    P = EXPR`` of a parameter whose default is None, taken out of the function (in place)
+    and returned as ``(P, EXPR, line)``, which the call evaluates for the root
+    (:meth:`hpu.DivideAndConquer._check_args`).  Every recursive call must pass ``P``: a
+    child that left it to its default would compute it again, from its own arguments."""
+    args = tree.args.posonlyargs + tree.args.args
+    defaults = dict(zip([a.arg for a in args][len(args) - len(tree.args.defaults):],
+                        tree.args.defaults))
+    out = []
+    while tree.body:
+        st = tree.body[0]
+        if not (isinstance(st, ast.If) and not st.orelse and len(st.body) == 1
+                and isinstance(st.test, ast.Compare) and len(st.test.ops) == 1
+                and isinstance(st.test.ops[0], ast.Is) and isinstance(st.test.left, ast.Name)
+                and _is_none(st.test.comparators[0])):
+            break
+        p = st.test.left.id
+        body = st.body[0]
+        if not (p in defaults and _is_none(defaults[p]) and isinstance(body, ast.Assign)
+                and len(body.targets) == 1 and isinstance(body.targets[0], ast.Name)
+                and body.targets[0].id == p):
+            break
+        position = [a.arg for a in args].index(p)
+        for c in ast.walk(tree):
+            if (isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                    and c.func.id == tree.name and len(c.args) <= position
+                    and not any(k.arg == p for k in c.keywords)):
+                where.refuse(c, f"a recursive call without {p!r}",
+                             f"{p} is computed when it is None (line {st.lineno}), once, for "
+                             "the call you make; each recursive call must pass it",
+                             f"pass {p} to every recursive call")
+        out.append((p, ast.unparse(body.value), body.lineno))
+        tree.body.pop(0)
+        defaults[p] = ast.Constant(0)       # (one test per parameter)
+    return tuple(out)
 
 
 def _is_none(e) -> bool:

@@ -206,6 +206,8 @@ ACCEPTED: tuple[tuple[str, str, str], ...] = (
     ("pure scalar code before the guard", "n = hi - lo\nif n <= 1: return", "as written"),
     ("a loop of calls over a constant range", "for i in range(4): s += f(a, lo + i * q, ...)",
      "unrolled; the loop variable is replaced by 0, 1, 2, 3"),
+    ("a None default computed first", "def f(a, lo=0, hi=None):\n    if hi is None: hi = len(a)",
+     "the expression is evaluated for your call, once; every recursive call must pass hi"),
     ("a loop over the children written out", "for part in (a[:m], a[m:]): s += f(part)",
      "unrolled; the loop variable is replaced by each value, evaluated where it is used (a "
      "value may not read a name the loop assigns, nor call anything but len, min, max, abs, "

@@ -131,6 +131,40 @@ def test_a_loop_over_the_children_computes_what_python_computes(fn, args):
             assert f.run(*args(x), device="cpu").value == fn(*args(x)), (fn.__name__, n)
 
 
+def total_to(a, lo=0, hi=None):
+    if hi is None:
+        hi = len(a)   # root default
+    if hi - lo == 1:
+        return a[lo]
+    mid = (lo + hi) // 2
+    return total_to(a, lo, mid) + total_to(a, mid, hi)
+
+
+def total_to_left(a, lo=0, hi=None):
+    if hi is None:
+        hi = len(a)
+    if hi - lo <= 1:
+        return a[lo]
+    mid = (lo + hi) // 2
+    return total_to_left(a[:mid]) + total_to_left(a, mid, hi)   # hi left to its default
+
+
+def test_a_none_default_computed_first_is_the_roots_and_computed_at_the_call():
+    spec = parse(total_to)
+    assert spec.root_defaults == (("hi", "len(a)", _line(total_to, "# root default")),)
+    assert "hi is None" not in ast.unparse(spec.tree)
+    f = hpu.divide_and_conquer(total_to)
+    for n in (1, 2, 9, 700):
+        x = np.random.default_rng(n).integers(-9, 9, n)
+        for kw in ({"device": "cpu"}, {"device": "hybrid", "alpha": 0.5, "y": 1}):
+            assert f.run(x, **kw).value == total_to(x) == f.run(x, 0, n, **kw).value
+            assert f.run(x, hi=n // 2 + 1, **kw).value == total_to(x, 0, n // 2 + 1)
+    with pytest.raises(TypeError):      # the expression is Python's, at the call: len(5)
+        f(5)
+    with pytest.raises(hpu.TranslationError, match="a recursive call without 'hi'"):
+        hpu.divide_and_conquer(total_to_left)
+
+
 def test_calls_in_an_expression_are_hoisted_left_to_right():
     spec = parse(diff)
     line = _line(diff, "# calls")
