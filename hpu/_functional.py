@@ -221,10 +221,18 @@ def _numpy_allocation(n, nps: set[str]) -> bool:
             and isinstance(f.value, ast.Name) and f.value.id in nps and f.attr in ALLOCATORS)
 
 
+def _loop_literals(tree) -> set[int]:
+    """``id``s of the list displays a ``for`` loops over (``for l, h in [(lo, m), (m, hi)]``):
+    written-out values, unrolled (:func:`hpu._normalise.unroll_literal_loops`), no list."""
+    return {id(n.iter) for n in ast.walk(tree)
+            if isinstance(n, ast.For) and isinstance(n.iter, ast.List)}
+
+
 def _allocation_in(tree, glb) -> tuple[int, str] | None:
     nps = _numpy_names(glb)
+    loops = _loop_literals(tree)
     for n in ast.walk(tree):
-        if _list_made(n) or _numpy_allocation(n, nps):
+        if (_list_made(n) and id(n) not in loops) or _numpy_allocation(n, nps):
             return n.lineno, ast.unparse(n)
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
             f = n.func
@@ -319,10 +327,11 @@ def takes_lists(fn) -> bool:
     lists = False
     for f, tree in _trees(fn):
         nps = _numpy_names(f.__globals__)
+        loops = _loop_literals(tree)
         for n in ast.walk(tree):
             if _numpy_allocation(n, nps):
                 return False
-            lists = lists or _list_made(n)
+            lists = lists or (_list_made(n) and id(n) not in loops)
     return lists
 
 

@@ -427,17 +427,23 @@ def rewrite(dc) -> Rewritten:
     if len(n1) != len(n2) or len(results) != 2:
         raise NotRewritable("its recursive calls' results are unpacked differently")
     outlined = {}       # a combine written inline: its helper, by name
-    if not any(isinstance(s, ast.Assign) and isinstance(s.value, ast.Call)
-               and _is_name(s.value.func) and _mentions(s.value, results)
-               for s in stmts[i2 + 1:]):
+
+    def helper_call(s):
+        """``x = helper(..., left, ...)``: a call of a Python function (not ``len``) that
+        takes a child's array."""
+        return (isinstance(s, ast.Assign) and isinstance(s.value, ast.Call)
+                and _is_name(s.value.func) and _mentions(s.value, results)
+                and (s.value.func.id in outlined
+                     or isinstance(glb.get(s.value.func.id), types.FunctionType)))
+
+    if not any(helper_call(s) for s in stmts[i2 + 1:]):
         stmts, hfn = _outlined(stmts, i2, (n1[0], n2[0]), a, out_body + stmts[:i2 + 1], name,
                                fn, used, text, start)
         outlined[hfn.__name__] = hfn
     for i, s in enumerate(stmts):
         if i in (i1, i2):
             continue
-        if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) and _is_name(s.value.func) \
-                and _mentions(s.value, results):
+        if helper_call(s):
             if combine is not None:
                 raise NotRewritable("its children's arrays go to more than one call")
             h = outlined.get(s.value.func.id) or glb.get(s.value.func.id)

@@ -146,8 +146,16 @@ def _compile(dispatcher, sig, spec: DCSpec, what: str):
     try:
         dispatcher.compile(sig)
     except numba.core.errors.NumbaError as err:
-        first = str(err).strip().splitlines()
-        detail = " ".join(line.strip() for line in first[:6] if line.strip())
+        # Numba's own words, without its places in hpu's generated module (the generated
+        # file, the renamed function ``f__d``, IR names): the user's line is given apart
+        keep = []
+        for ln in (x.strip() for x in str(err).strip().splitlines()):
+            if ln.startswith(("File ", "Return of:", "During:", "<source")):
+                break                       # a place in the generated module, its lines
+            if ln and not ln.startswith(("Failed in ", "- argument", "Enable logging")) \
+                    and "pipeline (step" not in ln and "__" not in ln:
+                keep.append(ln)
+        detail = " ".join(keep[:3]) or type(err).__name__
         raise TranslationError(
             f"compiling {what} for arguments ({', '.join(str(t) for t in sig)}) is not "
             f"supported by Numba: {detail}", filename=spec.filename, lineno=spec.lineno,

@@ -196,6 +196,28 @@ def count_inline(arr):
     return res, c
 
 
+def sort_inline_lengths(a):
+    """The merge inline with its children's lengths in names (``nl = len(left)``)."""
+    if len(a) < 2:
+        return a.copy()
+    half = len(a) // 2
+    left = sort_inline_lengths(a[:half])
+    right = sort_inline_lengths(a[half:])
+    res = np.empty(len(a), a.dtype)
+    i = 0
+    j = 0
+    nl = len(left)
+    nr = len(right)
+    while i < nl or j < nr:
+        if j >= nr or (i < nl and left[i] <= right[j]):
+            res[i + j] = left[i]
+            i += 1
+        else:
+            res[i + j] = right[j]
+            j += 1
+    return res
+
+
 def inline_padded(a):
     n = len(a)
     if n <= 1:
@@ -212,7 +234,8 @@ def inline_padded(a):
 
 REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": sort_desc,
              "sort_floats": sort_floats, "count_inversions": count_inversions,
-             "sort_inline": sort_inline, "count_inline": count_inline}
+             "sort_inline": sort_inline, "count_inline": count_inline,
+             "sort_inline_lengths": sort_inline_lengths}
 KEPT = {"drop_middle": ("not on a[:e] and a[e:]", drop_middle),
         "padded": ("not len(left) + len(right)", padded),
         "three_way": ("returns `np.sort(a)`", three_way),

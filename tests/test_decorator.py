@@ -220,3 +220,24 @@ def test_memory_on_the_breadth_first_path_counts_the_snapshot():
     bare = E.mergesort.run(x.copy(), t, 0, x.size, device="cpu", memory=True,
                            keep_inputs=False).peak_memory
     assert kept >= 2 * x.nbytes > bare >= 0
+
+
+def _returns_its_array(a):
+    return a
+
+
+def _adds_an_array(a, lo, hi):
+    if hi - lo == 1:
+        return a[lo]
+    mid = (lo + hi) // 2
+    return _adds_an_array(a, lo, mid) + _adds_an_array(a, mid, hi) + _returns_its_array(a)
+
+
+def test_numbas_refusal_is_told_without_hpus_generated_module():
+    """Numba's reason in the user's words: not the generated file, `f__d`, or IR names."""
+    f = hpu.divide_and_conquer(_adds_an_array)
+    with pytest.raises(hpu.TranslationError) as info:
+        f.options(device="cpu")(np.arange(1, 18), 0, 17)
+    text = str(info.value)
+    assert "Can't unify return type" in text and "test_decorator.py" in text
+    assert "generated" not in text and "__" not in text and "Return of" not in text, text

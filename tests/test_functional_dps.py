@@ -24,7 +24,7 @@ PATHS = [("gpu", None, None), ("hybrid", 0.0, 1), ("hybrid", 0.5, 2), ("hybrid",
 _DECORATED: dict = {}
 DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float32,
           "sort_floats": np.float64, "count_inversions": np.int32, "sort_inline": np.int64,
-          "count_inline": np.int32}
+          "count_inline": np.int32, "sort_inline_lengths": np.float32}
 
 
 def decorated(name):

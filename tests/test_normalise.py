@@ -113,6 +113,7 @@ def test_a_loop_over_written_out_values_is_unrolled_before_the_views():
     assert spec.a == 2 and len(spec.calls) == 2
     spec = parse(pairs_sum)
     assert spec.a == 2
+    assert hpu.divide_and_conquer(pairs_sum)._functional is None   # the [...] is no list
     assert [(ast.unparse(c.args[1]), ast.unparse(c.args[2])) for c in spec.calls] == [
         ("lo", "mid"), ("mid", "hi")]
     assert any(ast.unparse(s) == "h = hi" for s in spec.combine)  # its last value, kept
