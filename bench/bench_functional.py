@@ -20,6 +20,12 @@ before the first timed sort, both checked against ``np.sort`` first.
     python bench/bench_functional.py                 # N = 24, 3 repeats
     python bench/bench_functional.py --log2n 20 --repeat 5 --json
     python bench/bench_functional.py --log2n 22 --device   # + its device form: hybrid, gpu
+    python bench/bench_functional.py --log2n 16 --repeat 3 --device --cold
+
+Every child also reports its first call (the warm-up: compiling included, ``first_call_s``);
+``--cold`` gives each child empty hpu and PoCL caches, so that figure is a first call on a
+fresh machine (its timed sorts may compile again for the larger size: use ``--repeat 3``,
+whose median leaves that out).
 """
 from __future__ import annotations
 
@@ -113,7 +119,10 @@ def child(name, log2n, repeat):
 
     sort = _variant(name)
     small = np.random.default_rng(1).integers(0, 1 << 30, 4096, dtype=np.int32)
-    assert np.array_equal(sort(small.copy()), np.sort(small))
+    t0 = time.perf_counter()
+    first = sort(small.copy())
+    first_call = time.perf_counter() - t0
+    assert np.array_equal(first, np.sort(small))
     x = np.random.default_rng(0).integers(0, 1 << 30, 1 << log2n, dtype=np.int32)
     want = np.sort(x)
     seconds = []
@@ -127,12 +136,19 @@ def child(name, log2n, repeat):
         del out, y
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"seconds": statistics.median(seconds), "all_seconds": seconds,
+                      "first_call_s": first_call,
                       "peak_growth_MB": (peak - before) * 1024 / 1e6, **_last}))
 
 
-def measure(name, log2n, repeat):
+def measure(name, log2n, repeat, cold=False):
+    import tempfile
+
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT),
                                                        os.environ.get("PYTHONPATH", "")]))
+    if cold:                            # empty caches: the first call compiles everything
+        fresh = tempfile.mkdtemp(prefix="hpu-bench-cold-")
+        env.update(HPU_CACHE_DIR=os.path.join(fresh, "hpu"),
+                   POCL_CACHE_DIR=os.path.join(fresh, "pocl"))
     out = subprocess.run([sys.executable, __file__, "--child", name, "--log2n", str(log2n),
                           "--repeat", str(repeat)], cwd=ROOT, env=env, capture_output=True,
                          text=True, check=False)
@@ -149,6 +165,9 @@ def main(argv=None):
     p.add_argument("--device", action="store_true",
                    help="also the functional mergesort's device form (hpu._functional_dps): "
                         "device='hybrid' (the model's split) and device='gpu'")
+    p.add_argument("--cold", action="store_true",
+                   help="each child with empty hpu and PoCL caches (first_call_s: a fresh "
+                        "machine's first call)")
     p.add_argument("--child", choices=["functional", "inplace", "functional-hybrid",
                                        "functional-gpu"], help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -156,8 +175,8 @@ def main(argv=None):
         child(args.child, args.log2n, args.repeat)
         return
     input_mb = (1 << args.log2n) * 4 / 1e6
-    f = measure("functional", args.log2n, args.repeat)
-    i = measure("inplace", args.log2n, args.repeat)
+    f = measure("functional", args.log2n, args.repeat, args.cold)
+    i = measure("inplace", args.log2n, args.repeat, args.cold)
     report = {
         "n": 1 << args.log2n, "input_MB": input_mb, "functional": f, "inplace": i,
         "time_ratio": f["seconds"] / i["seconds"],
@@ -171,7 +190,7 @@ def main(argv=None):
     }
     if args.device:
         for name in ("functional-hybrid", "functional-gpu"):
-            report[name] = measure(name, args.log2n, args.repeat)
+            report[name] = measure(name, args.log2n, args.repeat, args.cold)
             report[name]["time_over_inplace"] = report[name]["seconds"] / i["seconds"]
     if args.json:
         print(json.dumps(report, indent=2))
@@ -181,7 +200,8 @@ def main(argv=None):
         r = report[name]
         print(f"  {name:10s} {r['seconds']:.3f} s (median of {len(r['all_seconds'])}), "
               f"peak RSS growth {r['peak_growth_MB']:.0f} MB "
-              f"({r['peak_growth_MB'] / input_mb:.1f}x the input)")
+              f"({r['peak_growth_MB'] / input_mb:.1f}x the input), first call "
+              f"{r['first_call_s']:.1f} s")
     for name in ("functional-hybrid", "functional-gpu"):
         if name in report:
             r = report[name]
@@ -189,7 +209,7 @@ def main(argv=None):
                   f"peak RSS growth {r['peak_growth_MB']:.0f} MB "
                   f"({r['peak_growth_MB'] / input_mb:.1f}x), alpha={r['alpha']}, y={r['y']}, "
                   f"K={r['K']}, tasks cpu {r['cpu_tasks']} / device {r['gpu_tasks']}, "
-                  f"fallbacks {r['fallbacks'] or 'none'}")
+                  f"fallbacks {r['fallbacks'] or 'none'}, first call {r['first_call_s']:.1f} s")
     if "reason" in f:
         print(f"  functional: K={f['K']}, {f['subtrees']} subtrees: {f['reason']}")
     print(f"  functional / in-place time: {report['time_ratio']:.2f} (goal <= {GOAL_TIME}); "
