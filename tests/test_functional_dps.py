@@ -199,7 +199,8 @@ def test_an_index_error_in_the_combine_names_the_users_helper_and_line():
     f = hpu.divide_and_conquer(ex.sort_overrun, boundscheck=True)
     with pytest.raises(IndexError):
         ex.sort_overrun(np.arange(4))
-    line = next(i for i, t in enumerate(open(ex.__file__), 1) if "LINE_OVERRUN" in t)
+    with open(ex.__file__) as source:
+        line = next(i for i, t in enumerate(source, 1) if "LINE_OVERRUN" in t)
     where = f"dps_examples.py:{line}: "
     x = np.arange(40)
     f.opencl_source(x)
