@@ -576,7 +576,9 @@ class _FunctionEmitter:
             return
         vtype = self.t.expr_types[id(value)]
         e = self._expr(value)
-        if len(targets) > 1:
+        # bounds-checked: the value first, as Python evaluates it (``out[k] = l[i]`` with
+        # both out of range reports ``l[i]``); the store's check comes after
+        if len(targets) > 1 or (self.prog.bounds and isinstance(targets[0], ast.Subscript)):
             tmp = self._temp(self._ctype(vtype))
             self._line(f"{tmp} = {e.text};")
             e = _E(tmp)

@@ -143,6 +143,26 @@ def test_an_out_of_range_store_is_recorded_and_never_performed(n, data):
         assert err is None
 
 
+def copy_task(t, src, out):
+    out[t + 10] = src[t + 10]
+
+
+def test_the_value_is_checked_before_the_store_as_python_evaluates_it():
+    """``out[k] = src[i]`` with both out of range: Python evaluates (and refuses) the value
+    first, so the device reports ``src[...]``, not the store."""
+    backend = _pocl()
+    sites = Sites()
+    prog = translate([(copy_task, (INT64, I64, I64))], kernels={"k": "copy_task"},
+                     checked=sites, bounds=True)
+    got = backend.run(prog, "k", {"src": np.zeros(3), "out": np.zeros(3),
+                                  "hpu__err": np.zeros(4)}, {}, 0, 1)
+    err = device_error(got["hpu__err"], tuple(sites.texts))
+    assert isinstance(err, IndexError) and "src[t + 10]" in str(err), err
+    with pytest.raises(IndexError, match="axis 0 with size 3"):
+        out, src = np.zeros(3), np.zeros(3)
+        out[10] = src[10]
+
+
 def test_device_error_decodes_each_code():
     sites = ("f.py:3: a // b",)
     assert device_error(np.zeros(4, np.int64), sites) is None
