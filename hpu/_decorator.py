@@ -166,13 +166,7 @@ class DivideAndConquer:
         self._dps = None            # (DivideAndConquer | None, Rewritten | reason): _in_place
         self._pending = False       # a helper defined after the function: _settle
         if not _disabled():
-            from hpu._functional import check_shape, find_allocation, takes_lists
-
-            alloc = find_allocation(fn)
-            if alloc is not None:
-                check_shape(fn, (inspect.getsourcefile(fn), fn.__code__.co_firstlineno))
-                self._functional = alloc
-                self._lists = takes_lists(fn)
+            if self._found_functional():
                 return
             try:
                 self._parse()
@@ -194,19 +188,25 @@ class DivideAndConquer:
         with self._lock:
             if not self._pending:
                 return
-            from hpu._functional import check_shape, find_allocation, takes_lists
-
-            fn = self.py_func
-            alloc = find_allocation(fn)
-            if alloc is not None:
-                check_shape(fn, (inspect.getsourcefile(fn), fn.__code__.co_firstlineno))
-                self._functional = alloc
-                self._lists = takes_lists(fn)
-            else:
+            if not self._found_functional():
                 self._spec = None
                 self._parse()
                 self._resolve()
             self._pending = False
+
+    def _found_functional(self) -> bool:
+        """Whether the function or a helper allocates arrays or lists (:mod:`hpu._functional`):
+        then its shape is checked and it runs functionally."""
+        from hpu._functional import check_shape, find_allocation, takes_lists
+
+        fn = self.py_func
+        alloc = find_allocation(fn)
+        if alloc is None:
+            return False
+        check_shape(fn, (inspect.getsourcefile(fn), fn.__code__.co_firstlineno))
+        self._functional = alloc
+        self._lists = takes_lists(fn)
+        return True
 
     @property
     def _not_compiled(self) -> str | None:
@@ -1124,13 +1124,11 @@ def _not_compiled_reason(name: str, err) -> str:
     runs instead."""
     import re
 
-    text = str(err)
-    places = re.findall(r'File "([^"]+)", line (\d+)', text)
+    from hpu._program import numba_words
+
+    places = re.findall(r'File "([^"]+)", line (\d+)', str(err))
     where = f"{os.path.abspath(places[0][0])}:{places[0][1]}: " if places else ""
-    keep = [ln.strip() for ln in text.splitlines()
-            if ln.strip() and not ln.strip().startswith(("Failed in ", "During:", "File ",
-                                                         "<source", "^", "def "))
-            and "pipeline (step" not in ln]
+    keep = numba_words(err)
     what = keep[0] if keep else type(err).__name__
     return (f"{where}Numba cannot compile {name} as written ({what}); the plain Python "
             "function runs instead: write that line with what Numba supports to run it "

@@ -89,7 +89,7 @@ import numpy as np
 
 from hpu import _functional, _views
 from hpu._errors import TranslationError
-from hpu._normalise import normalise, unroll_literal_loops
+from hpu._normalise import _is_rec, normalise, unroll_literal_loops
 from hpu._subset import EXPR_RULES, STMT_RULES, refuse_with
 
 __all__ = [
@@ -1055,8 +1055,7 @@ def _root_defaults(tree: ast.FunctionDef, where: _Where) -> tuple[tuple[str, str
             break
         position = [a.arg for a in args].index(p)
         for c in ast.walk(tree):
-            if (isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
-                    and c.func.id == tree.name and len(c.args) <= position
+            if (_is_rec(c, tree.name) and len(c.args) <= position
                     and not any(k.arg == p for k in c.keywords)):
                 where.refuse(c, f"a recursive call without {p!r}",
                              f"{p} is computed when it is None (line {st.lineno}), once, for "

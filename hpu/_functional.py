@@ -377,20 +377,18 @@ def check_shape(fn, where) -> None:
 def _ends_without_recursing(stmts, name) -> bool:
     """Whether a path through ``stmts`` reaches their end without calling ``name``: the
     implicit ``return`` of ``if len(a) > 1: <split, recurse, merge>`` is a base case."""
-    def recurses(node):
-        return any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == name
-                   for c in ast.walk(node))
+    from hpu._normalise import _has_rec
 
     for s in stmts:
         if isinstance(s, (ast.Return, ast.Raise)):
             return False            # that path ends here (a return is checked on its own)
-        if not recurses(s):
+        if not _has_rec(s, name):
             continue
-        if isinstance(s, ast.If) and not recurses(s.test) and (
+        if isinstance(s, ast.If) and not _has_rec(s.test, name) and (
                 _ends_without_recursing(s.body, name) or _ends_without_recursing(s.orelse, name)):
             continue
-        if isinstance(s, (ast.For, ast.While)) and not recurses(
-                s.iter if isinstance(s, ast.For) else s.test):
+        if isinstance(s, (ast.For, ast.While)) and not _has_rec(
+                s.iter if isinstance(s, ast.For) else s.test, name):
             continue                # a loop may run no time
         return False
     return True

@@ -76,7 +76,6 @@ BUF, AT, PARITY, INDEX, CUT = "hpu_buf", "hpu_at", "hpu_p", "hpu_i", "hpu_c"
 #: its end), its own output from M0 to M1 -- names, so that each view's clamped bounds stay
 #: small expressions (nested, they made Numba's type inference take a minute per function)
 Q0, Q1, Q2, M0, M1 = "hpu_q0", "hpu_q1", "hpu_q2", "hpu_m0", "hpu_m1"
-_HIDDEN = (BUF, AT, PARITY, INDEX, CUT, Q0, Q1, Q2, M0, M1)
 
 
 class NotRewritable(Exception):
@@ -173,10 +172,30 @@ def _len_of(e):
     return None
 
 
+def _own_names_free(names, who: str) -> None:
+    """The names hpu writes into the in-place form all start ``hpu_`` (the buffer, its
+    bounds, temporaries ``hpu_r0``, ``hpu_s0``): a function or combine of the user's that
+    uses such a name keeps its CPU path."""
+    mine = sorted(n for n in names if n.startswith("hpu_"))
+    if mine:
+        raise NotRewritable(f"{who} uses the name {mine[0]!r}; names starting hpu_ are the "
+                            "ones hpu's device form writes")
+
+
+def _fresh(base: str, used: set) -> str:
+    """``base``, or ``base2``, ``base3``, ...: the first that names nothing in ``used``."""
+    name, k = base, 2
+    while name in used:
+        name, k = f"{base}{k}", k + 1
+    return name
+
+
 def _helper_into(h, arrays: tuple[int, int], used: set):
     """The helper ``h`` rewritten to write its allocated result into a last parameter:
     ``(new function tree, its name, scalars it returns)``."""
     node, text, start = _tree(h)
+    _own_names_free({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                    | {p.arg for p in node.args.args}, f"its combine {h.__name__}()")
     params = [p.arg for p in node.args.args]
     if node.args.vararg or node.args.kwarg or node.args.kwonlyargs or node.args.defaults:
         raise NotRewritable(f"its combine {h.__name__}() has default, keyword-only or * parameters")
@@ -236,11 +255,7 @@ def _helper_into(h, arrays: tuple[int, int], used: set):
                           returns=None, type_params=[])
     new.args.args.append(ast.arg(out))
     ast.copy_location(new, node)
-    name = f"{h.__name__}_into"
-    k = 2
-    while name in used:
-        name, k = f"{h.__name__}_into{k}", k + 1
-    new.name = name
+    new.name = _fresh(f"{h.__name__}_into", used)
     ast.fix_missing_locations(new)
     return new, text, start, arity, same
 
@@ -301,9 +316,9 @@ def rewrite(dc) -> Rewritten:
     a = params[0]
     glb = fn.__globals__
     nps = _numpy_names(glb)
-    used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | set(glb)
-    if used & set(_HIDDEN):
-        raise NotRewritable(f"it uses one of the names {', '.join(_HIDDEN)}")
+    own = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    _own_names_free(own, name)
+    used = own | set(glb)
     half = f"(len({BUF}) // 2)"
 
     def copy_into(at_line, arr):
@@ -600,10 +615,7 @@ def _outlined(stmts, i2, children, a, before, name, fn, used, text, start):
             if (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in defined
                     and n.id not in (p, q) and n.id not in reads):
                 reads.append(n.id)
-    helper = f"{name}_combine"
-    j = 2
-    while helper in used:
-        helper, j = f"{name}_combine{j}", j + 1
+    helper = _fresh(f"{name}_combine", used)
     tree = ast.FunctionDef(
         name=helper, args=ast.arguments(posonlyargs=[], args=[ast.arg(x) for x in
                                                              (p, q, *reads)],

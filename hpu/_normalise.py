@@ -217,24 +217,30 @@ def _unroll_loops(body, name, where, glb):
         if bounds[-1] == 0 and len(bounds) == 3:
             refuse_with(where, s, "loop-range",
                         detail="range() with step 0")
-        var = s.target.id
-        for sub in s.body:
-            for n in ast.walk(sub):
-                if isinstance(n, (ast.Break, ast.Continue, ast.Return)):
-                    refuse_with(where, n, "loop-exit")
-                if isinstance(n, ast.Name) and n.id == var and isinstance(n.ctx, ast.Store):
-                    refuse_with(where, n, "loop-range",
-                                detail=f"the loop variable {var!r} is reassigned in the loop")
-        values = list(range(*bounds))
-        for v in values:
-            const = ast.Constant(value=v)
-            for sub in s.body:
-                out.append(_Substitute({var: const}).visit(copy.deepcopy(sub)))
-        later = body[i + 1:]
-        if values and any(isinstance(n, ast.Name) and n.id == var
-                          for x in later for n in ast.walk(x)):
+        rows = [[ast.Constant(value=v)] for v in range(*bounds)]
+        out.extend(_copies(s, [s.target.id], rows, where, body[i + 1:]))
+    return out
+
+
+def _copies(loop, names, rows, where, later) -> list:
+    """The body of ``loop`` once per row of values, its variables ``names`` replaced by
+    the row's; refused if it leaves early (``break``, ``continue``, ``return``) or assigns
+    a variable.  Python leaves the last row in the variables: a statement in ``later``
+    that reads one gets it assigned after the copies."""
+    for sub in loop.body:
+        for n in ast.walk(sub):
+            if isinstance(n, (ast.Break, ast.Continue, ast.Return)):
+                refuse_with(where, n, "loop-exit")
+            if isinstance(n, ast.Name) and n.id in names and isinstance(n.ctx, ast.Store):
+                refuse_with(where, n, "loop-range",
+                            detail=f"the loop variable {n.id!r} is reassigned in the loop")
+    out = [_Substitute(dict(zip(names, row))).visit(copy.deepcopy(sub))
+           for row in rows for sub in loop.body]
+    read_later = {n.id for x in later for n in ast.walk(x) if isinstance(n, ast.Name)}
+    for var, v in zip(names, rows[-1] if rows else ()):
+        if var in read_later:
             out.append(_located(ast.Assign(targets=[ast.Name(id=var, ctx=ast.Store())],
-                                           value=ast.Constant(value=values[-1])), s))
+                                           value=copy.deepcopy(v)), loop))
     return out
 
 
@@ -255,7 +261,7 @@ def unroll_literal_loops(tree: ast.FunctionDef, where) -> None:
 
     def block(stmts):
         out = []
-        for st in stmts:
+        for i, st in enumerate(stmts):
             for field_name in ("body", "orelse", "finalbody"):
                 inner = getattr(st, field_name, None)
                 if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
@@ -264,14 +270,14 @@ def unroll_literal_loops(tree: ast.FunctionDef, where) -> None:
                     and _has_rec(st, name)):
                 out.append(st)
                 continue
-            out.extend(_unrolled(st, name, where, stmts[stmts.index(st) + 1:]))
+            out.extend(_unrolled(st, where, stmts[i + 1:]))
         return out
 
     tree.body = block(tree.body)
     ast.fix_missing_locations(tree)
 
 
-def _unrolled(loop, name, where, later):
+def _unrolled(loop, where, later):
     values = loop.iter.elts
     if not values or loop.orelse or any(isinstance(v, ast.Starred) for v in values):
         refuse_with(where, loop, "loop-range",
@@ -294,15 +300,7 @@ def _unrolled(loop, name, where, later):
                     detail=f"the loop's target `{ast.unparse(loop.target)}` is not a name or "
                            "a tuple of names")
     assigned = {n.id for sub in loop.body for n in ast.walk(sub)
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    for sub in loop.body:
-        for n in ast.walk(sub):
-            if isinstance(n, (ast.Break, ast.Continue, ast.Return)):
-                refuse_with(where, n, "loop-exit")
-    for var in names:
-        if var in assigned:
-            refuse_with(where, loop, "loop-range",
-                        detail=f"the loop variable {var!r} is reassigned in the loop")
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} - set(names)
     for row in rows:
         for v in row:
             for n in ast.walk(v):
@@ -316,17 +314,7 @@ def _unrolled(loop, name, where, later):
                                 detail=f"the value `{ast.unparse(v)}` calls "
                                        f"`{ast.unparse(n.func)}`: compute it into a name "
                                        "before the loop")
-    out = []
-    for row in rows:
-        sub_map = dict(zip(names, row))
-        for sub in loop.body:
-            out.append(_Substitute(sub_map).visit(copy.deepcopy(sub)))
-    used_later = {n.id for x in later for n in ast.walk(x) if isinstance(n, ast.Name)}
-    for var, v in zip(names, rows[-1]):
-        if var in used_later:       # Python leaves the last value in the variable
-            out.append(_located(ast.Assign(targets=[ast.Name(id=var, ctx=ast.Store())],
-                                           value=copy.deepcopy(v)), loop))
-    return out
+    return _copies(loop, names, rows, where, later)
 
 
 # --------------------------------------------------------------------------- 3. calls

@@ -17,6 +17,8 @@ decorator keeps one per type signature.
 """
 from __future__ import annotations
 
+import re
+
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -140,22 +142,32 @@ class Program:
             return mod
 
 
+#: an identifier hpu generated (``f__d``, ``depth__``, ``hpu__x``), not a dunder
+_GENERATED_NAME = re.compile(r"\b(?!__)\w+__\w*")
+
+
+def numba_words(err) -> list[str]:
+    """The lines of a Numba error that say what is wrong, in Numba's words: not its
+    pipeline headers, not the place it found it (a ``File`` line, the source under it, an IR
+    name: in hpu's generated module they name the generated file and renamed functions),
+    not a line naming hpu's generated identifiers.  The caller gives the user's line."""
+    keep = []
+    for ln in (x.strip() for x in str(err).strip().splitlines()):
+        if ln.startswith(("File ", "Return of:", "During:", "<source")):
+            break
+        if ln and not ln.startswith(("Failed in ", "- argument", "Enable logging")) \
+                and "pipeline (step" not in ln and not _GENERATED_NAME.search(ln):
+            keep.append(ln)
+    return keep
+
+
 def _compile(dispatcher, sig, spec: DCSpec, what: str):
     import numba
 
     try:
         dispatcher.compile(sig)
     except numba.core.errors.NumbaError as err:
-        # Numba's own words, without its places in hpu's generated module (the generated
-        # file, the renamed function ``f__d``, IR names): the user's line is given apart
-        keep = []
-        for ln in (x.strip() for x in str(err).strip().splitlines()):
-            if ln.startswith(("File ", "Return of:", "During:", "<source")):
-                break                       # a place in the generated module, its lines
-            if ln and not ln.startswith(("Failed in ", "- argument", "Enable logging")) \
-                    and "pipeline (step" not in ln and "__" not in ln:
-                keep.append(ln)
-        detail = " ".join(keep[:3]) or type(err).__name__
+        detail = " ".join(numba_words(err)[:3]) or type(err).__name__
         raise TranslationError(
             f"compiling {what} for arguments ({', '.join(str(t) for t in sig)}) is not "
             f"supported by Numba: {detail}", filename=spec.filename, lineno=spec.lineno,
