@@ -275,14 +275,15 @@ class DivideAndConquer:
             raise TypeError(f"{name}(): {err}; it takes "
                             f"({', '.join(self._signature.parameters)})") from None
         bound.apply_defaults()
-        for p, expr, line in spec.root_defaults:  # `if hi is None: hi = len(a)`, the root's
-            if bound.arguments[p] is None:
-                bound.arguments[p] = _root_default(expr, line, spec.filename,
-                                                   self.py_func.__globals__, bound.arguments)
         written = closure.written
         lines = dict(closure.first_write)
+        roots = {p: (expr, line) for p, expr, line in spec.root_defaults}
         out = {}
         for p, v in bound.arguments.items():
+            if v is None and p in roots:    # `if hi is None: hi = len(a)`: the root's, from
+                v = bound.arguments[p] = _root_default(   # the arguments checked before it
+                    *roots[p], spec.filename, self.py_func.__globals__,
+                    {**bound.arguments, **out})
             out[p] = _check_value(name, p, v, spec, p in written, lines.get(p))
         if spec.span is not None:
             for p in spec.span:

@@ -160,8 +160,9 @@ def test_a_none_default_computed_first_is_the_roots_and_computed_at_the_call():
         for kw in ({"device": "cpu"}, {"device": "hybrid", "alpha": 0.5, "y": 1}):
             assert f.run(x, **kw).value == total_to(x) == f.run(x, 0, n, **kw).value
             assert f.run(x, hi=n // 2 + 1, **kw).value == total_to(x, 0, n // 2 + 1)
-    with pytest.raises(TypeError):      # the expression is Python's, at the call: len(5)
+    with pytest.raises(TypeError, match="parameter 'a' received int 5"):   # a, checked first
         f(5)
+    assert f.run([3, 1, 2], device="cpu").value == 6      # len() of the array it became
     with pytest.raises(hpu.TranslationError, match="a recursive call without 'hi'"):
         hpu.divide_and_conquer(total_to_left)
 
