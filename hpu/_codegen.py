@@ -95,7 +95,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpu._frontend import Closure, DCSpec, Helper, check_array_params
-from hpu._views import VIEW_INDEX, display, view_index
+from hpu._views import SLICE_COPY, VIEW_INDEX, display, view_index
 
 __all__ = [
     "Layout", "Types", "DEFAULT_DEPTH", "make_layout", "core_source", "cpu_source", "iter_source",
@@ -296,6 +296,10 @@ class _Checked(ast.NodeTransformer):
     def visit_Call(self, node):
         where = self._where(node)
         self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == SLICE_COPY:
+            node.func.id = "hpu__slice_copy_chk"
+            node.args.append(where)
+            return node
         if (isinstance(node.func, ast.Name) and node.func.id in self._CONV
                 and len(node.args) == 1 and not node.keywords):
             return ast.copy_location(ast.Call(ast.Name(self._CONV[node.func.id], ast.Load()),
@@ -385,7 +389,32 @@ def hpu__round(x, site__):
     if hpu__bad_float(x):
         hpu__badconv(x, site__)
     return round(x)
+
+
+@njit(cache=True)
+def hpu__broadcast(nd, ns, site__):
+    raise ValueError(hpu__SITES[site__] + ": could not broadcast input array from shape ("
+                     + str(ns) + ",) into shape (" + str(nd) + ",)")
+
+
+@njit(cache=True)
+def hpu__slice_copy_chk(nd, ns, site__):  # dst[...] = src[...] (hpu/_views.py): NumPy's rule
+    if ns != nd and ns != 1:
+        hpu__broadcast(nd, ns, site__)
+    return nd
 """
+
+_SLICE_COPY_DEF = f"""
+
+@njit(cache=True)
+def {SLICE_COPY}(nd, ns):
+    \"\"\"How many elements dst[...] = src[...] copies (hpu/_views.py): len(dst), when the
+    lengths are equal or src has one element; else NumPy's ValueError (on the device, the
+    OpenCL translator records it and copies nothing).\"\"\"
+    if ns != nd and ns != 1:
+        raise ValueError("could not broadcast input array from shape (" + str(ns)
+                         + ",) into shape (" + str(nd) + ",)")
+    return nd"""
 
 
 def _checked_source(h: Helper, bounds: bool = False, sites: list[str] | None = None) -> str:
@@ -707,6 +736,8 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
             w(f"{name} = {_const_expr(value)}")
     if views:
         w(_VIEW_INDEX_DEF)
+    if not checked and _has_slice_copies(spec, closure):
+        w(_SLICE_COPY_DEF)
     for h in closure.helpers:
         w("")
         w("")
@@ -879,6 +910,12 @@ def _has_views(spec: DCSpec, closure: Closure) -> bool:
     """Whether the function or a helper indexes a view (hpu/_views.py)."""
     trees = [spec.tree] + [h.tree for h in closure.helpers if h.tree is not None]
     return any(view_index(n) is not None for t in trees for n in ast.walk(t))
+
+
+def _has_slice_copies(spec: DCSpec, closure: Closure) -> bool:
+    """Whether the function or a helper assigns to a slice (hpu/_views.py)."""
+    trees = [spec.tree] + [h.tree for h in closure.helpers if h.tree is not None]
+    return any(isinstance(n, ast.Name) and n.id == SLICE_COPY for t in trees for n in ast.walk(t))
 
 
 def core_source(spec: DCSpec, closure: Closure, lay: Layout,

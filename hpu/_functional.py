@@ -62,7 +62,12 @@ def _special_float(node) -> float | None:
 
 def array_names(tree: ast.FunctionDef) -> set[str]:
     """Parameters used as arrays: indexed, sliced or measured with ``len``."""
-    params = {a.arg for a in tree.args.args}
+    return used_as_arrays(tree) & {a.arg for a in tree.args.args}
+
+
+def used_as_arrays(tree) -> set[str]:
+    """Names used as arrays anywhere in ``tree``: indexed, sliced, measured (``len``,
+    ``.size``, ``.shape``)."""
     out = set()
     for n in ast.walk(tree):
         if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
@@ -73,7 +78,7 @@ def array_names(tree: ast.FunctionDef) -> set[str]:
         elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) \
                 and n.attr in ("size", "shape"):
             out.add(n.value.id)
-    return out & params
+    return out
 
 
 def _len_compare(name_node: ast.Name, op) -> ast.Compare:

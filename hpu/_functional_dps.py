@@ -46,8 +46,10 @@ What is rewritten (else the function runs on the CPU as before, and the reason s
   in order), as ``x = f(...)``, ``x, k = f(...)`` or inside the combine's call;
 * one combine: a helper whose one allocation, ``np.empty``/``np.zeros``, at its top level,
   is sized ``len(p) + len(q)`` of the two parameters that receive the children's arrays,
-  and whose every ``return`` is that array, alone or first in a tuple; the children's
-  arrays are used only as its arguments.  Or the combine written in the function after
+  and whose every ``return`` is that array, alone or first in a tuple -- or one child
+  under a guard that the other is empty (``if len(left) == 0: return right``, which
+  :func:`_copied_returns` makes a copy into the output); the children's arrays are used
+  only as its arguments.  Or the combine written in the function after
   the second call, allocating once (``len(left) + len(right)``, ``len(a)`` or a name
   assigned ``len(a)``) and returning that array first: :func:`_outlined` moves it into
   such a helper, passing the names it reads;
@@ -220,6 +222,7 @@ def _helper_into(h, arrays: tuple[int, int], used: set):
     if out in params:
         raise NotRewritable(f"its combine {h.__name__}() reassigns its parameter {out!r}")
     rest = node.body[:i] + node.body[i + 1:]
+    _copied_returns(rest, out, p, q)
     check = copy.deepcopy(node)
     check.body = rest
     for n in ast.walk(check):
@@ -258,6 +261,48 @@ def _helper_into(h, arrays: tuple[int, int], used: set):
     new.name = _fresh(f"{h.__name__}_into", used)
     ast.fix_missing_locations(new)
     return new, text, start, arity, same
+
+
+def _empty_test(test, name: str) -> bool:
+    """``not name``, ``len(name) == 0``, ``name.size == 0`` (or ``0 == ...``, ``< 1``)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _is_name(test.operand, name)
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if isinstance(left, ast.Constant):
+        left, right = right, left
+        op = {ast.Eq: ast.Eq(), ast.Gt: ast.Lt()}.get(type(op), ast.NotEq())
+    return (_len_of(left) == name and isinstance(right, ast.Constant)
+            and type(right.value) is int
+            and ((isinstance(op, ast.Eq) and right.value == 0)
+                 or (isinstance(op, ast.Lt) and right.value == 1)
+                 or (isinstance(op, ast.LtE) and right.value == 0)))
+
+
+def _copied_returns(stmts, out: str, p: str, q: str) -> None:
+    """``if not q: return p`` (``p``, ``q`` the combine's two children, either way round;
+    ``len(q) == 0`` too, and ``elif``) -> ``out[:] = p`` then ``return out``: the merge
+    that hands back one child when the other is empty.  The guard makes ``p`` as long as
+    ``out`` (``len(p) + len(q)``); the copy runs as any slice assignment (hpu._views)."""
+    for s in stmts:
+        if not isinstance(s, ast.If):
+            continue
+        last = s.body[-1] if s.body else None
+        if isinstance(last, ast.Return) and last.value is not None:
+            arr, scalars = _split_result(last.value)
+            for kept, empty in ((p, q), (q, p)):
+                if _is_name(arr, kept) and _empty_test(s.test, empty) \
+                        and not any(_mentions(x, {kept}) for x in scalars):
+                    store = ast.Assign([ast.Subscript(ast.Name(out, ast.Load()),
+                                                      ast.Slice(None, None, None), ast.Store())],
+                                       ast.Name(kept, ast.Load()))
+                    ret = ast.Return(ast.Name(out, ast.Load()) if not scalars else
+                                     ast.Tuple([ast.Name(out, ast.Load()), *scalars], ast.Load()))
+                    s.body[-1:] = [ast.copy_location(store, last), ast.copy_location(ret, last)]
+                    ast.fix_missing_locations(s)
+                    break
+        _copied_returns(s.orelse, out, p, q)
 
 
 def _value_of(scalars):

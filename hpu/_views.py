@@ -58,6 +58,12 @@ What is rewritten, exactly as NumPy behaves
   that callee passes a triple (a whole array passes ``(x, 0, len(x))``).
 * ``b = a[:m]`` (a local name bound to a view, every assignment of ``b`` a
   view of the same array): ``b`` becomes the hidden scalars ``b__o``, ``b__n``.
+* ``dst[s:t] = src`` (a slice of an array parameter, a view or a helper's local
+  array as the target): a loop that copies ``src`` (a view or an array) element by
+  element, or stores a scalar ``src`` in every element.  NumPy's rules hold: the
+  lengths must be equal or the source's 1 (broadcast), else ``ValueError`` naming the
+  statement (:data:`SLICE_COPY`, checked on every path); overlapping views of one
+  array copy as ``memmove`` does.
 
 Refused, with the line and the rewrite: steps other than 1, slicing something
 that is not an array parameter or a view of one, a view used any other way
@@ -77,8 +83,10 @@ import ast
 import copy
 from dataclasses import dataclass, field
 
-__all__ = ["ViewInfo", "ViewIndex", "VIEW_INDEX", "view_index", "display", "rewrite_main", "HelperViews",
-           "plan_helpers", "bind", "hidden_names", "device_span"]
+from hpu._functional import used_as_arrays
+
+__all__ = ["ViewInfo", "ViewIndex", "VIEW_INDEX", "SLICE_COPY", "shown_as", "view_index",
+           "display", "rewrite_main", "HelperViews", "plan_helpers", "bind", "hidden_names", "device_span"]
 
 #: Builtins that may appear in a slice bound or an index that is evaluated more than once.
 _PURE_CALLS = frozenset({"min", "max", "abs", "int", "float", "bool", "round", "len"})
@@ -128,6 +136,20 @@ class ViewIndex:
 VIEW_INDEX = "hpu__view_index"
 
 
+#: a slice assignment's check (``dst[s:t] = src``, :meth:`_Rewriter._slice_store`):
+#: ``hpu__slice_copy(len(dst), len(src))`` is the number of elements to copy, ``len(dst)``,
+#: when NumPy allows the copy (equal lengths, or a source of one element, broadcast), else
+#: NumPy's ValueError -- raised by the CPU module (hpu._codegen), recorded by the device in
+#: its error channel (hpu._opencl._translate), which then copies nothing
+SLICE_COPY = "hpu__slice_copy"
+
+
+def shown_as(node) -> str | None:
+    """The user's statement a node generated for it stands for (a slice assignment's
+    check and element copies), else None."""
+    return getattr(node, "hpu_text", None)
+
+
 def view_index(node) -> ViewIndex | None:
     """The :class:`ViewIndex` of a rewritten view subscript, else None."""
     return getattr(node, "hpu_view", None)
@@ -139,8 +161,14 @@ class _Display(ast.NodeTransformer):
 
     def visit_Subscript(self, node):
         mark = view_index(node)
-        text = mark.text if mark is not None else \
+        text = mark.text if mark is not None else shown_as(node) or \
             (self.texts.get(ast.unparse(node)) if self.texts else None)
+        if text is not None:
+            return ast.Name(id=text, ctx=ast.Load())
+        return self.generic_visit(node)
+
+    def visit_Call(self, node):
+        text = shown_as(node) or (self.texts.get(ast.unparse(node)) if self.texts else None)
         if text is not None:
             return ast.Name(id=text, ctx=ast.Load())
         return self.generic_visit(node)
@@ -160,7 +188,7 @@ def display(node, texts: dict[str, str] | None = None) -> str:
     Marked subscripts are found by their mark; ``texts`` (rewritten text -> user text)
     finds them in code parsed again from generated source, which has no marks.
     """
-    if not texts and not any(view_index(n) is not None or (
+    if not texts and not any(view_index(n) is not None or shown_as(n) is not None or (
             isinstance(n, ast.Name) and n.id.endswith("__n")) for n in ast.walk(node)):
         return ast.unparse(node)
     return ast.unparse(_Display(texts).visit(copy.deepcopy(node)))
@@ -358,6 +386,11 @@ class _Rewriter(ast.NodeTransformer):
         self.own_params = own_params
         self.locals_ = locals_
         self.helper_calls: list = []
+        self.arrays_used: set[str] = set()       # names indexed, sliced or measured:
+        #                                          a slice assignment's value among them is
+        #                                          copied element by element, else stored
+        self.copies = 0                          # slice assignments lowered so far
+        self.generated: set[str] = set()         # the names they introduced
 
     # ---- views
     def view_of(self, node) -> _View:
@@ -372,31 +405,34 @@ class _Rewriter(ast.NodeTransformer):
                               "slice the array parameters themselves (a[lo:hi]) or names "
                               "bound to their slices")
         if _is_slice(node):
-            inner = self.view_of(node.value)
-            s = node.slice
-            if s.step is not None and _int_const(s.step) != 1:
-                self.where.refuse(node, f"the slice `{ast.unparse(node)}` with a step",
-                                  "a view with a step is not contiguous; hpu views are "
-                                  "(array, offset, length)",
-                                  "loop with the step instead: for i in range(lo, hi, step): "
-                                  "... a[i]")
-            for bound in (s.lower, s.upper):
-                if bound is not None:
-                    self._pure(bound, node, "a slice bound")
-            lower = self.visit(s.lower) if s.lower is not None else None
-            upper = self.visit(s.upper) if s.upper is not None else None
-            start = None if lower is None else self._clamp(lower, inner.n())
-            if upper is None:
-                length = inner.n() if start is None else _sub(inner.n(), start)
-            else:
-                stop = self._clamp(upper, inner.n())
-                length = stop if start is None else \
-                    _call("max", _sub(stop, copy.deepcopy(start)), _c(0))
-            off = inner._off if start is None else _add(inner.off(), copy.deepcopy(start))
-            return _View(inner.base, off, length)
+            return self._sliced(self.view_of(node.value), node)
         self.where.refuse(node, f"slicing `{ast.unparse(node)}`",
                           "only array parameters and views of them can be sliced",
                           "slice the array parameter itself, e.g. a[lo:hi]")
+
+    def _sliced(self, inner: _View, node) -> _View:
+        """The view ``node`` (a slice) of the view ``inner``."""
+        s = node.slice
+        if s.step is not None and _int_const(s.step) != 1:
+            self.where.refuse(node, f"the slice `{ast.unparse(node)}` with a step",
+                              "a view with a step is not contiguous; hpu views are "
+                              "(array, offset, length)",
+                              "loop with the step instead: for i in range(lo, hi, step): "
+                              "... a[i]")
+        for bound in (s.lower, s.upper):
+            if bound is not None:
+                self._pure(bound, node, "a slice bound")
+        lower = self.visit(s.lower) if s.lower is not None else None
+        upper = self.visit(s.upper) if s.upper is not None else None
+        start = None if lower is None else self._clamp(lower, inner.n())
+        if upper is None:
+            length = inner.n() if start is None else _sub(inner.n(), start)
+        else:
+            stop = self._clamp(upper, inner.n())
+            length = stop if start is None else \
+                _call("max", _sub(stop, copy.deepcopy(start)), _c(0))
+        off = inner._off if start is None else _add(inner.off(), copy.deepcopy(start))
+        return _View(inner.base, off, length)
 
     @staticmethod
     def _clamp(x, n):
@@ -490,6 +526,8 @@ class _Rewriter(ast.NodeTransformer):
         return node
 
     def visit_Assign(self, node):
+        if len(node.targets) == 1 and _is_slice(node.targets[0]):
+            return self._slice_store(node)
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and node.targets[0].id in self.local:
             view = self.view_of(node.value)
@@ -500,6 +538,84 @@ class _Rewriter(ast.NodeTransformer):
                                               value=view.n()), node)
             return [a1, a2]
         return self.generic_visit(node)
+
+    def _slice_store(self, node):
+        """``dst[s:t] = src`` as NumPy does it, as a loop every backend runs.
+
+        ``src`` a view (or an array parameter): its length must equal the target's, or be
+        1 (broadcast), else ValueError -- :data:`SLICE_COPY` checks it, in the CPU module
+        and on the device (its error channel), and gives the count to copy (0 after an
+        error on the device: nothing is touched).  Overlapping views of one array copy as
+        ``memmove`` does (NumPy's result): backwards when the target starts after the
+        source.  Anything else is a scalar, stored in every element.  The value is
+        evaluated first, as in Python.  Generated names and subscripts carry the user's
+        statement (:func:`shown_as`), which error messages name.
+        """
+        text = ast.unparse(node)
+        k = self.copies
+        self.copies += 1
+        names = {c: f"hpu__copy{k}{c}" for c in "nmsdoijv"}
+        self.generated.update(names.values())
+
+        def name(c, store=False):
+            return ast.Name(id=names[c], ctx=ast.Store() if store else ast.Load())
+
+        def assign(c, value):
+            return ast.Assign(targets=[name(c, True)], value=value)
+
+        def shown(sub):
+            sub.hpu_text = text
+            return sub
+
+        target = node.targets[0]
+        out = []
+        value = node.value
+        array = self._is_array_expr(value) or (isinstance(value, ast.Name)
+                                               and value.id in self.arrays_used)
+        if array:
+            src = self._copied(value)
+            out += [assign("m", src.n()), assign("o", src.off())]
+        else:
+            out.append(assign("v", self.visit(value)))
+        dst = self._copied(target)
+        out.append(assign("d", dst.off()))
+        if array:
+            check = shown(_call(SLICE_COPY, dst.n(), name("m")))
+            out += [assign("n", check),
+                    assign("s", ast.IfExp(test=ast.Compare(left=name("m"), ops=[ast.Eq()],
+                                                           comparators=[name("n")]),
+                                          body=_c(1), orelse=_c(0)))]
+            j = ast.IfExp(test=ast.Compare(left=name("d"), ops=[ast.LtE()],
+                                           comparators=[name("o")]),
+                          body=name("i"), orelse=_sub(_sub(name("n"), _c(1)), name("i")))
+            load = shown(ast.Subscript(value=_n(src.base), ctx=ast.Load(),
+                                       slice=_add(name("o"), ast.BinOp(name("j"), ast.Mult(),
+                                                                       name("s")))))
+            body = [assign("j", j)]
+            at = name("j")
+        else:
+            out.append(assign("n", dst.n()))
+            load, body, at = name("v"), [], name("i")
+        store = shown(ast.Subscript(value=ast.Name(id=dst.base, ctx=ast.Load()),
+                                    slice=_add(name("d"), at), ctx=ast.Store()))
+        body.append(ast.Assign(targets=[store], value=load))
+        out.append(ast.For(target=ast.Name(id=names["i"], ctx=ast.Store()),
+                           iter=_call("range", name("n")), body=body, orelse=[]))
+        return [_located(ast.fix_missing_locations(ast.copy_location(s, node)), node)
+                for s in out]
+
+    def _copied(self, node) -> _View:
+        """A slice assignment's target or source: a view, or a whole array (a local
+        one of a helper too, which :meth:`view_of` does not slice)."""
+        if isinstance(node, ast.Name) and node.id not in self.views \
+                and node.id not in self.params and node.id in self.arrays_used:
+            return _View(node.id, None, _call("len", _n(node.id)))
+        if _is_slice(node) and isinstance(node.value, ast.Name) \
+                and node.value.id not in self.views and node.value.id not in self.params \
+                and node.value.id in self.arrays_used:
+            whole = _View(node.value.id, None, _call("len", _n(node.value.id)))
+            return self._sliced(whole, node)
+        return self.view_of(node)
 
     def visit_Call(self, node):
         f = node.func
@@ -575,6 +691,7 @@ def _rewrite(tree: ast.FunctionDef, where, views: set[str], callee_views) -> _Re
 
     locals_ = set(params) | stored_names(tree.body)
     rw = _Rewriter(where, params, vmap, local, callee_views, tree.name, params, locals_)
+    rw.arrays_used = used_as_arrays(tree)  # a slice assignment's value: array or scalar
     tree.body = [s for stmt in tree.body for s in _as_list(rw.visit(stmt))]
     _with_hidden_params(tree, views)
     ast.fix_missing_locations(tree)
@@ -595,7 +712,7 @@ def rewrite_main(tree: ast.FunctionDef, where) -> ViewInfo:
     rw = _rewrite(tree, where, set(ordered),
                   {tree.name: frozenset(params.index(p) for p in ordered)})
     hidden = {h for p in ordered for h in hidden_names(p)}
-    hidden |= {h for name in rw.local for h in hidden_names(name)}
+    hidden |= {h for name in rw.local for h in hidden_names(name)} | rw.generated
     return ViewInfo(views=tuple((p, *hidden_names(p)) for p in ordered),
                     hidden=frozenset(hidden), helper_calls=tuple(rw.helper_calls))
 
@@ -612,7 +729,7 @@ class HelperViews:
         views = self.views.get(name, ())
         rw = _rewrite(tree, where, set(views), dict(self.positions))
         hidden = {h for p in views for h in hidden_names(p)}
-        hidden |= {h for n in rw.local for h in hidden_names(n)}
+        hidden |= {h for n in rw.local for h in hidden_names(n)} | rw.generated
         return frozenset(hidden)
 
 

@@ -232,10 +232,89 @@ def inline_padded(a):
     return out
 
 
+def merge_tails(left, right):
+    """The textbook merge whose tails are copied by slice assignment."""
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = j = k = 0
+    while i < len(left) and j < len(right):
+        if right[j] < left[i]:
+            out[k] = right[j]
+            j += 1
+        else:
+            out[k] = left[i]
+            i += 1
+        k += 1
+    out[k:k + len(left) - i] = left[i:]
+    k += len(left) - i
+    out[k:] = right[j:]
+    return out
+
+
+def sort_tails(a):
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    return merge_tails(sort_tails(a[:m]), sort_tails(a[m:]))
+
+
+def count_inline_tails(arr):
+    """Sorted copy and inversion count, the merge inline, whichever tail is left copied by
+    a slice assignment."""
+    n = len(arr)
+    if n <= 1:
+        return arr.copy(), 0
+    mid = n // 2
+    left, c1 = count_inline_tails(arr[:mid])
+    right, c2 = count_inline_tails(arr[mid:])
+    out = np.empty(n, dtype=arr.dtype)
+    i = j = k = 0
+    c = c1 + c2
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            c += len(left) - i
+            j += 1
+        k += 1
+    if i < len(left):
+        out[k:] = left[i:]
+    else:
+        out[k:] = right[j:]
+    return out, c
+
+
+def merge_early(left, right):
+    """A merge that hands back one child when the other is empty."""
+    if len(left) == 0:
+        return right
+    elif right.size == 0:
+        return left
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = j = 0
+    for k in range(len(out)):
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+    return out
+
+
+def sort_early(a):
+    if len(a) < 2:
+        return a[:]
+    m = len(a) // 2
+    return merge_early(sort_early(a[:m]), sort_early(a[m:]))
+
+
 REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": sort_desc,
              "sort_floats": sort_floats, "count_inversions": count_inversions,
              "sort_inline": sort_inline, "count_inline": count_inline,
-             "sort_inline_lengths": sort_inline_lengths}
+             "sort_inline_lengths": sort_inline_lengths, "sort_tails": sort_tails,
+             "count_inline_tails": count_inline_tails, "sort_early": sort_early}
 KEPT = {"drop_middle": ("not on a[:e] and a[e:]", drop_middle),
         "padded": ("not len(left) + len(right)", padded),
         "three_way": ("returns `np.sort(a)`", three_way),

@@ -176,6 +176,51 @@ def total_helpers(a, pad):
     return s1 + s2
 
 
+def merge_tails(left, right, out):
+    """The two-finger merge, each tail copied by a slice assignment (NumPy's ``out[k:] =``)."""
+    i = j = k = 0
+    while i < len(left) and j < len(right):
+        if right[j] < left[i]:
+            out[k] = right[j]
+            j += 1
+        else:
+            out[k] = left[i]
+            i += 1
+        k += 1
+    out[k:k + len(left) - i] = left[i:]
+    k += len(left) - i
+    out[k:] = right[j:]
+
+
+@hpu.divide_and_conquer(b=2, cost="n")
+def msort_tails(a, tmp):
+    """Mergesort whose merge copies its tails and the merged run back by slice assignment."""
+    if len(a) <= 1:
+        return
+    m = len(a) // 2
+    msort_tails(a[:m], tmp[:m])
+    msort_tails(a[m:], tmp[m:])
+    merge_tails(a[:m], a[m:], tmp)
+    a[:] = tmp
+
+
+@hpu.divide_and_conquer(b=2, cost="n")
+def shifts(a, lo, hi):
+    """Slice assignments NumPy defines with care: overlapping views of one array (either
+    direction), a scalar stored in a slice, a one-element source broadcast, an empty slice."""
+    if hi - lo <= 2:
+        return 0
+    mid = (lo + hi) // 2
+    s = shifts(a, lo, mid) + shifts(a, mid, hi)
+    a[lo + 1:hi] = a[lo:hi - 1]
+    a[lo:mid - 1] = a[lo + 1:mid]
+    a[hi - 1:hi] = lo % 7
+    a[lo:lo + 1] = a[mid:mid + 1]
+    a[mid + 1:hi] = a[lo:lo + 1]
+    a[hi:hi] = a[lo:lo]
+    return s + a[mid]
+
+
 def _sorted(a):
     return np.sort(a, kind="stable")
 
@@ -192,4 +237,5 @@ REFERENCES = {
     "total_helpers": (total_helpers, lambda x: (x, np.zeros(5, dtype=x.dtype)),
                       lambda x: int(x.sum()), None, 0),
     "total_lohi": (total_lohi, lambda x: (x, 0, x.size), lambda x: int(x.sum()), None, 0),
+    "msort_tails": (msort_tails, lambda x: (x, np.zeros_like(x)), lambda x: None, _sorted, 0),
 }

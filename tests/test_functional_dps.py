@@ -24,7 +24,8 @@ PATHS = [("gpu", None, None), ("hybrid", 0.0, 1), ("hybrid", 0.5, 2), ("hybrid",
 _DECORATED: dict = {}
 DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float32,
           "sort_floats": np.float64, "count_inversions": np.int32, "sort_inline": np.int64,
-          "count_inline": np.int32, "sort_inline_lengths": np.float32}
+          "count_inline": np.int32, "sort_inline_lengths": np.float32, "sort_tails": np.int64,
+          "count_inline_tails": np.int32, "sort_early": np.float64}
 
 
 def decorated(name):
@@ -94,6 +95,21 @@ def test_the_in_place_form_run_as_python_is_the_function(name, data):
         assert same(buf[:x.size], want[0]) and scalars == want[1]
 
 
+def test_a_merge_handing_back_a_child_copies_it_into_its_output():
+    """``if len(left) == 0: return right`` (and ``elif right.size == 0: return left``)
+    becomes a copy into the output the buffer gives: the same array, in the buffer."""
+    rw = rewrite(decorated("sort_early"))
+    into = rw.fn.__globals__["merge_early_into"]
+    left, right = np.array([]), np.array([3.0, -1.0])
+    for p, q in ((left, right), (right, left)):
+        out = np.full(2, np.nan)
+        into(p, q, out)
+        assert list(out) == [3.0, -1.0]
+    out = np.full(3, np.nan)
+    into(np.array([1.0, 4.0]), np.array([2.0]), out)
+    assert list(out) == [1.0, 2.0, 4.0]
+
+
 @pytest.mark.parametrize("name", EVERY_PATH)
 @pytest.mark.parametrize("device, alpha, y", PATHS, ids=str)
 @settings(COMPILES, max_examples=6)
@@ -130,6 +146,17 @@ def test_a_combine_written_inline_runs_on_the_device(device, alpha, y):
     for n in (1, 2, 17, 4099):
         x = (np.random.default_rng(n).standard_normal(n) * 100).astype(np.int32)
         run = check("count_inline", x, device, alpha, y)
+        if n >= 4099:
+            assert run.gpu_tasks > 0
+
+
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
+def test_tails_copied_by_slice_assignment_run_on_the_device(device, alpha, y):
+    """``out[k:] = left[i:]`` in an inline merge (``count_inline_tails``) is a loop on the
+    device too (hpu._views): the device does tasks, the answer is the plain function's."""
+    for n in (1, 2, 17, 4099):
+        x = (np.random.default_rng(n).standard_normal(n) * 100).astype(np.int32)
+        run = check("count_inline_tails", x, device, alpha, y)
         if n >= 4099:
             assert run.gpu_tasks > 0
 

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+import slice_examples
 from slice_examples import REFERENCES, msort, total
 
 import hpu
@@ -350,3 +351,95 @@ def test_messages_give_a_views_length_as_len_of_it():
     assert display(ast.parse("inv // (left__n - 1)", mode="eval").body) == \
         "inv // (len(left) - 1)"
     assert display(ast.parse("a[i] + hi__o", mode="eval").body) == "a[i] + hi__o"
+
+
+# ---------------------------------------------------------------- slice assignment
+
+def _copies_on_every_path(x):
+    shifts = slice_examples.shifts
+    want_a = x.copy()
+    want = shifts.py_func(want_a, 0, len(want_a))
+    runs = {}
+    for device, alpha, y in PATHS:
+        xd = x.copy()
+        runs[device, alpha] = run = shifts.run(xd, 0, len(xd), **_options(device, alpha, y))
+        assert run.value == want, (device, alpha, y, x.size)
+        assert np.array_equal(xd, want_a), (device, alpha, y, x.size)
+    return runs
+
+
+@pytest.mark.opencl
+@settings(COMPILES, max_examples=4)
+@given(x=st.lists(st.integers(-1000, 1000), min_size=0, max_size=300))
+def test_slice_assignments_copy_as_numpy_does_on_every_path(x):
+    """Overlapping views of one array in both directions, a scalar stored in a slice, a
+    one-element source broadcast, an empty slice: NumPy's answer on every path."""
+    _copies_on_every_path(np.array(x, dtype=np.int64))
+
+
+@pytest.mark.opencl
+def test_slice_assignments_run_on_the_device():
+    x = np.random.default_rng(9).integers(-1000, 1000, 4097).astype(np.int64)
+    runs = _copies_on_every_path(x)
+    for key in [("gpu", None), ("hybrid", 0.0), ("hybrid", 0.5)]:
+        assert runs[key].gpu_tasks > 0 and runs[key].fallbacks == [], key
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("alpha, y", [(0.5, 2), (0.0, 1)])
+def test_a_merge_with_tails_copied_by_slices_on_a_discrete_device(discrete, alpha, y):
+    x = np.random.default_rng(6).integers(-10**6, 10**6, 5001).astype(np.int64)
+    a, tmp = x.copy(), np.zeros_like(x)
+    run = slice_examples.msort_tails.run(a, tmp, device="hybrid", alpha=alpha, y=y)
+    assert np.array_equal(a, np.sort(x, kind="stable"))
+    assert len(discrete) == 1 and run.fallbacks == [] and run.gpu_tasks > 0
+
+
+def lengths_differ(a, lo, hi):
+    if hi - lo <= 1:
+        return 0
+    mid = (lo + hi) // 2
+    s = lengths_differ(a, lo, mid) + lengths_differ(a, mid, hi)
+    if hi - lo == 5:
+        a[lo:hi] = a[lo:mid]  # marker
+    return s + 1
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("boundscheck", [False, True])
+def test_a_slice_assignment_of_another_length_raises_numpys_error_on_every_path(boundscheck):
+    x = np.arange(640)                       # 640 = 5 * 2**7: 128 slices of length 5
+    with pytest.raises(ValueError) as plain:
+        lengths_differ(x.copy(), 0, 640)
+    text = (f"{__file__}:{_line_of(lengths_differ, '# marker')}: a[lo:hi] = a[lo:mid]: "
+            f"{plain.value}")
+    assert str(plain.value) == "could not broadcast input array from shape (2,) into shape (5,)"
+    f = hpu.divide_and_conquer(boundscheck=boundscheck)(lengths_differ)
+    for device, alpha, y in [("cpu", None, None), ("gpu", None, None), ("hybrid", 0.0, 1),
+                             ("hybrid", 0.5, 3)]:
+        with pytest.raises(ValueError) as got:
+            f.run(x.copy(), 0, 640, **_options(device, alpha, y))
+        assert str(got.value) == text, (device, alpha, y)
+
+
+def augmented_slice(a, lo, hi):
+    if hi - lo <= 1:
+        return 0
+    mid = (lo + hi) // 2
+    s = augmented_slice(a, lo, mid) + augmented_slice(a, mid, hi)
+    a[lo:hi] += 1  # marker
+    return s
+
+
+def slice_arithmetic(a, b, lo, hi):
+    if hi - lo <= 1:
+        return 0
+    mid = (lo + hi) // 2
+    s = slice_arithmetic(a, b, lo, mid) + slice_arithmetic(a, b, mid, hi)
+    a[lo:hi] = b[lo:hi] * 2  # marker
+    return s
+
+
+def test_slice_assignments_that_compute_are_refused():
+    _refused(augmented_slice, "# marker", "the view `a[lo:hi]` used here")
+    _refused(slice_arithmetic, "# marker", "the view `b[lo:hi]` used here")

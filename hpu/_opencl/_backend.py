@@ -646,6 +646,9 @@ def device_error(err: np.ndarray, sites) -> Exception | None:
                          "64-bit integer")
     if code == 4:
         return IndexError(where + f": index {value} is out of bounds for length {extra}")
+    if code == 5:
+        return ValueError(where + f": could not broadcast input array from shape ({value},) "
+                          f"into shape ({extra},)")
     return DeviceFault(f"the device reported an unknown error code {code}")  # pragma: no cover
 
 

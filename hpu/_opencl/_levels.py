@@ -104,7 +104,7 @@ class _Sites:
         import os
 
         from hpu._codegen import device_views, helper_source, statements
-        from hpu._views import display, view_index
+        from hpu._views import display, shown_as, view_index
 
         self.spec = program.spec
         self.helpers = {h.name: h for h in program.closure.helpers}
@@ -125,6 +125,8 @@ class _Sites:
                     if "__" in ast.unparse(n):  # not `a[0]` (from `a[:m][0]`): a plain one too
                         self._views.setdefault(ast.unparse(n), mark.text)
                     self._views.setdefault(ast.unparse(device_views(n)), mark.text)
+                elif shown_as(n) is not None:  # a slice assignment's check and copies
+                    self._views.setdefault(ast.unparse(n), shown_as(n))
         self._display = lambda node: display(node, self._views)
         # the user's own line of each expression: a "# line N" comment names the line where
         # a statement starts; the expression may sit on a later line of it (an if's body)

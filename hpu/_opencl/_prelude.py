@@ -270,7 +270,8 @@ long hpu_index(long i, long n)
 # after the device's share and raises Python's exception (hpu/_opencl/_backend.py).
 _fixed("hpu_raise", """
 /* Record an error (code 1: // or % by zero, 2: NaN to int, 3: inf or out-of-range float
-   to int, 4: index out of bounds); only the first of the run is kept. */
+   to int, 4: index out of bounds, 5: a slice assignment's lengths); only the first of the
+   run is kept. */
 void hpu_raise(__global long *err, int code, long site, long value, long extra)
 {
     if (atomic_cmpxchg((volatile __global int *)err, 0, code) == 0) {
@@ -279,6 +280,18 @@ void hpu_raise(__global long *err, int code, long site, long value, long extra)
         err[3] = extra;
     }
 }""")
+_fixed("hpu_slice_copy_chk", """
+/* dst[...] = src[...] (hpu/_views.py): the number of elements to copy, nd, when the
+   lengths are equal or src has one element (NumPy broadcasts it); else records NumPy's
+   ValueError (code 5) and gives 0: nothing is copied. */
+long hpu_slice_copy_chk(long nd, long ns, long site, __global long *err)
+{
+    if (ns != nd && ns != 1L) {
+        hpu_raise(err, 5, site, ns, nd);
+        return 0L;
+    }
+    return nd;
+}""", ("hpu_raise",))
 _fixed("hpu_index_chk", """
 /* Checked a[i] (bounds-checked mode): i, or i + n for a negative i; out of range
    records IndexError and gives 0 (a read of element 0, never outside the buffer). */

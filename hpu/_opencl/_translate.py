@@ -916,6 +916,14 @@ class _FunctionEmitter:
                 self._vsite = site
             return self._conv(_call(self._helper("hpu_vindex_chk"), i, n, site, _E("hpu_err")),
                               INT64, res)
+        if info.kind == "intrinsic":  # SLICE_COPY: len(dst), or NumPy's ValueError
+            nd, ns = (self._conv(self._expr(a), ty, INT64)
+                      for a, ty in zip(info.args, info.arg_types))
+            site = self._site(node)
+            if site is None:  # unchecked: a mismatch copies nothing (never past a buffer)
+                return _E(f"({ns.text}) == ({nd.text}) || ({ns.text}) == 1L ? ({nd.text}) : 0L",
+                          COND)
+            return _call(self._helper("hpu_slice_copy_chk"), nd, ns, site, _E("hpu_err"))
         if info.kind == "helper":
             args = []
             for a, ty in zip(info.args, info.arg_types):

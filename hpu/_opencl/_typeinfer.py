@@ -47,6 +47,7 @@ from hpu._opencl._scalars import (
 )
 from hpu._opencl._source import FunctionSource
 from hpu._subset import rule, rule_for_node
+from hpu._views import SLICE_COPY
 
 __all__ = [
     "Context", "FunctionTyping", "Web", "CallInfo", "RangeInfo", "infer", "aug_key",
@@ -217,7 +218,8 @@ class Web:
 class CallInfo:
     """What a call node calls."""
 
-    kind: str                 # helper | builtin | math | math2 | mathround | mathpred | cast | empty
+    kind: str                 # helper | builtin | math | math2 | mathround | mathpred | cast |
+    #                           empty | intrinsic (hpu/_views.py's SLICE_COPY)
     name: str                 # builtin/math name, or the helper's Python name
     args: tuple = ()          # argument nodes, in parameter order (helper: with defaults)
     arg_types: tuple = ()
@@ -1123,6 +1125,15 @@ class _Analysis:
 
     def _call(self, node: ast.Call, allow_void):
         func = node.func
+        if isinstance(func, ast.Name) and func.id == SLICE_COPY:
+            # a slice assignment's check (hpu/_views.py): an operation of the translator,
+            # not a helper (its Python definition raises, which device code cannot)
+            args = self._positional(node, 2, func.id)
+            types = [self._scalar(a) for a in args]
+            if any(t is None for t in types):
+                return None
+            self.t.calls[id(node)] = CallInfo("intrinsic", func.id, tuple(args), tuple(types))
+            return INT64
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
                 and func.value.id in self.locals:
             raise self.fail(node, f"calling the method .{func.attr}()",

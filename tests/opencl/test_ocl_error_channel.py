@@ -163,11 +163,47 @@ def test_the_value_is_checked_before_the_store_as_python_evaluates_it():
         out[10] = src[10]
 
 
+def slice_copy_task(t, nd, ns, out):
+    out[t] = hpu__slice_copy(nd[t], ns[t])  # noqa: F821 (the translator's own operation)
+
+
+@settings(max_examples=10, deadline=None)
+@given(pairs=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)), min_size=1, max_size=20))
+def test_a_slice_assignments_lengths_are_checked_as_numpy_does(pairs):
+    """``dst[...] = src[...]``'s check (hpu._views.SLICE_COPY): the count to copy, len(dst),
+    when the lengths are equal or src has one element; else ValueError recorded, 0 copied."""
+    backend = _pocl()
+    nd, ns = (np.array(c, np.int64) for c in zip(*pairs))
+    sites = Sites()
+    prog = translate([(slice_copy_task, (INT64, I64, I64, I64))],
+                     kernels={"k": "slice_copy_task"}, checked=sites)
+    got = backend.run(prog, "k", {"nd": nd, "ns": ns, "out": np.full(len(nd), -1),
+                                  "hpu__err": np.zeros(4)}, {}, 0, len(nd))
+    ok = (ns == nd) | (ns == 1)
+    assert list(got["out"]) == list(np.where(ok, nd, 0))
+    err = device_error(got["hpu__err"], tuple(sites.texts))
+    if ok.all():
+        assert err is None
+    else:
+        assert isinstance(err, ValueError)
+        shapes = str(err).split(": could not broadcast input array from shape (")[1]
+        s, d = (int(v) for v in shapes.replace(",) into shape (", " ").rstrip(",)").split())
+        assert (d, s) in [(d_, s_) for d_, s_ in zip(nd, ns) if s_ != d_ and s_ != 1]
+        with pytest.raises(ValueError, match=r"could not broadcast input array from shape "
+                           rf"\({s},\) into shape \({d},\)"):
+            np.zeros(d)[:] = np.zeros(s)
+    plain = translate([(slice_copy_task, (INT64, I64, I64, I64))],
+                      kernels={"k": "slice_copy_task"})
+    got = backend.run(plain, "k", {"nd": nd, "ns": ns, "out": np.full(len(nd), -1)}, {},
+                      0, len(nd))
+    assert list(got["out"]) == list(np.where(ok, nd, 0))   # unchecked: nothing copied either
+
+
 def test_device_error_decodes_each_code():
     sites = ("f.py:3: a // b",)
     assert device_error(np.zeros(4, np.int64), sites) is None
     for code, cls in ((1, ZeroDivisionError), (2, ValueError), (3, OverflowError),
-                      (4, IndexError)):
+                      (4, IndexError), (5, ValueError)):
         err = np.array([0, 0, 7, 5], np.int64)
         err.view(np.int32)[0] = code
         got = device_error(err, sites)
@@ -175,3 +211,6 @@ def test_device_error_decodes_each_code():
     err = np.array([0, 0, 7, 5], np.int64)
     err.view(np.int32)[0] = 4
     assert str(device_error(err, sites)).endswith("index 7 is out of bounds for length 5")
+    err.view(np.int32)[0] = 5
+    assert str(device_error(err, sites)).endswith(
+        "could not broadcast input array from shape (7,) into shape (5,)")
