@@ -67,6 +67,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from hpu._errors import user_stacklevel
 from hpu._startup import preload_cython_blas
 
 # before Numba loads its registries (the first cached function): see hpu._startup
@@ -201,7 +202,7 @@ def _usable_dir() -> Path:
         warnings.warn(f"hpu cannot use its code cache in {folder} ({err}); using "
                       f"{fallback} for this process. Set {ENV_CACHE_DIR} to a folder only you "
                       "can write to keep compiled code between runs.", RuntimeWarning,
-                      stacklevel=4)
+                      stacklevel=user_stacklevel())
         return fallback
 
 
@@ -255,7 +256,7 @@ def _drop_corrupt_numba_cache(path: Path) -> None:
     listed = ", ".join(f"{p.name} ({type(e).__name__})" for p, e in bad)
     warnings.warn(f"hpu found corrupt Numba cache files beside {path.name}: {listed}; removed "
                   "them, the functions are compiled again and the cache rewritten.",
-                  RuntimeWarning, stacklevel=4)
+                  RuntimeWarning, stacklevel=user_stacklevel())
 
 
 def _versions() -> str:
@@ -310,7 +311,8 @@ def _ensure_file(path: Path, source: str) -> Path:
             raise
         warnings.warn(f"hpu cannot write its code cache in {path.parent} ({err}); using "
                       f"{fallback} for this process. Set {ENV_CACHE_DIR} to a writable folder "
-                      "to keep compiled code between runs.", RuntimeWarning, stacklevel=3)
+                      "to keep compiled code between runs.", RuntimeWarning,
+                      stacklevel=user_stacklevel())
         return _ensure_file(fallback / path.name, source)
     with _lock:
         _counts["writes"] += 1

@@ -137,7 +137,7 @@ from typing import Any
 
 import numpy as np
 
-from hpu._errors import HpuError
+from hpu._errors import HpuError, user_stacklevel
 from hpu._run import LevelRecord, Run
 
 __all__ = ["Cluster", "ClusterPlan", "ClusterReport", "ClusterRun", "ClusterUnavailableError",
@@ -1122,7 +1122,7 @@ class _DaskBackend:
                 reason = (f"tasks [{s}, {e}) of level {level.index} failed on the cluster "
                           f"({type(err).__name__}: {err}); redone on this machine from the "
                           "caller's original arrays")
-                warnings.warn(f"hpu: {reason}", _perf_warning(), stacklevel=5)
+                warnings.warn(f"hpu: {reason}", _perf_warning(), stacklevel=user_stacklevel())
                 self.fallbacks.append(reason)
                 res = _run_range(*args, env=self.env)
                 res["worker"] = "client"
@@ -1149,7 +1149,7 @@ class _DaskBackend:
         self.records = [WorkerRecord(a, *v) for a, v in sorted(per_worker.items())]
         if any("was lost" in f for f in self.fallbacks):
             warnings.warn("hpu: " + "; ".join(f for f in self.fallbacks if "was lost" in f),
-                          _perf_warning(), stacklevel=5)
+                          _perf_warning(), stacklevel=user_stacklevel())
 
     # --------------------------------------------------- combines as Dask tasks
     def _submit(self, task, **dask_options) -> None:
@@ -1231,7 +1231,7 @@ class _DaskBackend:
                 reason = (f"the combine of task {p} of level {level.index} failed on the "
                           f"cluster ({type(err).__name__}: {err}); its subtree was redone on "
                           "this machine from the caller's original arrays")
-                warnings.warn(f"hpu: {reason}", _perf_warning(), stacklevel=6)
+                warnings.warn(f"hpu: {reason}", _perf_warning(), stacklevel=user_stacklevel())
                 self.fallbacks.append(reason)
                 res = self._local(task, memo)
             results.append((p, res))
@@ -1279,7 +1279,7 @@ class _DaskBackend:
                         for a, v in sorted(per_worker.items())]
         lost = [f for f in self.fallbacks if "was lost" in f]
         if lost:
-            warnings.warn("hpu: " + "; ".join(lost), _perf_warning(), stacklevel=6)
+            warnings.warn("hpu: " + "; ".join(lost), _perf_warning(), stacklevel=user_stacklevel())
 
     def _span(self, level, s, e):
         span = self.program.spec.span
@@ -1382,10 +1382,10 @@ def run_on_cluster(dc, program, values, *, options) -> ClusterRun:
     def local(reason, plan=None, fallback=False):
         if fallback:
             fallbacks.append(reason)
-            warnings.warn(f"hpu: {reason}", _perf_warning(), stacklevel=4)
+            warnings.warn(f"hpu: {reason}", _perf_warning(), stacklevel=user_stacklevel())
         elif dc.__name__ not in _told_local:  # a decision, not a fault: once per function
             _told_local.add(dc.__name__)
-            warnings.warn(f"hpu: {dc.__name__}: {reason}", _perf_warning(), stacklevel=4)
+            warnings.warn(f"hpu: {dc.__name__}: {reason}", _perf_warning(), stacklevel=user_stacklevel())
         run = dc._run_checked(local_opts, values, program)
         return _as_cluster_run(run, fallbacks=run.fallbacks + fallbacks,
                                seconds=time.perf_counter() - t_start,

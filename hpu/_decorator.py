@@ -68,7 +68,7 @@ from typing import Any
 
 import numpy as np
 
-from hpu._errors import TranslationError
+from hpu._errors import TranslationError, user_stacklevel
 from hpu._options import DEFAULT_DEVICE, DEVICES, STRATEGIES  # noqa: F401 - re-exported
 from hpu._run import LevelRecord, Run
 from hpu._types import ARRAY_DTYPES, dtype_name_list
@@ -393,7 +393,7 @@ class DivideAndConquer:
             # (where Numba cannot compile the function, the plain function runs, and says so)
             reason = self._device_reason()
             fallbacks.append(reason)
-            warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=4)
+            warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=user_stacklevel())
         if converted is None:
             # an empty list, or one of lists: Numba types a list by its first item, so the
             # user's own function answers (an empty list is a base case: nothing is lost)
@@ -401,7 +401,7 @@ class DivideAndConquer:
             reason = UNTYPED_REASON.format(name=self.__name__, what=what)
             if what != "an empty list":
                 fallbacks.append(reason)
-                warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=4)
+                warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=user_stacklevel())
             t0 = time.perf_counter()
             value = self.py_func(*args, **kwargs)
             return _one_call_run(o, value, t0, fallbacks, reason)
@@ -507,7 +507,7 @@ class DivideAndConquer:
             self._dps = (None, _refused(err))
             return None
         finally:        # the in-place run's warnings, at the caller's line (not hpu's)
-            level = _user_stacklevel()
+            level = user_stacklevel()
             for w in caught:
                 warnings.warn(w.message, stacklevel=level)
         out = buf[:x.size].copy()
@@ -554,7 +554,7 @@ class DivideAndConquer:
 
         reason = self._not_compiled
         fallbacks.append(reason)
-        warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=5)
+        warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=user_stacklevel())
         t0 = time.perf_counter()
         with _lists_restored(args, kwargs):
             value = self.py_func(*args, **kwargs)
@@ -721,7 +721,6 @@ class DivideAndConquer:
         return self._run(opts, args, user)
 
     def _run(self, options, args, kwargs, checked=None) -> Run:
-        # no helper frame between the caller and the backends: warnings' stacklevels count
         from hpu._options import check_options
 
         o = checked if checked is not None else check_options(options, f"{self.__name__}.run")
@@ -799,7 +798,7 @@ class DivideAndConquer:
         fallbacks = []
         if o["device"] != "cpu" or o["cluster"] is not None:
             fallbacks.append(reason)
-            warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=4)
+            warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=user_stacklevel())
         t0 = time.perf_counter()
         value, what = self._call_as_written(args, kwargs)
         if what is not None:
@@ -808,7 +807,7 @@ class DivideAndConquer:
                       "cannot take as it is: the plain Python function runs")
             if what != "an empty list":
                 fallbacks.append(reason)
-                warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=4)
+                warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=user_stacklevel())
             with _lists_restored(args, kwargs):
                 value = self.py_func(*args, **kwargs)
         return _one_call_run(o, value, t0, fallbacks, reason)
@@ -1056,16 +1055,6 @@ def _root_default(expr: str, line: int, filename: str, glb: dict, arguments) -> 
     tree = ast.parse(expr, mode="eval")
     ast.increment_lineno(tree, line - 1)
     return eval(compile(tree, filename, "eval"), glb, dict(arguments))  # noqa: S307
-
-
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` that makes a warning issued by the caller of this function name
-    the first frame outside hpu: the user's line, however many of hpu's frames lie between."""
-    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def _calls_undefined(fn) -> bool:

@@ -86,6 +86,21 @@ class HpuPerformanceWarning(UserWarning):
     """A run did not use a device that was asked for, or fell back to the CPU."""
 
 
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning issued by the caller of this function name
+    the first frame outside hpu -- the user's line, however many of hpu's frames lie
+    between (``f(x)``, ``f.run(x)``, ``f.options(...)(x)``, an algorithm's ``sort(x)`` each
+    add their own)."""
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 class HpuRecursionError(HpuError, RecursionError):
     """The user's recursion went deeper than hpu lets compiled code go.
 

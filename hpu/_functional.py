@@ -32,7 +32,7 @@ a slice of a list is a copy, of an array a view).
 
 The rest of the module is what runs a *functional* function -- one that allocates
 arrays or builds lists: compiled by Numba as written (:func:`compile_functional`,
-with a depth guard, :func:`_depth_guarded`), on every core (:class:`FanOut`), or,
+with a depth guard and Python's errors at the user's line, :func:`_clone`), on every core (:class:`FanOut`), or,
 where Numba cannot compile it, as the plain function (the decorator records why).
 """
 from __future__ import annotations
@@ -405,18 +405,25 @@ def _is_self(obj, fn, self_obj) -> bool:
     return obj is self_obj or obj is fn or getattr(obj, "py_func", None) is fn
 
 
-#: the hidden last parameter of the guarded copy (:func:`_depth_guarded`)
+#: the hidden last parameter of the guarded copy (:func:`_clone`)
 DEPTH_PARAM = "hpu__depth"
 
 
-def _depth_guarded(f, glb):
-    """``f`` as Numba should compile it: a copy whose self-calls pass their depth in a hidden
-    last parameter and which raises :class:`hpu.HpuRecursionError` (a ``RecursionError``)
-    at :data:`hpu._guard.NATIVE_DEPTH` calls, naming the user's file, line and recursive
-    calls.  Compiled recursion has no interpreter to stop it: a runaway (a call that never
-    shrinks its problem) overflowed the thread's stack and killed the process.  None when
-    ``f``'s source cannot be rewritten (no source, a closure, ``*args``, keyword-only or
-    positional-only parameters): then ``f`` is compiled unguarded."""
+def _clone(f, glb, is_main: bool, checker=None):
+    """``f`` as Numba should compile it, from its source, in ``glb`` (a copy of its module's
+    globals), or None when its source cannot be rewritten (no source, a closure, ``*args``,
+    keyword-only or positional-only parameters): then ``f`` is compiled as it is.
+
+    ``is_main`` (the recursive function): its self-calls pass their depth in a hidden last
+    parameter, and it raises :class:`hpu.HpuRecursionError` (a ``RecursionError``) at
+    :data:`hpu._guard.NATIVE_DEPTH` calls, naming the user's file, line and recursive calls.
+    Compiled recursion has no interpreter to stop it: a runaway (a call that never shrinks
+    its problem) overflowed the thread's stack and killed the process.
+
+    ``checker`` (a :class:`hpu._codegen._Checked`): the user's ``//``, ``%``, ``int()``,
+    ``round()``, stores into arrays (and, bounds-checked, indices) raise as Python does,
+    naming the file, the line and the expression -- as on the breadth-first path.  Numba's
+    own messages name neither, and it converts a NaN to an int silently."""
     import inspect
 
     from hpu._errors import HpuRecursionError
@@ -428,35 +435,63 @@ def _depth_guarded(f, glb):
             or a.posonlyargs or DEPTH_PARAM in f.__code__.co_varnames):
         return None
     name = tree.name
-    calls = sorted({n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
-                    and isinstance(n.func, ast.Name) and n.func.id == name})
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name:
-            n.keywords.append(ast.keyword(DEPTH_PARAM, ast.BinOp(
-                ast.Name(DEPTH_PARAM, ast.Load()), ast.Add(), ast.Constant(1))))
-    a.args.append(ast.arg(DEPTH_PARAM))
-    a.defaults.append(ast.Constant(0))
-    limit = min(NATIVE_DEPTH, max_depth())
     filename = inspect.getsourcefile(f) or f.__code__.co_filename
-    lines = ", ".join(map(str, calls))
-    msg = (f"{filename}:{tree.lineno}: {name}() recursed {limit} calls deep (its recursive "
-           f"calls at line{'s' if len(calls) > 1 else ''} {lines}): either the base case is "
-           "never reached for these arguments (a call that does not shrink its problem), or "
-           f"the recursion is legitimately this deep; hpu stops compiled recursion at {limit} "
-           "calls so that the thread's stack cannot overflow")
-    check = ast.parse(f"if {DEPTH_PARAM} >= {limit}:\n    raise hpu__RecursionError({msg!r})"
-                      ).body[0]
-    tree.body.insert(0, check)
     tree.decorator_list = []
-    for n in ast.walk(check):
-        ast.copy_location(n, tree)
+    if checker is not None:
+        checker.filename = filename
+        checker.context = "" if is_main else f"in {name}(): "
+        checker.stores = {t.value.id for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                          for t in n.targets
+                          if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)}
+        tree.body = [checker.visit(s) for s in tree.body]
+    defaults = f.__defaults__ or ()
+    if is_main:
+        calls = sorted({n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
+                        and isinstance(n.func, ast.Name) and n.func.id == name})
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name:
+                n.keywords.append(ast.keyword(DEPTH_PARAM, ast.BinOp(
+                    ast.Name(DEPTH_PARAM, ast.Load()), ast.Add(), ast.Constant(1))))
+        a.args.append(ast.arg(DEPTH_PARAM))
+        a.defaults.append(ast.Constant(0))
+        limit = min(NATIVE_DEPTH, max_depth())
+        lines = ", ".join(map(str, calls))
+        msg = (f"{filename}:{tree.lineno}: {name}() recursed {limit} calls deep (its recursive "
+               f"calls at line{'s' if len(calls) > 1 else ''} {lines}): either the base case is "
+               "never reached for these arguments (a call that does not shrink its problem), "
+               f"or the recursion is legitimately this deep; hpu stops compiled recursion at "
+               f"{limit} calls so that the thread's stack cannot overflow")
+        check = ast.parse(f"if {DEPTH_PARAM} >= {limit}:\n    raise hpu__RecursionError({msg!r})"
+                          ).body[0]
+        tree.body.insert(0, check)
+        for n in ast.walk(check):
+            ast.copy_location(n, tree)
+        glb["hpu__RecursionError"] = HpuRecursionError
+        defaults = defaults + (0,)
     ast.fix_missing_locations(tree)
-    glb["hpu__RecursionError"] = HpuRecursionError
     space: dict = {}
     exec(compile(ast.Module([tree], []), filename, "exec"), glb, space)  # noqa: S102
-    guarded = space[name]
-    guarded.__defaults__ = (f.__defaults__ or ()) + (0,)
-    return guarded
+    clone = space[name]
+    clone.__defaults__ = defaults or None
+    return clone
+
+
+def _checks() -> dict:
+    """The checked CPU module's operations (:data:`hpu._codegen._CHECKED_PRELUDE`) for one
+    compiled functional function and its helpers: the namespace they are defined in, whose
+    ``hpu__SITES`` the caller sets once every clone is made (Numba reads it when it first
+    compiles one, at the first call)."""
+    import numba
+
+    from hpu._codegen import _CHECKED_PRELUDE
+
+    def njit(*args, **kwargs):          # exec'd source has no file for Numba's cache
+        kwargs.pop("cache", None)
+        return numba.njit(*args, **kwargs)
+
+    ns: dict = {"njit": njit}
+    exec(compile(_CHECKED_PRELUDE, "<hpu checks>", "exec"), ns)  # noqa: S102
+    return ns
 
 
 def compile_functional(fn, self_obj, done: dict | None = None, boundscheck: bool = False):
@@ -470,13 +505,20 @@ def compile_functional(fn, self_obj, done: dict | None = None, boundscheck: bool
 
     import numba
 
+    from hpu._codegen import _Checked
+
     done = {} if done is None else done
+    sites: list[str] = []
+    checks: list[dict] = []             # the checks' namespace (_checks), made once
 
     def jit(f, is_main):
         if f in done:
             return done[f]
         glb = dict(f.__globals__)
-        clone = _depth_guarded(f, glb) if is_main else None
+        if not checks:
+            checks.append(_checks())
+        glb.update({k: v for k, v in checks[0].items() if k.startswith("hpu__")})
+        clone = _clone(f, glb, is_main, _Checked("", bounds=boundscheck, sites=sites))
         if clone is None:
             clone = types.FunctionType(f.__code__, glb, f.__name__, f.__defaults__,
                                        f.__closure__)
@@ -490,7 +532,10 @@ def compile_functional(fn, self_obj, done: dict | None = None, boundscheck: bool
                 glb[n] = jit(obj, False)
         return disp
 
-    return jit(fn, True)
+    main = jit(fn, True)
+    if checks:
+        checks[0]["hpu__SITES"] = tuple(sites) or ("",)
+    return main
 
 
 _NUMBER = (bool, int, float, np.bool_, np.integer, np.floating)

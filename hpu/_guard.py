@@ -56,7 +56,7 @@ from __future__ import annotations
 import functools
 
 __all__ = ["boundscheck_default", "max_depth", "depth_limits", "native_errors", "task_failed",
-           "bad_float", "check_array_fit", "INT64_BOUND"]
+           "bad_float", "zero_divisor", "check_array_fit", "INT64_BOUND"]
 
 #: 2**63 as a float: a float ``x`` converts to int64 exactly when ``-2**63 <= x < 2**63``.
 INT64_BOUND = 9.223372036854775808e18
@@ -190,6 +190,15 @@ def bad_int_store(a, x) -> bool:
             and isinstance(x, (float, np.floating)) and bad_float(float(x)))
 
 
+def zero_divisor(b) -> bool:
+    """True when ``b`` is a number equal to zero: ``// b`` and ``% b`` raise
+    ``ZeroDivisionError`` in Python.  An array divisor is NumPy's business (inf, nan and a
+    warning), so False."""
+    import numpy as np
+
+    return isinstance(b, (int, float, np.integer, np.floating, np.bool_)) and b == 0
+
+
 def _register() -> None:
     from numba.core import types
     from numba.extending import overload
@@ -200,6 +209,12 @@ def _register() -> None:
                 and isinstance(x, types.Float)):
             return lambda a, x: not -INT64_BOUND <= x < INT64_BOUND
         return lambda a, x: False
+
+    @overload(zero_divisor, jit_options={"cache": True})
+    def _zero_divisor(b):
+        if isinstance(b, (types.Integer, types.Float, types.Boolean)):
+            return lambda b: b == 0
+        return lambda b: False
 
     @overload(bad_float, jit_options={"cache": True})
     def _bad_float(x):

@@ -35,7 +35,8 @@ from __future__ import annotations
 import time
 import warnings
 
-from hpu._errors import DeviceFault, DeviceUnavailableError, HpuPerformanceWarning
+from hpu._errors import (DeviceFault, DeviceUnavailableError, HpuPerformanceWarning,
+                         user_stacklevel)
 from hpu._run import Run
 
 __all__ = ["execute_plan", "run_on_devices", "choose_split", "DeviceFault",
@@ -107,7 +108,7 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
         if device == "gpu":
             raise
         reason = f"no usable OpenCL device ({err}); ran on the CPU"
-        warnings.warn(f"hpu: {reason}", HpuPerformanceWarning, stacklevel=4)
+        warnings.warn(f"hpu: {reason}", HpuPerformanceWarning, stacklevel=user_stacklevel())
         plan = make_plan(spec, values, device="cpu", K=K,
                          machine=None if machine is None else _cpu_of(machine))
         return execute_plan(program, values, plan, device=device, fallbacks=[reason],
@@ -133,7 +134,7 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
                 f"strategy {plan.strategy!r}"
             warnings.warn(f"hpu: {spec.name}: {who} keeps everything on the CPU "
                           f"({plan.reason}); pass alpha= and y= to split anyway",
-                          HpuPerformanceWarning, stacklevel=4)
+                          HpuPerformanceWarning, stacklevel=user_stacklevel())
         run = execute_plan(program, values, plan, device=device, y_report=y_req,
                            alpha=plan.split_alpha, t_start=t_start)
         _learn(run, plan, spec, values, handle, machine)
@@ -147,7 +148,7 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
     cpu = cpu_backend(program, plan)
     gpu = backend(program, shared, handle, depth=depth)
     split = DeviceSplit(cpu, gpu, alpha=plan.split_alpha, y=plan.transfer_level, values=values,
-                        spec=spec, shared=shared, warn_stacklevel=7, snapshot=snapshot)
+                        spec=spec, shared=shared, snapshot=snapshot)
     try:
         ex = execute(program.layout, program.types, values, cpu, K=plan.cutoff_level,
                      assign=split.assign, on_expanded=split.on_expanded,

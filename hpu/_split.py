@@ -54,7 +54,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from hpu import model
-from hpu._errors import DeviceFault, HpuPerformanceWarning, StackOverflowError
+from hpu._errors import DeviceFault, HpuPerformanceWarning, StackOverflowError, user_stacklevel
 from hpu._run import LevelRecord
 from hpu._snapshot import Snapshot
 
@@ -88,8 +88,7 @@ class DeviceSplit:
     """
 
     def __init__(self, cpu, device, *, alpha: float, y: int, values: Mapping[str, Any], spec,
-                 shared: Mapping[str, Any], warn_stacklevel: int = 5,
-                 snapshot: Snapshot | None = None):
+                 shared: Mapping[str, Any], snapshot: Snapshot | None = None):
         self.cpu = cpu
         self.device = device
         self.alpha = float(alpha)
@@ -107,7 +106,6 @@ class DeviceSplit:
         self._values = values
         self._spec = spec
         self._shared = shared
-        self._stacklevel = warn_stacklevel
 
     # -- the driver's hooks ----------------------------------------------------
     def on_expanded(self, levels) -> None:
@@ -161,11 +159,11 @@ class DeviceSplit:
             self._redo_on_cpu(self._put_back(str(err)))
             reason = (f"{err}; the device's share was redone on the CPU, where the recursion "
                       "ended")
-            warnings.warn(f"hpu: {reason}", HpuPerformanceWarning, stacklevel=self._stacklevel)
+            warnings.warn(f"hpu: {reason}", HpuPerformanceWarning, stacklevel=user_stacklevel())
             self.fallbacks.append(reason)
             return
         whole = self._put_back(what)
-        warnings.warn(f"hpu: {reason}", HpuPerformanceWarning, stacklevel=self._stacklevel)
+        warnings.warn(f"hpu: {reason}", HpuPerformanceWarning, stacklevel=user_stacklevel())
         self.fallbacks.append(reason)
         self._redo_on_cpu(whole)
 

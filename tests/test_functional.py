@@ -5,6 +5,7 @@ user's line with every blocking construct named."""
 from __future__ import annotations
 
 import inspect
+import re
 import warnings
 import math
 
@@ -804,9 +805,11 @@ def test_boundscheck_reaches_the_functional_path():
     keep = x.copy()
     with pytest.raises(IndexError):
         fe._sort_off_by_one(x)          # plain Python
-    with pytest.raises(IndexError):
+    line = _line_of(fe.merge_off_by_one, "left[i] <= right[j]")
+    where = f"{fe.__file__}:{line}: in merge_off_by_one(): left[i]: index "
+    with pytest.raises(IndexError, match=re.escape(where)):    # the user's line (was none)
         f.run(x, device="cpu")
-    with pytest.raises(IndexError):
+    with pytest.raises(IndexError, match=re.escape(where)):
         f.sequential(x)
     assert np.array_equal(x, keep)
     # descending keys: the right side always runs out first, and no index is out of range
@@ -970,3 +973,67 @@ def test_numba_failing_on_one_kind_of_argument_does_not_stop_it_compiling_anothe
         later = f.run([3, 1, 2, 7, 5], device="cpu")
     assert "Numba cannot compile" in first.reason
     assert later.value == [1, 2, 3, 5, 7] and "Numba cannot compile" not in later.reason
+
+
+def to_ints(a, d):
+    """Each key converted (``int``), the merge dividing by ``d``: Python's errors."""
+    if len(a) <= 1:
+        out = np.empty(len(a), np.int64)
+        for i in range(len(a)):
+            out[i] = int(a[i])  # LINE_INT
+        return out
+    m = len(a) // 2
+    left = to_ints(a[:m], d)
+    right = to_ints(a[m:], d)
+    res = np.empty(len(left) + len(right), np.int64)
+    res[:len(left)] = left
+    res[len(left):] = right
+    res[0] = res[0] // d  # LINE_DIV
+    return res
+
+
+def store_float(a):
+    """A float stored into an int array: NaN is NumPy's ValueError."""
+    if len(a) <= 1:
+        out = np.zeros(len(a), np.int32)
+        for i in range(len(a)):
+            out[i] = a[i] * 2.0  # LINE_STORE
+        return out
+    m = len(a) // 2
+    left = store_float(a[:m])
+    right = store_float(a[m:])
+    return np.concatenate((left, right))
+
+
+def test_pythons_errors_name_the_users_line_on_the_compiled_path():
+    """Compiled by Numba as written, a function still raises what Python raises, at the
+    user's line: ``// 0`` (Numba's message names no line), ``int(nan)`` and a NaN stored
+    into an int array (Numba gives INT64_MIN silently)."""
+    f = hpu.divide_and_conquer(to_ints)
+    g = hpu.divide_and_conquer(store_float)
+    here = __file__
+    x = np.array([1.5, -2.5, 3.0, 7.9])
+    assert f.run(x, 1, device="cpu").value.tolist() == to_ints(x, 1).tolist() == [1, -2, 3, 7]
+    for run in (lambda: f.run(x, 0, device="cpu"), lambda: f.sequential(x, 0)):
+        with pytest.raises(ZeroDivisionError, match=re.escape(
+                f"{here}:{_line_of(to_ints, 'LINE_DIV')}: res[0] // d: ")):
+            run()
+    bad = np.array([1.5, np.nan, 3.0])
+    with pytest.raises(ValueError, match="cannot convert float NaN to integer"):
+        to_ints(bad, 1)
+    for run in (lambda: f.run(bad, 1, device="cpu"), lambda: f.sequential(bad, 1)):
+        with pytest.raises(ValueError, match=re.escape(
+                f"{here}:{_line_of(to_ints, 'LINE_INT')}: int(a[i]): cannot convert float "
+                "NaN to integer")):
+            run()
+    with pytest.raises(ValueError, match="cannot convert float NaN to integer"):
+        store_float(bad)
+    with pytest.raises(ValueError, match=re.escape(
+            f"{here}:{_line_of(store_float, 'LINE_STORE')}: out[i]: cannot convert float NaN")):
+        g.run(bad, device="cpu")
+    assert g.run(x, device="cpu").value.tolist() == store_float(x).tolist()
+
+
+def _line_of(fn, text):
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, s in enumerate(lines) if text in s)

@@ -365,3 +365,29 @@ def test_a_sum_on_a_discrete_device_writes_back_only_its_share(discrete):
     s, m = device_share(0.5, level_sizes(run)[run.y])
     assert 0 < s < m and run.gpu_tasks > 0
     assert math.isclose(run.alpha, 0.5)
+
+
+def _halves_sum(a, lo, hi):
+    if hi - lo <= 1:
+        return a[lo] if hi > lo else 0
+    mid = (lo + hi) // 2
+    return _halves_sum(a, lo, mid) + _halves_sum(a, mid, hi)
+
+
+def test_the_models_cpu_only_warning_names_the_callers_line():
+    """However the function is called -- ``f(x)``, ``f.run(x)``, ``f.options(...)(x)`` -- the
+    warning that the model keeps a small problem on the CPU points at the caller's line, not
+    into hpu."""
+    import hpu._hybrid as hybrid
+
+    f = hpu.divide_and_conquer(_halves_sum)
+    x = np.arange(64, dtype=np.int64)
+    for call in (lambda: f(x, 0, 64), lambda: f.run(x, 0, 64),
+                 lambda: f.options(device="hybrid")(x, 0, 64)):
+        hybrid._told_cpu_only.discard("_halves_sum")       # it is said once per function
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        told = [w for w in caught if "keeps everything on the CPU" in str(w.message)]
+        assert told and all(w.filename == __file__ for w in told), \
+            [(w.filename, w.lineno) for w in caught]
