@@ -311,7 +311,6 @@ _CHECKED_PRELUDE = """
 from hpu._errors import HpuRecursionError as hpu__RecursionError
 from hpu._guard import bad_float as hpu__bad_float
 from hpu._guard import bad_int_store as hpu__bad_int_store
-from hpu._guard import zero_divisor as hpu__zero_divisor
 from hpu._interrupt import Stopped as hpu__Stopped
 from hpu._interrupt import stop_requested as hpu__stop_requested
 
@@ -331,14 +330,14 @@ def hpu__zerodiv(site__):
 
 @njit(cache=True)
 def hpu__floordiv(a, b, site__):
-    if hpu__zero_divisor(b):
+    if b == 0:
         hpu__zerodiv(site__)
     return a // b
 
 
 @njit(cache=True)
 def hpu__mod(a, b, site__):
-    if hpu__zero_divisor(b):
+    if b == 0:
         hpu__zerodiv(site__)
     return a % b
 

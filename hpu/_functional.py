@@ -476,22 +476,24 @@ def _clone(f, glb, is_main: bool, checker=None):
     return clone
 
 
-def _checks() -> dict:
-    """The checked CPU module's operations (:data:`hpu._codegen._CHECKED_PRELUDE`) for one
-    compiled functional function and its helpers: the namespace they are defined in, whose
-    ``hpu__SITES`` the caller sets once every clone is made (Numba reads it when it first
-    compiles one, at the first call)."""
-    import numba
+#: the clones' global array of site numbers: ``hpu__SITE_IDS[k]`` is k, typed int64 -- a
+#: constant k would be a literal, and every check compiled once per call site
+_SITE_IDS = "hpu__SITE_IDS"
 
-    from hpu._codegen import _CHECKED_PRELUDE
 
-    def njit(*args, **kwargs):          # exec'd source has no file for Numba's cache
-        kwargs.pop("cache", None)
-        return numba.njit(*args, **kwargs)
+def _sited():
+    """:class:`hpu._codegen._Checked` whose checks name their site ``hpu__SITE_IDS[k]``, k a
+    number of :data:`hpu._checked_ops.SITES` (made here: hpu._codegen imports this module)."""
+    from hpu._checked_ops import add_site
+    from hpu._codegen import _Checked
 
-    ns: dict = {"njit": njit}
-    exec(compile(_CHECKED_PRELUDE, "<hpu checks>", "exec"), ns)  # noqa: S102
-    return ns
+    class _Sited(_Checked):
+        def _where(self, node):
+            super()._where(node)
+            k = add_site(self.sites[-1])
+            return ast.Subscript(ast.Name(_SITE_IDS, ast.Load()), ast.Constant(k), ast.Load())
+
+    return _Sited
 
 
 def compile_functional(fn, self_obj, done: dict | None = None, boundscheck: bool = False):
@@ -505,20 +507,19 @@ def compile_functional(fn, self_obj, done: dict | None = None, boundscheck: bool
 
     import numba
 
-    from hpu._codegen import _Checked
-
+    _Sited = _sited()
     done = {} if done is None else done
-    sites: list[str] = []
-    checks: list[dict] = []             # the checks' namespace (_checks), made once
+    from hpu._checked_ops import OPERATIONS, SITES
+
+    made: list[dict] = []               # each clone's globals
 
     def jit(f, is_main):
         if f in done:
             return done[f]
         glb = dict(f.__globals__)
-        if not checks:
-            checks.append(_checks())
-        glb.update({k: v for k, v in checks[0].items() if k.startswith("hpu__")})
-        clone = _clone(f, glb, is_main, _Checked("", bounds=boundscheck, sites=sites))
+        glb.update(OPERATIONS)
+        clone = _clone(f, glb, is_main, _Sited("", bounds=boundscheck, sites=[]))
+        made.append(glb)
         if clone is None:
             clone = types.FunctionType(f.__code__, glb, f.__name__, f.__defaults__,
                                        f.__closure__)
@@ -533,8 +534,9 @@ def compile_functional(fn, self_obj, done: dict | None = None, boundscheck: bool
         return disp
 
     main = jit(fn, True)
-    if checks:
-        checks[0]["hpu__SITES"] = tuple(sites) or ("",)
+    ids = np.arange(max(1, len(SITES)), dtype=np.int64)
+    for glb in made:
+        glb[_SITE_IDS] = ids
     return main
 
 

@@ -1,0 +1,140 @@
+"""Python's errors in functions Numba compiles as written (the functional path).
+
+Why not the CPU module's checks
+===============================
+
+The breadth-first path's CPU module carries its checks in its own source
+(:data:`hpu._codegen._CHECKED_PRELUDE`): a failing check raises Python's exception with the
+text of its site, ``hpu__SITES[k]``, a tuple the module holds and Numba freezes when it
+compiles.  The functional path compiles the user's function itself
+(:func:`hpu._functional.compile_functional`), for every decorated function of the process;
+a prelude of its own per function cost about a second of compiling at each first call.
+
+So these checks are compiled once (and cached on disk) for the whole process, and know no
+site text: a failing check raises a subclass of Python's exception (``ZeroDivisionError``,
+``ValueError``, ``OverflowError``, ``IndexError``) whose arguments are numbers -- the site's
+number in :data:`SITES`, a list every compiled function appends its sites to
+(:func:`add_site`) -- and whose text is looked up when the exception is shown:
+``file.py:12: in merge(): left[i]: index 3 is out of bounds for length 3``.  The subclass is
+named as Python's (``ZeroDivisionError``, shown as in any traceback) and pickles as Python's
+own, with its text (a Dask worker's exception reaches the caller readable).
+
+The site reaches a check as ``hpu__SITE_IDS[k]``, an element of an int64 array: a constant
+``k`` would be typed as a literal by Numba, and each check compiled once per call site.
+The checks called at every operation are inlined (Numba's IR), as the CPU module's would be
+by LLVM.
+"""
+from __future__ import annotations
+
+import builtins
+import threading
+
+from numba import njit
+
+from hpu._guard import bad_float, bad_int_store, zero_divisor
+
+__all__ = ["SITES", "add_site", "OPERATIONS", "ZeroDivisionError", "ValueError",
+           "OverflowError", "IndexError"]
+
+#: every checked operation's text ("file:line: expression") in this process, by number
+SITES: list[str] = []
+_lock = threading.Lock()
+
+
+def add_site(text: str) -> int:
+    """The number of a new site whose text is ``text``."""
+    with _lock:
+        SITES.append(text)
+        return len(SITES) - 1
+
+
+def _as_python(base: type, message):
+    """A subclass of ``base`` made from ``(site, value, extra)`` (what compiled code can
+    raise) whose one argument is the text, ``SITES[site]: message(value, extra)``."""
+
+    def __init__(self, site=-1, value=0, extra=0):
+        where = SITES[site] if 0 <= site < len(SITES) else "<unknown site>"
+        base.__init__(self, f"{where}: {message(value, extra)}")
+
+    def __reduce__(self):
+        return base, self.args
+
+    # named as this module's attribute: Numba pickles the class it raises, which must come
+    # back as this very class (by value, a copy would carry a stale copy of SITES)
+    return type(base.__name__, (base,), {"__init__": __init__, "__reduce__": __reduce__,
+                                         "__doc__": base.__doc__, "__module__": __name__})
+
+
+# each a subclass of Python's own, under its name (a traceback shows
+# hpu._checked_ops.ZeroDivisionError: file.py:12: x // d: integer division or modulo by zero)
+ZeroDivisionError = _as_python(builtins.ZeroDivisionError,
+                               lambda v, e: "integer division or modulo by zero")
+ValueError = _as_python(builtins.ValueError, lambda v, e: "cannot convert float NaN to integer")
+OverflowError = _as_python(builtins.OverflowError, lambda v, e: "cannot convert an infinite or "
+                           "out-of-range float to a 64-bit integer")
+IndexError = _as_python(builtins.IndexError,
+                        lambda v, e: f"index {v} is out of bounds for length {e}")
+
+
+@njit(cache=True)
+def _zerodiv(site):
+    raise ZeroDivisionError(site, 0, 0)
+
+
+@njit(cache=True)
+def _badconv(x, site):
+    if x != x:
+        raise ValueError(site, 0, 0)
+    raise OverflowError(site, 0, 0)
+
+
+@njit(cache=True)
+def _outofbounds(i, n, site):
+    raise IndexError(site, i, n)
+
+
+@njit(inline="always")
+def floordiv(a, b, site):
+    if zero_divisor(b):
+        _zerodiv(site)
+    return a // b
+
+
+@njit(inline="always")
+def mod(a, b, site):
+    if zero_divisor(b):
+        _zerodiv(site)
+    return a % b
+
+
+@njit(inline="always")
+def ix(i, n, site):
+    if i < -n or i >= n:
+        _outofbounds(i, n, site)
+    return i
+
+
+@njit(inline="always")
+def to_int(x, site):
+    if bad_float(x):
+        _badconv(x, site)
+    return int(x)
+
+
+@njit(inline="always")
+def store(a, x, site):
+    if bad_int_store(a, x):
+        _badconv(x, site)
+    return x
+
+
+@njit(inline="always")
+def to_round(x, site):
+    if bad_float(x):
+        _badconv(x, site)
+    return round(x)
+
+
+#: the names :class:`hpu._codegen._Checked` writes -> the checks here
+OPERATIONS = {"hpu__floordiv": floordiv, "hpu__mod": mod, "hpu__ix": ix, "hpu__int": to_int,
+              "hpu__store": store, "hpu__round": to_round}
