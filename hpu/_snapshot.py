@@ -122,6 +122,17 @@ class Snapshot:
             self.restore()
         return None
 
+    def current(self, span: tuple[int, int] | None) -> "Snapshot":
+        """The same arrays as they are now, ``[lo, hi)`` of each (None: this snapshot's own
+        bounds): the device's share once the divide steps of the levels above it have
+        written it, which a device failure is redone from (:mod:`hpu._split`)."""
+        eff = span if span is not None else self.span
+        out = Snapshot(self.arrays, {}, eff, True)
+        for name, arr in self.arrays.items():
+            lo, hi = out._bounds(arr)
+            out.copies[name] = arr[lo:hi].copy()
+        return out
+
     def restore(self, span: tuple[int, int] | None = None) -> None:
         """Put the originals back: everything kept, or only ``[lo, hi)`` of each array."""
         if not self.kept:

@@ -103,6 +103,7 @@ class DeviceSplit:
         self.snapshot = snapshot
         self._prepared = False
         self._device_span = None
+        self._expanded: Snapshot | None = None
         self._values = values
         self._spec = spec
         self._shared = shared
@@ -122,8 +123,13 @@ class DeviceSplit:
         if s >= m:
             return  # the device's share is empty
         self._device_span = span = self._span(levels[y], s)
+        if self.snapshot is not None and self.snapshot.kept and _expansion_writes(self._spec):
+            # a quicksort's partitions: the share as the levels above left it, not as the
+            # call began, is what a failure is redone from (the redo runs no divide again)
+            self._expanded = self.snapshot.current(span)
         if self.snapshot is not None and hasattr(self.device, "originals"):
-            self.device.originals = self.snapshot  # the device keeps no copy of its own
+            # the device keeps no copy of its own; it downloads what differs from these
+            self.device.originals = self._expanded or self.snapshot
         self._prepared = True  # from here on the device may have work queued
         self.device.prepare(levels, starts, y, span)
         self.active = True
@@ -175,7 +181,8 @@ class DeviceSplit:
         span = self._device_span
         snap = self.snapshot
         if snap is not None and snap.kept:
-            snap.restore(span)  # the device's span (a task touches nothing outside it)
+            # the device's span (a task touches nothing outside it)
+            (self._expanded or snap).restore(span)
             return span is None
         wrote = getattr(self.device, "wrote_caller_arrays", None)
         if wrote is not None and wrote():
@@ -252,3 +259,23 @@ class DeviceSplit:
         lo = int(lo_vals[s:].min()) if lo_vals is not None else int(self._values[lo_name])
         hi = int(hi_vals[s:].max()) if hi_vals is not None else int(self._values[hi_name])
         return (max(lo, 0), hi)
+
+
+#: calls that write nothing: a divide step made of these (``mid = (lo + hi) // 2``) leaves
+#: the arrays as the call began
+_PURE = frozenset({"len", "min", "max", "abs", "int", "float", "bool", "round"})
+
+
+def _expansion_writes(spec) -> bool:
+    """Whether expanding the tree may write the arrays: a divide step or a guard that
+    stores into an array or calls a helper (a partition)."""
+    import ast
+
+    for stmt in (*spec.check, *spec.divide):
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store):
+                return True
+            if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name)
+                                                and n.func.id in _PURE):
+                return True
+    return False

@@ -391,3 +391,65 @@ def test_the_models_cpu_only_warning_names_the_callers_line():
         told = [w for w in caught if "keeps everything on the CPU" in str(w.message)]
         assert told and all(w.filename == __file__ for w in told), \
             [(w.filename, w.lineno) for w in caught]
+
+
+def _lomuto_partition(a, lo, hi):
+    pivot = a[hi]
+    i = lo - 1
+    for j in range(lo, hi):
+        if a[j] <= pivot:
+            i += 1
+            a[i], a[j] = a[j], a[i]
+    a[i + 1], a[hi] = a[hi], a[i + 1]
+    return i + 1
+
+
+def _lomuto(a, lo, hi):
+    if lo < hi:
+        p = _lomuto_partition(a, lo, hi)
+        _lomuto(a, lo, p - 1)
+        _lomuto(a, p + 1, hi)
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("copies", [False, True], ids=["unified", "discrete"])
+def test_a_partition_is_redone_from_the_share_as_the_levels_above_left_it(copies, request):
+    """A quicksort's divide writes the array: when the device's subtrees overflow its stack,
+    its share is redone on the CPU from the data the partitions above it left, not from the
+    call's originals (the redo runs no divide: it sorted only the ends' swaps back, wrongly);
+    a device with its own memory downloads what differs from that same state."""
+    if copies:
+        request.getfixturevalue("discrete")
+    f = hpu.divide_and_conquer(_lomuto)
+    rng = np.random.default_rng(3)
+    nan_keys = np.arange(600.0)                   # sorted: as deep as reversed keys
+    nan_keys[rng.integers(0, 599, 40)] = np.nan
+    for x in (np.arange(500, dtype=np.int64)[::-1].copy(), np.arange(400.0), nan_keys):
+        want = x.copy()
+        _lomuto(want, 0, len(want) - 1)
+        for opts in ({"device": "gpu"}, {"device": "hybrid", "alpha": 0.0, "y": 1}):
+            a = x.copy()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", HpuPerformanceWarning)
+                run = f.run(a, 0, len(a) - 1, **opts)
+            assert any("deeper than the device solver" in r for r in run.fallbacks), opts
+            assert np.array_equal(a, want, equal_nan=True), (opts, x[:5])
+
+
+@pytest.mark.opencl
+def test_a_device_with_its_own_memory_downloads_what_changed_since_the_partitions(discrete):
+    """Whole arrays on a device with its own memory: it downloads the elements that differ
+    from the data it was given.  A quicksort's partitions above the split had already
+    changed that data; compared with the call's originals instead, an element the device
+    put back to its original value stayed as the partition left it (thousands wrong)."""
+    f = hpu.divide_and_conquer(_lomuto)
+    for seed in (8, 28, 0):
+        x = np.random.default_rng(seed).integers(0, 50, 3000)
+        want = x.copy()
+        _lomuto(want, 0, len(want) - 1)
+        a = x.copy()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", HpuPerformanceWarning)
+            run = f.run(a, 0, len(a) - 1, device="hybrid", alpha=0.5, y=2, K=5, depth=512)
+        assert run.gpu_tasks > 0 and run.fallbacks == []
+        assert np.array_equal(a, want), (seed, int((a != want).sum()))
