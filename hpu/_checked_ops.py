@@ -69,7 +69,9 @@ def _as_python(base: type, message):
 # hpu._checked_ops.ZeroDivisionError: file.py:12: x // d: integer division or modulo by zero)
 ZeroDivisionError = _as_python(builtins.ZeroDivisionError,
                                lambda v, e: "integer division or modulo by zero")
-ValueError = _as_python(builtins.ValueError, lambda v, e: "cannot convert float NaN to integer")
+ValueError = _as_python(builtins.ValueError, lambda v, e: (
+    "cannot convert float NaN to integer" if e < 0 else
+    f"could not broadcast input array from shape ({v},) into shape ({e},)"))
 OverflowError = _as_python(builtins.OverflowError, lambda v, e: "cannot convert an infinite or "
                            "out-of-range float to a 64-bit integer")
 IndexError = _as_python(builtins.IndexError,
@@ -84,8 +86,43 @@ def _zerodiv(site):
 @njit(cache=True)
 def _badconv(x, site):
     if x != x:
-        raise ValueError(site, 0, 0)
+        raise ValueError(site, 0, -1)
     raise OverflowError(site, 0, 0)
+
+
+@njit(cache=True)
+def _broadcast(ns, nd, site):
+    raise ValueError(site, ns, nd)
+
+
+def _misfit(t, v):
+    """``(len(v), len(t))`` when ``t[...] = v`` of two 1-D arrays has lengths NumPy refuses
+    (neither equal nor ``v`` of one element), else ``(-1, -1)``."""
+    import numpy as np
+
+    if isinstance(t, np.ndarray) and isinstance(v, np.ndarray) and t.ndim == v.ndim == 1 \
+            and v.size not in (t.size, 1):
+        return v.size, t.size
+    return -1, -1
+
+
+def _register() -> None:
+    from numba.core import types
+    from numba.extending import overload
+
+    @overload(_misfit, jit_options={"cache": True})
+    def _misfit_nb(t, v):
+        if (isinstance(t, types.Array) and isinstance(v, types.Array)
+                and t.ndim == 1 and v.ndim == 1):
+            def check(t, v):
+                if v.size != t.size and v.size != 1:
+                    return v.size, t.size
+                return -1, -1
+            return check
+        return lambda t, v: (-1, -1)
+
+
+_register()
 
 
 @njit(cache=True)
@@ -135,6 +172,16 @@ def to_round(x, site):
     return round(x)
 
 
+@njit(inline="always")
+def fit(t, v, site):
+    """``v``, for ``t[s:e] = v``: NumPy's ValueError when both are 1-D arrays of lengths
+    it refuses (Numba's own message names no line)."""
+    ns, nd = _misfit(t, v)
+    if ns >= 0:
+        _broadcast(ns, nd, site)
+    return v
+
+
 #: the names :class:`hpu._codegen._Checked` writes -> the checks here
 OPERATIONS = {"hpu__floordiv": floordiv, "hpu__mod": mod, "hpu__ix": ix, "hpu__int": to_int,
-              "hpu__store": store, "hpu__round": to_round}
+              "hpu__store": store, "hpu__round": to_round, "hpu__fit": fit}

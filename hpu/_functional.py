@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import math
 
 import numpy as np
@@ -248,7 +249,6 @@ def _allocation_in(tree, glb) -> tuple[int, str] | None:
 
 
 def _tree_of(fn):
-    import copy
     import inspect
     import textwrap
 
@@ -481,6 +481,9 @@ def _clone(f, glb, is_main: bool, checker=None):
 _SITE_IDS = "hpu__SITE_IDS"
 
 
+_PURE_CALLS = frozenset({"len", "min", "max", "abs", "int"})
+
+
 def _sited():
     """:class:`hpu._codegen._Checked` whose checks name their site ``hpu__SITE_IDS[k]``, k a
     number of :data:`hpu._checked_ops.SITES` (made here: hpu._codegen imports this module)."""
@@ -492,6 +495,29 @@ def _sited():
             super()._where(node)
             k = add_site(self.sites[-1])
             return ast.Subscript(ast.Name(_SITE_IDS, ast.Load()), ast.Constant(k), ast.Load())
+
+        def visit_Assign(self, node):
+            """``t[s:e] = v`` -> ``t[s:e] = hpu__fit(t[s:e], v, site)``: NumPy's error for
+            lengths it refuses, at the user's line (the target is read twice: only when its
+            bounds call nothing but ``len``, ``min``, ``max``, ``abs``, ``int``)."""
+            t = node.targets[0] if len(node.targets) == 1 else None
+            if (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                    and isinstance(t.slice, ast.Slice) and all(
+                        isinstance(c.func, ast.Name) and c.func.id in _PURE_CALLS
+                        for c in ast.walk(t.slice) if isinstance(c, ast.Call))):
+                where = ast.Constant(add_site(f"{self.filename}:{node.lineno}: "
+                                              f"{self.context}{ast.unparse(node)}"))
+                where = ast.Subscript(ast.Name(_SITE_IDS, ast.Load()), where, ast.Load())
+                self.generic_visit(node)
+                read = copy.deepcopy(node.targets[0])
+                for n in ast.walk(read):
+                    if hasattr(n, "ctx"):
+                        n.ctx = ast.Load()
+                node.value = ast.copy_location(ast.Call(ast.Name("hpu__fit", ast.Load()),
+                                                        [read, node.value, where], []),
+                                               node.value)
+                return node
+            return super().visit_Assign(node)
 
     return _Sited
 
@@ -523,6 +549,11 @@ def compile_functional(fn, self_obj, done: dict | None = None, boundscheck: bool
         if clone is None:
             clone = types.FunctionType(f.__code__, glb, f.__name__, f.__defaults__,
                                        f.__closure__)
+        # a function of no module, for Numba: it keeps the clone's own globals instead of
+        # importing the user's module -- which, while that module is being imported (a call
+        # at its top level), waits for the import lock the importing thread holds: a hang,
+        # as the compile runs on another thread (on_big_stack, FanOut)
+        clone.__module__ = None
         disp = numba.njit(nogil=True, boundscheck=boundscheck)(clone)
         done[f] = disp
         for n in clone.__code__.co_names:

@@ -248,6 +248,7 @@ def check_array_fit(spec, closure, args) -> None:
     import numpy as np
 
     from hpu._errors import ArrayMismatchError
+    from hpu._views import shown_as
 
     helpers = {h.name: h for h in closure.helpers}
     dtypes = {p: np.asarray(v).dtype for p, v in args.items() if isinstance(v, np.ndarray)}
@@ -284,7 +285,8 @@ def check_array_fit(spec, closure, args) -> None:
                 key = (h.name, tuple(sorted(sub.items())))
                 if sub and key not in seen:
                     seen.add(key)
-                    walk(ast.parse(h.source), sub, h.filename, h.lineno, f"in {h.display}(): ")
+                    tree = h.tree if h.tree is not None else ast.parse(h.source)
+                    walk(tree, sub, h.filename, h.lineno, f"in {h.display}(): ")
             elif isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name)
                                                      and node.func.id == spec.name):
                 # an array passed to anything but a helper or the recursion: assume it is read
@@ -306,6 +308,13 @@ def check_array_fit(spec, closure, args) -> None:
         held, dd = content(src), dtypes[dst]
         if not np.can_cast(held, dd, casting="safe"):
             t, v = node.targets[0], node.value
+            statement = shown_as(t)         # a slice assignment (hpu._views): as written
+            if statement is not None:
+                raise ArrayMismatchError(
+                    f"{filename}:{line}: {context}{statement}: copies {src} ({held} values) "
+                    f"into {dst} ({dd}), which cannot hold every value of {src}; nothing was "
+                    f"run. Pass {dst} with dtype {held} (e.g. np.empty_like({src})), or copy "
+                    f"in a loop that converts each element: {dst}[i] = np.{dd.name}({src}[i])")
             raise ArrayMismatchError(
                 f"{filename}:{line}: {context}{ast.unparse(node)}: stores {src} ({held} "
                 f"values) into {dst} ({dd}), which cannot hold every value of {src}; nothing "

@@ -196,19 +196,23 @@ def check_options(opts: Mapping[str, Any], where: str = "options") -> dict[str, 
 
 
 def split_keywords(fname: str, params, kwargs: Mapping[str, Any]) -> tuple[dict, dict]:
-    """``(run options, the user's keywords)`` of a ``.run(...)``/``.plan(...)`` call.
+    """``(run options, the user's keywords)`` of a ``.run(...)``/``.plan(...)`` call
+    (``fname``: ``"f.run"``, ``"f.plan"``).
 
     A keyword that is a run option and also a parameter of the function is
     refused: which one was meant cannot be known.
     """
+    name, _, method = fname.rpartition(".")
+    name, method = (name, method) if name else (fname, "run")
     opts, user = {}, {}
     for k, v in kwargs.items():
         if k in RUN_OPTIONS:
             if k in params:
                 raise TypeError(
-                    f"{fname}(): {k}={v!r} is both a parameter of {fname} and a run option; "
-                    f"pass run options through .options(): {fname}.options({k}=...).run(...) "
-                    f"takes only {fname}'s own arguments, so {k}= there is {fname}'s")
+                    f"{fname}(): {k}={v!r} is both a parameter of {name} and a run option; "
+                    f"pass run options through .options(): {name}.options({k}=...)."
+                    f"{method}(...) takes only {name}'s own arguments, so {k}= there is "
+                    f"{name}'s")
             opts[k] = v
         else:
             user[k] = v

@@ -1037,3 +1037,90 @@ def test_pythons_errors_name_the_users_line_on_the_compiled_path():
 def _line_of(fn, text):
     lines, start = inspect.getsourcelines(fn)
     return start + next(i for i, s in enumerate(lines) if text in s)
+
+
+_IMPORTED = '''
+import numpy as np
+import hpu
+
+
+def merge(left, right):
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = j = 0
+    for k in range(len(out)):
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+    return out
+
+
+@hpu.divide_and_conquer
+def msort(a):
+    if len(a) <= 1:
+        return a.copy()
+    return merge(msort(a[:len(a) // 2]), msort(a[len(a) // 2:]))
+
+
+x = np.random.default_rng(0).integers(0, 1000, 50_000)
+FANNED = msort.run(x, device="cpu")
+SMALL = msort.options(device="cpu")(np.array([3, 1, 2]))
+OK = bool((FANNED.value == np.sort(x)).all()) and SMALL.tolist() == [1, 2, 3]
+'''
+
+
+def test_a_call_while_its_module_is_imported_does_not_hang(tmp_path):
+    """A module that calls its functional function at its top level, imported: Numba
+    compiles on hpu's threads (a big stack, the fan-out) and looked up the function's module
+    by importing it -- which waits for the import the main thread is in the middle of."""
+    import subprocess
+    import sys
+
+    (tmp_path / "calls_at_import.py").write_text(_IMPORTED)
+    code = ("import calls_at_import as m; "
+            "print(m.OK, m.FANNED.K, m.FANNED.cpu_tasks)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]
+    ok, K, subtrees = out.stdout.split()
+    assert ok == "True" and int(K) >= 1 and int(subtrees) > 1, out.stdout
+
+
+def merge_tail_too_long(left, right):
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = j = k = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+        k += 1
+    out[k:k + len(left) - i] = left[i:]
+    out[k + len(left) - i:] = right[max(j - 1, 0):]  # LINE_TAIL: one too many when j > 0
+    return out
+
+
+def sort_tail_too_long(a):
+    if len(a) <= 1:
+        return a.copy()
+    return merge_tail_too_long(sort_tail_too_long(a[:len(a) // 2]),
+                               sort_tail_too_long(a[len(a) // 2:]))
+
+
+def test_a_slice_assignment_of_another_length_names_the_line_on_the_compiled_path():
+    """NumPy's ValueError for a slice assignment's lengths, with the user's line, on the
+    function compiled as written (Numba's own message names no line) as on the device."""
+    f = hpu.divide_and_conquer(sort_tail_too_long)
+    x = np.array([5, 3, 9, 1, 7, 2, 8, 6, 4, 0])
+    with pytest.raises(ValueError) as plain:
+        sort_tail_too_long(x)
+    where = (f"{__file__}:{_line_of(merge_tail_too_long, 'LINE_TAIL')}: in "
+             "merge_tail_too_long(): out[k + len(left) - i:] = right[max(j - 1, 0):]: ")
+    for run in (lambda: f.run(x, device="cpu"), lambda: f.sequential(x)):
+        with pytest.raises(ValueError) as got:
+            run()
+        assert str(got.value) == where + str(plain.value)

@@ -443,3 +443,37 @@ def slice_arithmetic(a, b, lo, hi):
 def test_slice_assignments_that_compute_are_refused():
     _refused(augmented_slice, "# marker", "the view `a[lo:hi]` used here")
     _refused(slice_arithmetic, "# marker", "the view `b[lo:hi]` used here")
+
+
+def copy_back(out, src, lo, hi):
+    out[lo:hi] = src[lo:hi]  # marker
+
+
+def fills(out, src, lo, hi):
+    if hi - lo <= 2:
+        copy_back(out, src, lo, hi)
+        return
+    mid = (lo + hi) // 2
+    fills(out, src, lo, mid)
+    fills(out, src, mid, hi)
+    out[lo:lo + 1] = src[lo:lo + 1]  # marker
+
+
+def test_a_slice_copy_into_a_narrower_array_is_refused_naming_the_statement():
+    """float64 into int64 by slice assignment: refused at the call as an element copy is,
+    naming the statement as written (not hpu's loop), in the function and in a helper."""
+    from hpu import ArrayMismatchError
+
+    f = hpu.divide_and_conquer(fills)
+    src = np.arange(8) * 1.5
+    with pytest.raises(ArrayMismatchError) as info:
+        f.run(np.zeros(8, np.int64), src, 0, 8, device="cpu")
+    text = str(info.value)
+    assert "hpu__" not in text and "copies src (float64 values) into out (int64)" in text, text
+    assert (f"{__file__}:{_line_of(fills, '# marker')}: out[lo:lo + 1] = src[lo:lo + 1]"
+            in text or f"in copy_back(): out[lo:hi] = src[lo:hi]" in text), text
+    out = np.zeros(8)
+    f.run(out, src, 0, 8, device="cpu")
+    want = np.zeros(8)
+    fills(want, src, 0, 8)
+    assert np.array_equal(out, want)
