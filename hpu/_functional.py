@@ -200,7 +200,9 @@ def list_to_array(v):
 
 #: NumPy functions that make a new array, as ``np.NAME(...)``.
 ALLOCATORS = frozenset({"empty", "zeros", "ones", "full", "empty_like", "zeros_like",
-                        "ones_like", "full_like", "copy", "array", "concatenate", "arange"})
+                        "ones_like", "full_like", "copy", "array", "concatenate", "arange",
+                        "sort", "argsort", "cumsum", "cumprod", "diff", "unique", "append",
+                        "repeat", "linspace", "hstack"})
 
 FALLBACK_REASON = ("{name} allocates or returns arrays or lists (line {line}: {what}), and its "
                    "device form (guide §10) does not apply: {why}; it runs on the CPU (the "

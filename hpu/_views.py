@@ -619,6 +619,15 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Call(self, node):
         f = node.func
+        if (isinstance(f, ast.Attribute) and f.attr == "sort" and not node.args
+                and (self._is_array_expr(f.value) or (isinstance(f.value, ast.Name)
+                                                      and f.value.id in self.params))):
+            part = ast.unparse(f.value)
+            self.where.refuse(node, f"sorting in place with `{ast.unparse(node)}`",
+                              "methods of arrays are not in the numeric subset (a device "
+                              "has no sort)",
+                              f"write `{part} = np.sort({part})`: hpu then runs the function "
+                              "compiled by Numba as written, on the CPU")
         if isinstance(f, ast.Name) and f.id == "len" and len(node.args) == 1:
             out = self._length(node.args[0], node)
             if out is not None:

@@ -12,6 +12,7 @@ the data and the sizes (0, 1, 2, odd, and sizes where the device gets work).
 from __future__ import annotations
 
 import inspect
+import warnings
 
 import numpy as np
 import pytest
@@ -477,3 +478,49 @@ def test_a_slice_copy_into_a_narrower_array_is_refused_naming_the_statement():
     want = np.zeros(8)
     fills(want, src, 0, 8)
     assert np.array_equal(out, want)
+
+
+def sort_method_cutoff(a, lo, hi):
+    if hi - lo <= 8:
+        a[lo:hi].sort()  # marker
+        return
+    mid = (lo + hi) // 2
+    sort_method_cutoff(a, lo, mid)
+    sort_method_cutoff(a, mid, hi)
+
+
+def sort_cutoff(a, tmp, lo, hi):
+    if hi - lo <= 8:
+        a[lo:hi] = np.sort(a[lo:hi])
+        return
+    mid = (lo + hi) // 2
+    sort_cutoff(a, tmp, lo, mid)
+    sort_cutoff(a, tmp, mid, hi)
+    i, j, k = lo, mid, lo
+    while i < mid and j < hi:
+        if a[j] < a[i]:
+            tmp[k] = a[j]
+            j += 1
+        else:
+            tmp[k] = a[i]
+            i += 1
+        k += 1
+    tmp[k:k + mid - i] = a[i:mid]
+    tmp[k + mid - i:hi] = a[j:hi]
+    a[lo:hi] = tmp[lo:hi]
+
+
+def test_sorting_a_slice_in_place_is_refused_with_the_rewrite_that_runs():
+    """``a[lo:hi].sort()`` has no device form: refused, giving ``a[lo:hi] =
+    np.sort(a[lo:hi])``, which runs (NumPy's sort makes an array: the function compiled by
+    Numba as written, on the CPU, whatever the device asked for)."""
+    _refused(sort_method_cutoff, "# marker", "sorting in place with `a[lo:hi].sort()`",
+             "a[lo:hi] = np.sort(a[lo:hi])")
+    f = hpu.divide_and_conquer(sort_cutoff)
+    x = np.random.default_rng(2).standard_normal(3001)
+    for device in ("cpu", "gpu"):
+        a = x.copy()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+            f.run(a, np.zeros_like(a), 0, len(a), device=device)
+        assert np.array_equal(a, np.sort(x))
