@@ -704,6 +704,31 @@ def _call_stmt(stmt, name):
     return value, targets
 
 
+def _most_calls(stmts, name: str) -> int:
+    """The most recursive calls any path through ``stmts`` makes (a loop's body counted
+    twice: it may run more than once)."""
+    total = 0
+    for k, s in enumerate(stmts):
+        if isinstance(s, ast.If):
+            rest = stmts[k + 1:]
+
+            def branch(block):
+                c = _most_calls(block, name)
+                ends = bool(block) and isinstance(block[-1], (ast.Return, ast.Raise))
+                return c if ends else c + _most_calls(rest, name)
+
+            return (total + len(_recursive_calls(s.test, name))
+                    + max(branch(s.body), branch(s.orelse)))
+        if isinstance(s, (ast.For, ast.While)):
+            head = s.iter if isinstance(s, ast.For) else s.test
+            total += len(_recursive_calls(head, name)) + 2 * _most_calls(s.body + s.orelse, name)
+            continue
+        total += len(_recursive_calls(s, name))
+        if isinstance(s, (ast.Return, ast.Raise)):
+            return total
+    return total
+
+
 def _describe_nesting(stmt, call) -> tuple[str, str]:
     """What encloses ``call`` inside the top-level statement ``stmt``: construct and hint."""
     path = []
@@ -900,6 +925,14 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
         where.refuse(node, "a function without a recursive call",
                      f"{name} never calls itself, so there is nothing to divide",
                      f"call {name}(...) at least twice on the subproblems (a >= 2)")
+    if _most_calls(body, name) == 1:     # a binary search: one call in each branch
+        lines = sorted({where.line(c) for i in rec for c in _recursive_calls(body[i], name)})
+        where.refuse(_recursive_calls(body[rec[0]], name)[0], "a single recursive call",
+                     f"every path through {name} makes at most one recursive call (line"
+                     f"{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}): that is "
+                     "a loop (a binary search, decrease and conquer), with no independent "
+                     "subproblems to run at once",
+                     "write it as a loop (`while lo <= hi: ...`), without the decorator")
     first = rec[0]
     calls: list[CallSite] = []
     j = first

@@ -668,3 +668,25 @@ def test_a_helper_that_builds_a_list_makes_the_function_functional():
     a = np.array([4, 7, 1])
     assert f._functional is not None
     assert f.run(a, 0, 3, device="cpu").value == list_by_helper(a, 0, 3) == [4, 0, 7, 0, 1, 0]
+
+
+def binary_search(a, x, lo, hi):
+    if lo > hi:
+        return -1
+    mid = (lo + hi) // 2
+    if a[mid] == x:
+        return mid
+    if a[mid] < x:
+        return binary_search(a, x, mid + 1, hi)
+    return binary_search(a, x, lo, mid - 1)
+
+
+def test_one_call_on_every_path_is_refused_as_a_loop():
+    """A binary search calls itself in two branches, once per path: not a division into
+    subproblems.  The refusal says so (it said to assign the calls to names, a rewrite that
+    is refused too)."""
+    with pytest.raises(hpu.TranslationError) as info:
+        hpu.divide_and_conquer(binary_search)
+    text = str(info.value)
+    assert "a single recursive call" in text and "at most one recursive call" in text, text
+    assert "binary search" in text and "while lo <= hi" in text
