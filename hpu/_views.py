@@ -551,7 +551,19 @@ class _Rewriter(ast.NodeTransformer):
         evaluated first, as in Python.  Generated names and subscripts carry the user's
         statement (:func:`shown_as`), which error messages name.
         """
-        text = ast.unparse(node)
+        v = node.value
+        if isinstance(v, ast.IfExp) and any(
+                self._is_array_expr(e) or (isinstance(e, ast.Name) and e.id in self.arrays_used)
+                for e in (v.body, v.orelse)):
+            # out[k:] = left[i:] if c else right[j:]: one slice assignment per branch (Python
+            # evaluates the test, then the branch taken, then the target)
+            branch = ast.If(test=v.test, body=[ast.Assign([node.targets[0]], v.body)],
+                            orelse=[ast.Assign([copy.deepcopy(node.targets[0])], v.orelse)])
+            for each in branch.body + branch.orelse:
+                each.hpu_text = ast.unparse(node)     # messages name the statement written
+            return self.visit(_located(ast.fix_missing_locations(ast.copy_location(branch, node)),
+                                       node))
+        text = shown_as(node) or ast.unparse(node)
         k = self.copies
         self.copies += 1
         names = {c: f"hpu__copy{k}{c}" for c in "nmsdoijv"}

@@ -310,11 +310,39 @@ def sort_early(a):
     return merge_early(sort_early(a[:m]), sort_early(a[m:]))
 
 
+def merge_ifexp(left, right):
+    """Early returns, and the tail left over chosen by a conditional expression."""
+    if len(left) == 0:
+        return right
+    if len(right) == 0:
+        return left
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = j = k = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+        k += 1
+    out[k:] = left[i:] if i < len(left) else right[j:]
+    return out
+
+
+def sort_ifexp(a):
+    if len(a) <= 1:
+        return a.copy()
+    mid = len(a) // 2
+    return merge_ifexp(sort_ifexp(a[:mid]), sort_ifexp(a[mid:]))
+
+
 REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": sort_desc,
              "sort_floats": sort_floats, "count_inversions": count_inversions,
              "sort_inline": sort_inline, "count_inline": count_inline,
              "sort_inline_lengths": sort_inline_lengths, "sort_tails": sort_tails,
-             "count_inline_tails": count_inline_tails, "sort_early": sort_early}
+             "count_inline_tails": count_inline_tails, "sort_early": sort_early,
+             "sort_ifexp": sort_ifexp}
 KEPT = {"drop_middle": ("not on a[:e] and a[e:]", drop_middle),
         "padded": ("not len(left) + len(right)", padded),
         "three_way": ("returns `np.sort(a)`", three_way),

@@ -25,7 +25,7 @@ _DECORATED: dict = {}
 DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float32,
           "sort_floats": np.float64, "count_inversions": np.int32, "sort_inline": np.int64,
           "count_inline": np.int32, "sort_inline_lengths": np.float32, "sort_tails": np.int64,
-          "count_inline_tails": np.int32, "sort_early": np.float64}
+          "count_inline_tails": np.int32, "sort_early": np.float64, "sort_ifexp": np.int16}
 
 
 def decorated(name):
@@ -157,6 +157,16 @@ def test_tails_copied_by_slice_assignment_run_on_the_device(device, alpha, y):
     for n in (1, 2, 17, 4099):
         x = (np.random.default_rng(n).standard_normal(n) * 100).astype(np.int32)
         run = check("count_inline_tails", x, device, alpha, y)
+        if n >= 4099:
+            assert run.gpu_tasks > 0
+
+
+def test_a_tail_chosen_by_a_conditional_expression_runs_on_the_device():
+    """``out[k:] = left[i:] if i < len(left) else right[j:]`` after early returns
+    (``sort_ifexp``): a slice assignment per branch, on the device."""
+    for n in (1, 2, 17, 4099):
+        x = (np.random.default_rng(n).standard_normal(n) * 100).astype(np.int16)
+        run = check("sort_ifexp", x, "gpu", None, None)
         if n >= 4099:
             assert run.gpu_tasks > 0
 
