@@ -1124,3 +1124,23 @@ def test_a_slice_assignment_of_another_length_names_the_line_on_the_compiled_pat
         with pytest.raises(ValueError) as got:
             run()
         assert str(got.value) == where + str(plain.value)
+
+
+def list_total(lst):
+    if not lst:
+        return 0
+    if len(lst) == 1:
+        return lst[0]
+    mid = len(lst) // 2
+    return list_total(lst[:mid]) + list_total(lst[mid:])
+
+
+def test_an_empty_list_gives_the_plain_functions_answer():
+    """An empty list has no dtype but NumPy's guess (float64), which made ``return 0`` a
+    0.0 on every path; the plain function runs instead, and says so."""
+    f = hpu.divide_and_conquer(list_total)
+    assert type(f([])) is int and f([]) == 0
+    for device in ("cpu", "gpu", "hybrid"):
+        run = f.run([], device=device)
+        assert type(run.value) is int and run.value == 0 and "empty list" in run.reason
+    assert f([1, 2, 3]) == 6 and type(f([1, 2, 3])) is int
