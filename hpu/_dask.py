@@ -1385,7 +1385,8 @@ def run_on_cluster(dc, program, values, *, options) -> ClusterRun:
             warnings.warn(f"hpu: {reason}", _perf_warning(), stacklevel=user_stacklevel())
         elif dc.__name__ not in _told_local:  # a decision, not a fault: once per function
             _told_local.add(dc.__name__)
-            warnings.warn(f"hpu: {dc.__name__}: {reason}", _perf_warning(), stacklevel=user_stacklevel())
+            warnings.warn(f"hpu: {dc.__name__}: {reason}", _perf_warning(),
+                          stacklevel=user_stacklevel())
         run = dc._run_checked(local_opts, values, program)
         return _as_cluster_run(run, fallbacks=run.fallbacks + fallbacks,
                                seconds=time.perf_counter() - t_start,

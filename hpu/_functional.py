@@ -32,7 +32,8 @@ a slice of a list is a copy, of an array a view).
 
 The rest of the module is what runs a *functional* function -- one that allocates
 arrays or builds lists: compiled by Numba as written (:func:`compile_functional`,
-with a depth guard and Python's errors at the user's line, :func:`_clone`), on every core (:class:`FanOut`), or,
+with a depth guard and Python's errors at the user's line, :func:`_clone`), on every
+core (:class:`FanOut`), or,
 where Numba cannot compile it, as the plain function (the decorator records why).
 """
 from __future__ import annotations

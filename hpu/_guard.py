@@ -285,8 +285,10 @@ def check_array_fit(spec, closure, args) -> None:
                 key = (h.name, tuple(sorted(sub.items())))
                 if sub and key not in seen:
                     seen.add(key)
-                    tree = h.tree if h.tree is not None else ast.parse(h.source)
-                    walk(tree, sub, h.filename, h.lineno, f"in {h.display}(): ")
+                    # the helper's tree carries its file's lines; its source parsed, none
+                    tree, line = (h.tree, None) if h.tree is not None else \
+                        (ast.parse(h.source), h.lineno)
+                    walk(tree, sub, h.filename, line, f"in {h.display}(): ")
             elif isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name)
                                                      and node.func.id == spec.name):
                 # an array passed to anything but a helper or the recursion: assume it is read

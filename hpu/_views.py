@@ -86,7 +86,8 @@ from dataclasses import dataclass, field
 from hpu._functional import used_as_arrays
 
 __all__ = ["ViewInfo", "ViewIndex", "VIEW_INDEX", "SLICE_COPY", "shown_as", "view_index",
-           "display", "rewrite_main", "HelperViews", "plan_helpers", "bind", "hidden_names", "device_span"]
+           "display", "rewrite_main", "HelperViews", "plan_helpers", "bind", "hidden_names",
+           "device_span"]
 
 #: Builtins that may appear in a slice bound or an index that is evaluated more than once.
 _PURE_CALLS = frozenset({"min", "max", "abs", "int", "float", "bool", "round", "len"})
@@ -542,7 +543,7 @@ class _Rewriter(ast.NodeTransformer):
     def _slice_store(self, node):
         """``dst[s:t] = src`` as NumPy does it, as a loop every backend runs.
 
-        ``src`` a view (or an array parameter): its length must equal the target's, or be
+        ``src`` a view or an array: its length must equal the target's, or be
         1 (broadcast), else ValueError -- :data:`SLICE_COPY` checks it, in the CPU module
         and on the device (its error channel), and gives the count to copy (0 after an
         error on the device: nothing is touched).  Overlapping views of one array copy as
@@ -581,14 +582,12 @@ class _Rewriter(ast.NodeTransformer):
 
         target = node.targets[0]
         out = []
-        value = node.value
-        array = self._is_array_expr(value) or (isinstance(value, ast.Name)
-                                               and value.id in self.arrays_used)
+        array = self._is_array_expr(v) or (isinstance(v, ast.Name) and v.id in self.arrays_used)
         if array:
-            src = self._copied(value)
+            src = self._copied(v)
             out += [assign("m", src.n()), assign("o", src.off())]
         else:
-            out.append(assign("v", self.visit(value)))
+            out.append(assign("v", self.visit(v)))
         dst = self._copied(target)
         out.append(assign("d", dst.off()))
         if array:

@@ -460,6 +460,16 @@ def fills(out, src, lo, hi):
     out[lo:lo + 1] = src[lo:lo + 1]  # marker
 
 
+def helper_fills(out, src, lo, hi):
+    """``fills`` with its copies in the helper only."""
+    if hi - lo <= 2:
+        copy_back(out, src, lo, hi)
+        return
+    mid = (lo + hi) // 2
+    helper_fills(out, src, lo, mid)
+    helper_fills(out, src, mid, hi)
+
+
 def test_a_slice_copy_into_a_narrower_array_is_refused_naming_the_statement():
     """float64 into int64 by slice assignment: refused at the call as an element copy is,
     naming the statement as written (not hpu's loop), in the function and in a helper."""
@@ -471,8 +481,13 @@ def test_a_slice_copy_into_a_narrower_array_is_refused_naming_the_statement():
         f.run(np.zeros(8, np.int64), src, 0, 8, device="cpu")
     text = str(info.value)
     assert "hpu__" not in text and "copies src (float64 values) into out (int64)" in text, text
-    assert (f"{__file__}:{_line_of(fills, '# marker')}: out[lo:lo + 1] = src[lo:lo + 1]"
-            in text or f"in copy_back(): out[lo:hi] = src[lo:hi]" in text), text
+    assert text.startswith(f"{__file__}:{_line_of(fills, '# marker')}: "
+                           "out[lo:lo + 1] = src[lo:lo + 1]: copies"), text
+    g = hpu.divide_and_conquer(helper_fills)
+    with pytest.raises(ArrayMismatchError) as info:
+        g.run(np.zeros(8, np.int64), src, 0, 8, device="cpu")
+    assert str(info.value).startswith(f"{__file__}:{_line_of(copy_back, '# marker')}: in "
+                                      "copy_back(): out[lo:hi] = src[lo:hi]: copies")
     out = np.zeros(8)
     f.run(out, src, 0, 8, device="cpu")
     want = np.zeros(8)
