@@ -14,10 +14,15 @@ So these checks are compiled once (and cached on disk) for the whole process, an
 site text: a failing check raises a subclass of Python's exception (``ZeroDivisionError``,
 ``ValueError``, ``OverflowError``, ``IndexError``) whose arguments are numbers -- the site's
 number in :data:`SITES`, a list every compiled function appends its sites to
-(:func:`add_site`) -- and whose text is looked up when the exception is shown:
-``file.py:12: in merge(): left[i]: index 3 is out of bounds for length 3``.  The subclass is
-named as Python's (``ZeroDivisionError``, shown as in any traceback) and pickles as Python's
-own, with its text (a Dask worker's exception reaches the caller readable).
+(:func:`add_site`) -- and whose one argument, looked up when Python makes the exception, is
+the text: ``file.py:12: in merge(): left[i]: index 3 is out of bounds for length 3``.  The
+subclass is this module's, named as Python's (``hpu._checked_ops.ZeroDivisionError``:
+Numba pickles the class it raises, by reference); an exception pickles as Python's own, with
+its text (a Dask worker's exception reaches the caller readable).
+
+These are the CPU module's checks (:data:`hpu._codegen._CHECKED_PRELUDE`) again, with the
+site's number for its text: that module could raise these too, but it is cached per
+function on disk and its texts are right there, so it was left as it is.
 
 The site reaches a check as ``hpu__SITE_IDS[k]``, an element of an int64 array: a constant
 ``k`` would be typed as a literal by Numba, and each check compiled once per call site.
@@ -95,6 +100,11 @@ def _broadcast(ns, nd, site):
     raise ValueError(site, ns, nd)
 
 
+@njit(cache=True)
+def _outofbounds(i, n, site):
+    raise IndexError(site, i, n)
+
+
 def _misfit(t, v):
     """``(len(v), len(t))`` when ``t[...] = v`` of two 1-D arrays has lengths NumPy refuses
     (neither equal nor ``v`` of one element), else ``(-1, -1)``."""
@@ -123,11 +133,6 @@ def _register() -> None:
 
 
 _register()
-
-
-@njit(cache=True)
-def _outofbounds(i, n, site):
-    raise IndexError(site, i, n)
 
 
 @njit(inline="always")

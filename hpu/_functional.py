@@ -484,14 +484,12 @@ def _clone(f, glb, is_main: bool, checker=None):
 _SITE_IDS = "hpu__SITE_IDS"
 
 
-_PURE_CALLS = frozenset({"len", "min", "max", "abs", "int"})
-
-
 def _sited():
     """:class:`hpu._codegen._Checked` whose checks name their site ``hpu__SITE_IDS[k]``, k a
     number of :data:`hpu._checked_ops.SITES` (made here: hpu._codegen imports this module)."""
     from hpu._checked_ops import add_site
     from hpu._codegen import _Checked
+    from hpu._views import _PURE_CALLS
 
     class _Sited(_Checked):
         def _where(self, node):
@@ -502,15 +500,13 @@ def _sited():
         def visit_Assign(self, node):
             """``t[s:e] = v`` -> ``t[s:e] = hpu__fit(t[s:e], v, site)``: NumPy's error for
             lengths it refuses, at the user's line (the target is read twice: only when its
-            bounds call nothing but ``len``, ``min``, ``max``, ``abs``, ``int``)."""
+            bounds call nothing but builtins without effects, ``len``, ``min``, ...)."""
             t = node.targets[0] if len(node.targets) == 1 else None
             if (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
                     and isinstance(t.slice, ast.Slice) and all(
                         isinstance(c.func, ast.Name) and c.func.id in _PURE_CALLS
                         for c in ast.walk(t.slice) if isinstance(c, ast.Call))):
-                where = ast.Constant(add_site(f"{self.filename}:{node.lineno}: "
-                                              f"{self.context}{ast.unparse(node)}"))
-                where = ast.Subscript(ast.Name(_SITE_IDS, ast.Load()), where, ast.Load())
+                where = self._where(node)       # the statement, as written
                 self.generic_visit(node)
                 read = copy.deepcopy(node.targets[0])
                 for n in ast.walk(read):

@@ -261,15 +261,13 @@ class DeviceSplit:
         return (max(lo, 0), hi)
 
 
-#: calls that write nothing: a divide step made of these (``mid = (lo + hi) // 2``) leaves
-#: the arrays as the call began
-_PURE = frozenset({"len", "min", "max", "abs", "int", "float", "bool", "round"})
-
-
 def _expansion_writes(spec) -> bool:
     """Whether expanding the tree may write the arrays: a divide step or a guard that
-    stores into an array or calls a helper (a partition)."""
+    stores into an array or calls a helper (a partition); ``mid = (lo + hi) // 2``, or
+    builtins without effects (``len``, ``min``, ...), leave them as the call began."""
     import ast
+
+    from hpu._views import _PURE_CALLS as _PURE
 
     for stmt in (*spec.check, *spec.divide):
         for n in ast.walk(stmt):
