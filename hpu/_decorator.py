@@ -989,20 +989,36 @@ class Configured:
         """These options updated with ``options``."""
         return Configured(self._base, {**self._opts, **options})
 
+    def _own(self, kwargs) -> tuple[dict, dict]:
+        """``(run options, the function's keywords)``: a parameter's name is the function's."""
+        from hpu._options import RUN_OPTIONS
+
+        params = self._base._signature.parameters
+        opts = {k: v for k, v in kwargs.items() if k in RUN_OPTIONS and k not in params}
+        return opts, {k: v for k, v in kwargs.items() if k not in opts}
+
     def __call__(self, *args, **kwargs):
         if _disabled():
             return self.py_func(*args, **kwargs)
         return self._base._run(self._opts, args, kwargs, self._checked).value
 
     def run(self, *args, **kwargs) -> Run:
-        """Run with the configured options; every keyword is the function's."""
+        """Run with the configured options.  A keyword that is a parameter of the function is
+        the function's (even one named like a run option: this is the way to pass it); one
+        that is a run option and no parameter sets that option for this run, as in
+        :meth:`DivideAndConquer.run`: ``f.options(K=2).run(x, device="cpu")``."""
+        opts, kwargs = self._own(kwargs)
+        if opts:
+            return self.options(**opts).run(*args, **kwargs)
         if self._checked["memory"]:
             return _measured(self._base._run, self._opts, args, kwargs, self._checked)
         return self._base._run(self._opts, args, kwargs, self._checked)
 
     def plan(self, *args, **kwargs):
-        """The plan a run with the configured options executes."""
-        return self._base._plan(self._opts, args, kwargs)
+        """The plan a run with the configured options executes (a keyword that is a run
+        option sets it, as in :meth:`run`)."""
+        opts, kwargs = self._own(kwargs)
+        return self._base._plan({**self._opts, **opts}, args, kwargs)
 
     def sequential(self, *args, **kwargs):
         """The original compiled by Numba, on one core (options do not apply)."""

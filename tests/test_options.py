@@ -77,6 +77,22 @@ def test_a_run_option_that_shadows_a_parameter_is_refused_naming_options(name):
     assert scaled.options(device="cpu").run(x, 0, 8, 2, 0, 0, 0).value == 2 * 28
 
 
+def test_a_run_option_given_to_a_configured_run_sets_it_for_that_run():
+    from algorithms.mergesort import mergesort
+
+    x = np.random.default_rng(3).integers(-50, 50, 3001).astype(np.int64)
+    f = mergesort.options(K=2)
+    a = x.copy()
+    run = f.run(a, np.empty_like(x), 0, x.size, device="cpu")
+    assert run.device == "cpu" and run.plan.cutoff_level == 2
+    assert np.array_equal(a, np.sort(x))
+    plan = f.plan(x, np.empty_like(x), 0, x.size, device="cpu")
+    assert plan == run.plan
+    with pytest.raises(ValueError, match="device='tpu'"):
+        f.run(x.copy(), np.empty_like(x), 0, x.size, device="tpu")
+    assert f.run_options == {"K": 2}                    # the object is unchanged
+
+
 def test_options_are_checked_when_set():
     with pytest.raises(TypeError, match="unknown run option 'devcie'.*device"):
         scaled.options(devcie="cpu")
