@@ -684,7 +684,8 @@ def quiet_reflection():
 # 2**24, one core's 3x).  hpu leaves the C library's settings alone (a process-wide
 # change would slow every large allocation of the user's own code) but gives freed pages
 # back (``malloc_trim(0)``, :func:`trim_memory`) before every combine at the top levels,
-# after every top-level call and at the end: 4.5-4.7x, a few per cent of time.  Not
+# after every top-level call and at the end: 4.5-4.7x with 4 subtrees per thread, a few per
+# cent of time; 3.0-3.25x with 2 (:data:`TASKS_PER_THREAD`).  Not
 # after each subtree: the next subtree on that thread would fault the same pages in
 # again.  What is left is each thread arena's top block, which ``malloc_trim`` does not
 # release outside the main arena; ``MALLOC_MMAP_THRESHOLD_=131072`` in the environment
@@ -758,8 +759,13 @@ def on_big_stack(fn, *args, **kwargs):
 
 #: the fewest elements (longest array argument) for which the top levels fan out
 FANOUT_MIN = 1 << 15
-#: subtrees per thread: enough that uneven subtrees still keep every thread busy
-TASKS_PER_THREAD = 4
+#: subtrees per thread.  Two, not more: every top level whose arrays the C library keeps in
+#: a thread's arena (below its 32 MB mmap ceiling) holds about one more input's worth at the
+#: peak (see "Memory" above).  The functional mergesort at 2**24 int32 keys on 2 threads,
+#: alternating processes, 4 pairs: K=2 (2 per thread) 1.59-1.86 s and 3.0-3.25x the input,
+#: K=3 (4 per thread) 1.70-1.82 s and 4.75-5.41x.  Uneven subtrees (a quicksort's) balance
+#: a little worse with two; K= sets more.
+TASKS_PER_THREAD = 2
 #: the fewest elements a subtree is cut to when K is chosen automatically
 MIN_SUBTREE = 1 << 11
 #: at most this many top-level calls run as Python threads; deeper calls become subtrees

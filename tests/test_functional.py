@@ -398,8 +398,8 @@ def test_trim_memory_reaches_the_c_library():
 def test_fanout_levels():
     assert fanout_levels(1 << 20, 2, 2.0, 1)[0] == 0                     # one thread
     assert fanout_levels(FANOUT_MIN - 1, 2, 2.0, 8)[0] == 0               # too small
-    assert fanout_levels(1 << 20, 2, 2.0, 2)[0] == 3                      # 8 = 4 per thread
-    assert fanout_levels(1 << 24, 2, 2.0, 16)[0] == 6                     # 64 subtrees
+    assert fanout_levels(1 << 20, 2, 2.0, 2)[0] == 2                      # 4 = 2 per thread
+    assert fanout_levels(1 << 24, 2, 2.0, 16)[0] == 5                     # 32 subtrees
     assert fanout_levels(1 << 24, 4, 4.0, 16)[0] == 3
     assert fanout_levels(FANOUT_MIN, 2, 2.0, 64)[0] == 4    # subtrees of >= 2**11 elements
     assert fanout_levels(10, 2, 2.0, 2, K=5) == (5, fanout_levels(10, 2, 2.0, 2, K=5)[1])
