@@ -41,7 +41,9 @@ What is rewritten (else the function runs on the CPU as before, and the reason s
 ---------------------------------------------------------------------------------------
 
 * one parameter, the array; leading guards ``if ...: ... return R`` whose ``R`` is
-  ``a.copy()``, ``a``, ``a[:]`` or ``np.copy(a)``, alone or first in a tuple with scalars;
+  ``a.copy()``, ``a``, ``a[:]`` or ``np.copy(a)``, alone or first in a tuple with scalars --
+  or an empty array (``np.zeros(0, a.dtype)``, ``np.empty(0)``, ``np.array([])``, ``a[:0]``)
+  under a test that ``a`` is empty (``if len(a) == 0``, ``if not a``): as long as its slice;
 * two recursive calls, on ``a[:e]`` then ``a[e:]`` (the same ``e``: together they are ``a``,
   in order), as ``x = f(...)``, ``x, k = f(...)`` or inside the combine's call;
 * one combine: a helper whose one allocation, ``np.empty``/``np.zeros``, at its top level,
@@ -122,6 +124,34 @@ def _copy_of(e, a: str, nps: set) -> bool:
         return True
     return (isinstance(e, ast.Subscript) and _is_name(e.value, a) and isinstance(e.slice, ast.Slice)
             and e.slice.lower is None and e.slice.upper is None and e.slice.step is None)
+
+
+def _empty_of(e, a: str, nps: set):
+    """``(True, dtype is a's)`` for an empty array written as people write it --
+    ``np.zeros(0, a.dtype)``, ``np.empty(0)``, ``np.array([], dtype=...)``, ``a[:0]``,
+    ``a[0:0]`` -- else None."""
+    if (isinstance(e, ast.Subscript) and _is_name(e.value, a) and isinstance(e.slice, ast.Slice)
+            and e.slice.step is None and isinstance(e.slice.upper, ast.Constant)
+            and e.slice.upper.value == 0 and (e.slice.lower is None or (
+                isinstance(e.slice.lower, ast.Constant) and e.slice.lower.value == 0))):
+        return True, True
+    if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and _is_name(e.func.value)
+            and e.func.value.id in nps and e.args and len(e.args) <= 2):
+        return None
+    size = e.args[0]
+    if e.func.attr in ("zeros", "empty", "ones"):
+        if not (isinstance(size, ast.Constant) and size.value == 0 and type(size.value) is int):
+            return None
+    elif e.func.attr == "array":
+        if not (isinstance(size, ast.List) and not size.elts):
+            return None
+    else:
+        return None
+    if any(k.arg != "dtype" for k in e.keywords):
+        return None
+    dtype = e.args[1] if len(e.args) > 1 else next((k.value for k in e.keywords), None)
+    return True, (isinstance(dtype, ast.Attribute) and dtype.attr == "dtype"
+                  and _is_name(dtype.value, a))
 
 
 def _split_result(e):
@@ -382,6 +412,7 @@ def rewrite(dc) -> Rewritten:
         body += [ast.copy_location(ast.If(last.test, last.body, []), last), *last.orelse]
     out_body = []
     scalars = None
+    other_dtype = False     # an empty base case of another dtype than the argument's
 
     def returns_of(block):
         return [n for s in block for n in ast.walk(s) if isinstance(n, ast.Return)]
@@ -412,7 +443,14 @@ def rewrite(dc) -> Rewritten:
         if ret.value is None:
             raise NotRewritable(f"a base case returns nothing (line {ret.lineno})")
         arr, sc = _split_result(ret.value)
-        if not _copy_of(arr, a, nps):
+        empty = _empty_of(arr, a, nps)
+        if empty is not None and _empty_test(g.test, a) and not any(
+                isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == a
+                for n in ast.walk(g)):
+            # `if len(a) == 0: return np.zeros(0, a.dtype)`: as long as its slice, as a copy
+            # is; another dtype than a's leaves the result's dtype to Numba's typing
+            other_dtype = other_dtype or not empty[1]
+        elif not _copy_of(arr, a, nps):
             raise NotRewritable(f"a base case returns `{ast.unparse(arr)}` (line {ret.lineno}), "
                                 f"not a copy of {a}")
         set_arity(len(sc), ret)
@@ -601,7 +639,7 @@ def rewrite(dc) -> Rewritten:
     mfn = _function(main, new_glb, filename)
     mfn.__hpu_tree__ = (main, filename, text, start)
     new_glb[name] = mfn
-    return Rewritten(fn=mfn, scalars=scalars, same_dtype=same)
+    return Rewritten(fn=mfn, scalars=scalars, same_dtype=same and not other_dtype)
 
 
 def _outlined(stmts, i2, children, a, before, name, fn, used, text, start):

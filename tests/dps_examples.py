@@ -337,13 +337,55 @@ def sort_ifexp(a):
     return merge_ifexp(sort_ifexp(a[:mid]), sort_ifexp(a[mid:]))
 
 
+def sort_empty_base(a):
+    """An empty base case beside the one-element one."""
+    if len(a) == 0:
+        return np.zeros(0, a.dtype)
+    if len(a) == 1:
+        return a.copy()
+    mid = len(a) // 2
+    return merge(sort_empty_base(a[:mid]), sort_empty_base(a[mid:]))
+
+
+def count_empty_base(arr):
+    if arr.size == 0:
+        return np.empty(0, dtype=arr.dtype), 0
+    if len(arr) == 1:
+        return arr.copy(), 0
+    half = len(arr) // 2
+    left, x = count_empty_base(arr[:half])
+    right, y = count_empty_base(arr[half:])
+    merged, z = merge_count(left, right)
+    return merged, x + y + z
+
+
+def sort_empty_floats(a):
+    """``np.array([])`` (float64) as the empty result, a float64 combine."""
+    if len(a) < 1:
+        return np.array([])
+    if len(a) < 2:
+        return a[:]
+    m = len(a) // 2
+    return merge_float(sort_empty_floats(a[:m]), sort_empty_floats(a[m:]))
+
+
+def empty_not_empty(a):
+    """An empty array where ``a`` need not be empty: no device form."""
+    if len(a) <= 1:
+        return a[:0]
+    m = len(a) // 2
+    return merge(empty_not_empty(a[:m]), empty_not_empty(a[m:]))
+
+
 REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": sort_desc,
              "sort_floats": sort_floats, "count_inversions": count_inversions,
              "sort_inline": sort_inline, "count_inline": count_inline,
              "sort_inline_lengths": sort_inline_lengths, "sort_tails": sort_tails,
              "count_inline_tails": count_inline_tails, "sort_early": sort_early,
-             "sort_ifexp": sort_ifexp}
+             "sort_ifexp": sort_ifexp, "sort_empty_base": sort_empty_base,
+             "count_empty_base": count_empty_base, "sort_empty_floats": sort_empty_floats}
 KEPT = {"drop_middle": ("not on a[:e] and a[e:]", drop_middle),
         "padded": ("not len(left) + len(right)", padded),
         "three_way": ("returns `np.sort(a)`", three_way),
-        "inline_padded": ("allocates `len(left) + len(right) + 1` elements", inline_padded)}
+        "inline_padded": ("allocates `len(left) + len(right) + 1` elements", inline_padded),
+        "empty_not_empty": ("returns `a[:0]`", empty_not_empty)}

@@ -25,7 +25,9 @@ _DECORATED: dict = {}
 DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float32,
           "sort_floats": np.float64, "count_inversions": np.int32, "sort_inline": np.int64,
           "count_inline": np.int32, "sort_inline_lengths": np.float32, "sort_tails": np.int64,
-          "count_inline_tails": np.int32, "sort_early": np.float64, "sort_ifexp": np.int16}
+          "count_inline_tails": np.int32, "sort_early": np.float64, "sort_ifexp": np.int16,
+          "sort_empty_base": np.int32, "count_empty_base": np.int64,
+          "sort_empty_floats": np.float64}
 
 
 def decorated(name):
@@ -159,6 +161,15 @@ def test_tails_copied_by_slice_assignment_run_on_the_device(device, alpha, y):
         run = check("count_inline_tails", x, device, alpha, y)
         if n >= 4099:
             assert run.gpu_tasks > 0
+
+
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
+def test_an_empty_base_case_runs_on_the_device(device, alpha, y):
+    """``if len(a) == 0: return np.zeros(0, a.dtype)`` is as long as its slice."""
+    x = np.random.default_rng(7).integers(-99, 99, 4099).astype(np.int32)
+    run = check("sort_empty_base", x, device, alpha, y)
+    assert run.gpu_tasks > 0
+    check("sort_empty_base", x[:3].copy(), device, alpha, y)
 
 
 def test_a_tail_chosen_by_a_conditional_expression_runs_on_the_device():
