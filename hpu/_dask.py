@@ -131,14 +131,14 @@ import threading
 import time
 import warnings
 from collections import ChainMap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import CodeType
 from typing import Any
 
 import numpy as np
 
 from hpu._errors import HpuError, user_stacklevel
-from hpu._run import LevelRecord, Run
+from hpu._run import Run
 
 __all__ = ["Cluster", "ClusterPlan", "ClusterReport", "ClusterRun", "ClusterUnavailableError",
            "NodeProfile", "Network", "WorkerRecord", "run_on_cluster", "plan_cluster",
@@ -785,7 +785,6 @@ def _shares(speeds: list[float]) -> list[float]:
 def _node_time(problem_at, node: NodeProfile, n_sub: int, device: str, strategy: str,
                element_bytes: int) -> float:
     """Predicted seconds of one subtree of size ``n_sub`` on ``node`` (the HPU model)."""
-    from hpu import model
 
     from hpu._plan import model_plan
 

@@ -379,7 +379,7 @@ class DivideAndConquer:
         import warnings
 
         from hpu._errors import HpuPerformanceWarning
-        from hpu._functional import (FALLBACK_REASON, UNTYPED_REASON, convert_arguments,
+        from hpu._functional import (UNTYPED_REASON, convert_arguments,
                                      quiet_reflection, untyped_what)
 
         fallbacks = []

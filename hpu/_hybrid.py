@@ -93,7 +93,6 @@ def run_on_devices(dc, program, values, *, device: str, device_spec=None, alpha=
     ``snapshot``: the call's :class:`~hpu._snapshot.Snapshot` a device failure is
     redone from (None: taken here, for callers that do not keep one themselves).
     """
-    from hpu._cpu import CpuBackend
     from hpu._driver import execute
     from hpu._plan import make_plan
     from hpu._split import DeviceSplit

@@ -470,7 +470,6 @@ def _hoist_calls(body, name, where, result):
     env: dict = {}          # name -> pure scalar expression it holds (over settled names)
     tainted: set = set()    # names assigned from calls, arrays or helpers inside the region
     hoisted, temps, counter = [], {}, [0]
-    call_of_stmt: dict = {}
 
     def check_args(call):
         new_args = []

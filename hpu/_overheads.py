@@ -258,7 +258,6 @@ def measure_quietly(device=None) -> dict[str, float]:
 
 def _measure_launch(device, repeats: int) -> float:
     """Median seconds of enqueueing an empty kernel and waiting for it."""
-    import numpy as np
     import pyopencl as cl
 
     ctx = cl.Context([device])
