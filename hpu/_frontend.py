@@ -597,20 +597,15 @@ class _SubsetChecker(ast.NodeVisitor):
         if isinstance(f, ast.Name):
             if f.id == "print":
                 refuse_with(self.where, node, "print")
-            if f.id == "sum" and node.args and not node.keywords:
-                arg = ast.unparse(node.args[0])
-                self.where.refuse(
-                    node, f"sum() of an array (`{ast.unparse(node)}`)",
-                    "it reduces a whole array, which device code cannot do",
-                    f"write the loop: s = 0; for i in range(lo, hi): s += {arg}[i]")
-            if f.id in ("min", "max") and len(node.args) == 1 and not node.keywords:
-                arg = ast.unparse(node.args[0])
-                self.where.refuse(
-                    node, f"{f.id}() of a single argument (`{ast.unparse(node)}`)",
-                    "it reduces a whole array, which device code cannot do; only "
-                    f"{f.id}(x, y, ...) of numbers runs on every device",
-                    f"write the loop: m = {arg}[lo]; for i in range(lo + 1, hi): "
-                    f"m = {f.id}(m, {arg}[i])")
+            # a view passed on is (array, offset, length) by now: shown as written
+            args = node.args
+            if len(args) == 3 and all(isinstance(a, ast.Name) and a.id in self.where.hidden
+                                      for a in args[1:]):
+                args = args[:1]
+            if (f.id == "sum" and args and not node.keywords) or (
+                    f.id in ("min", "max") and len(args) == 1 and not node.keywords):
+                shown = f"{f.id}({', '.join(ast.unparse(a) for a in args)})"
+                _refuse_reduction(self.where, node, shown)
         elif isinstance(f, ast.Attribute):
             if not isinstance(f.value, ast.Name):
                 self.where.refuse(node, f"the call `{ast.unparse(node)}`",
@@ -909,6 +904,7 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
                                  f"({', '.join(params)}); pass two of its scalar parameters")
         span = tuple(span)
     tree = _functional.rewrite_values(_strip(node))  # float("inf"), `if not arr`
+    _refusals_at_once(tree, where, name)
     root_defaults = _root_defaults(tree, where)  # if hi is None: hi = len(a) -> at the call
     unroll_literal_loops(tree, where)  # for part in (a[:m], a[m:]): one copy per value
     view_info = _views.rewrite_main(tree, where)  # slices -> (array, offset, length)
@@ -1102,6 +1098,82 @@ def _root_defaults(tree: ast.FunctionDef, where: _Where) -> tuple[tuple[str, str
 
 def _is_none(e) -> bool:
     return e is None or (isinstance(e, ast.Constant) and e.value is None)
+
+
+#: builtins that reduce their one argument, element by element
+_REDUCTIONS = frozenset({"sum", "min", "max", "sorted", "any", "all"})
+
+
+def _refuse_reduction(where: _Where, node, shown: str) -> None:
+    """``sum(a)``, ``min(a)``... of an array: refused with the loop to write."""
+    f = node.func.id
+    if f == "sum":
+        where.refuse(node, f"sum() of an array (`{shown}`)",
+                     "it reduces a whole array, which device code cannot do",
+                     f"write the loop: s = 0; for i in range(lo, hi): s += {_arg_text(shown)}[i]")
+    if f in ("min", "max"):
+        where.refuse(node, f"{f}() of a single argument (`{shown}`)",
+                     "it reduces a whole array, which device code cannot do; only "
+                     f"{f}(x, y, ...) of numbers runs on every device",
+                     f"write the loop: m = {_arg_text(shown)}[lo]; for i in range(lo + 1, hi): "
+                     f"m = {f}(m, {_arg_text(shown)}[i])")
+    where.refuse(node, f"{f}() of an array (`{shown}`)",
+                 "it goes through a whole array, which device code cannot do",
+                 "write the loop over range(lo, hi)")
+
+
+def _arg_text(call_text: str) -> str:
+    """``a`` of ``sum(a)``; ``a`` of ``sum(a[lo:hi])`` too (the loop indexes ``a``)."""
+    inner = call_text[call_text.index("(") + 1:-1]
+    return inner.split("[", 1)[0]
+
+
+def _refusals_at_once(tree, where: _Where, name: str, sentinel: bool = True) -> None:
+    """The constructs that block a function whatever else it does, found in one pass over
+    its tree as written (before slices become views): whole-array builtins (``sum(a)``,
+    ``min(a)``, ``sorted(a)``), ``print``, ``return None`` beside values (``sentinel``: a
+    function's, not a helper's).  Two or more are
+    refused together, each with its line and fix, so that one edit does not just reveal the
+    next (the subset check further on names every construct it refuses at once too, but
+    only after slices have become views, and after the shape's checks)."""
+    from hpu._functional import used_as_arrays
+
+    arrays = used_as_arrays(tree)
+    for n in ast.walk(tree):        # names bound to slices of arrays: views
+        if (isinstance(n, ast.Assign) and len(n.targets) == 1
+                and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Subscript)
+                and isinstance(n.value.slice, ast.Slice) and isinstance(n.value.value, ast.Name)
+                and n.value.value.id in arrays):
+            arrays.add(n.targets[0].id)
+
+    def array_like(e) -> bool:
+        if isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Slice):
+            e = e.value
+        return isinstance(e, ast.Name) and e.id in arrays
+
+    found: list[TranslationError] = []
+
+    def collect(check, *args):
+        try:
+            check(*args)
+        except TranslationError as err:
+            found.append(err)
+
+    for n in ast.walk(tree):
+        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Name)):
+            continue
+        if (n.func.id in _REDUCTIONS and len(n.args) == 1 and not n.keywords
+                and array_like(n.args[0]) and n.func.id != name):
+            collect(_refuse_reduction, where, n, ast.unparse(n))
+        elif n.func.id == "print":
+            collect(refuse_with, where, n, "print")
+    if sentinel:        # a function's; a helper's returns are typed by Numba
+        returns = [r for r in ast.walk(tree) if isinstance(r, ast.Return)]
+        collect(_refuse_none_sentinel, returns, name, where)
+    if len(found) == 1:
+        raise found[0]
+    if found:
+        raise _several(sorted(found, key=lambda e: e.lineno or 0), where)
 
 
 def _refuse_none_sentinel(returns, name, where: _Where) -> None:
@@ -1382,6 +1454,7 @@ def resolve(fn, spec: DCSpec) -> Closure:
         where = _Where(filename, f"helper {getattr(obj, '__hpu_shown__', n)!r}")
         _check_params(hnode, where)
         tree = _functional.rewrite_values(_strip(hnode))
+        _refusals_at_once(tree, where, tree.name, sentinel=False)
         tree.name = n
         where.hidden = helper_views.rewrite(n, tree, where)  # slices -> (array, offset, length)
         _SubsetChecker(where).check_all(tree.body)

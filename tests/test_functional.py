@@ -135,6 +135,44 @@ def test_every_blocking_construct_is_named_at_once():
                                             for m in ("sum-here", "max-here", "min-here")]
 
 
+def sliced_blockers(a):
+    if len(a) == 0:
+        return None  # none2-here
+    if len(a) == 1:
+        return min(a)  # min2-here
+    m = len(a) // 2
+    left = a[:m]
+    return max(sliced_blockers(left), sliced_blockers(a[m:])) + sum(left)  # sum2-here
+
+
+def sum_helper(v, lo, hi):
+    return sum(v[lo:hi])  # helper-sum-here
+
+
+def calls_sum_helper(a):
+    if len(a) == 1:
+        return a[0]
+    m = len(a) // 2
+    return calls_sum_helper(a[:m]) + calls_sum_helper(a[m:]) + sum_helper(a, 0, 1)
+
+
+def test_blockers_of_a_sliced_function_are_named_at_once_as_written():
+    """Before slices become views: `min(a)` of a slice parameter, `sum(left)` of a view and
+    `return None`, each with its line and as written (not hpu's view arguments)."""
+    with pytest.raises(TranslationError) as info:
+        hpu.divide_and_conquer(sliced_blockers)
+    err = info.value
+    text = str(err)
+    assert "3 constructs" in text and "__" not in text, text
+    assert [e.lineno for e in err.errors] == [_line(sliced_blockers, m)
+                                            for m in ("none2-here", "min2-here", "sum2-here")]
+    assert "`min(a)`" in text and "`sum(left)`" in text and "sentinel" in text
+    with pytest.raises(TranslationError) as info:       # at decoration: the helper is known
+        hpu.divide_and_conquer(calls_sum_helper)
+    assert info.value.lineno == _line(sum_helper, "helper-sum-here")
+    assert "`sum(v[lo:hi])`" in str(info.value) and "__" not in str(info.value)
+
+
 def test_none_sentinel_is_refused_with_the_rewrite():
     with pytest.raises(TranslationError) as info:
         hpu.divide_and_conquer(none_sentinel)
