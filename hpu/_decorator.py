@@ -506,6 +506,13 @@ class DivideAndConquer:
         except TranslationError as err:  # refused only now (a helper's types): the CPU path
             self._dps = (None, _refused(err))
             return None
+        except Exception as err:
+            # the user's error from some task: the one Python meets first is the function's
+            # own, compiled, run as written on the same argument (which nothing wrote)
+            first = self._first_error(x) if _a_tasks_error(err) else None
+            if first is None:
+                raise
+            raise first from None
         finally:        # the in-place run's warnings, at the caller's line (not hpu's)
             level = user_stacklevel()
             for w in caught:
@@ -515,6 +522,17 @@ class DivideAndConquer:
         value = (out if rw.scalars == 0 else (out, run.value) if rw.scalars == 1
                  else (out, *run.value))
         return dataclasses.replace(run, value=value)
+
+    def _first_error(self, x) -> BaseException | None:
+        """The exception the function compiled as written raises on ``x``, or None."""
+        from hpu._functional import on_big_stack, quiet_reflection
+
+        try:
+            with quiet_reflection():
+                on_big_stack(self._functional_compiled(), x)
+        except Exception as err:  # noqa: BLE001 - the user's, raised by the caller
+            return err.with_traceback(None)
+        return None
 
     def _in_place_peak(self, plan, o, x):
         """``plan`` (the in-place form's) with the host memory its run is predicted to
@@ -867,9 +885,14 @@ class DivideAndConquer:
                 run = execute_plan(program, values, plan, device="cpu", t_start=t0)
         except BaseException as err:
             snapshot.restore()  # the device, if any, was stopped on the way out
-            # a task's error that its rerun alone did not repeat: the one Python would raise
-            user_error = snapshot.rerun(program, values) if getattr(err, "not_reproduced",
-                                                                    False) else None
+            # the user's error, raised by some task of a level: Python raises the first in
+            # its own (depth-first) order, which a level's tasks, side by side, need not
+            # meet first -- two merges failing on different subscripts of one line gave
+            # another text on the hybrid split than in Python.  So the plain compiled
+            # function reruns from the restored arguments and its error is the one raised
+            # (also a task's error that its rerun alone did not repeat, hpu._guard)
+            user_error = snapshot.rerun(program, values) if (
+                getattr(err, "not_reproduced", False) or _a_tasks_error(err)) else None
             if user_error is None:
                 raise
         if user_error is not None:
@@ -1149,6 +1172,13 @@ def _not_compiled_reason(name: str, err) -> str:
     return (f"{where}Numba cannot compile {name} as written ({what}); the plain Python "
             "function runs instead: write that line with what Numba supports to run it "
             "compiled")
+
+
+def _a_tasks_error(err: BaseException) -> bool:
+    """An exception of the user's code (not hpu's own, not Ctrl-C, not memory)."""
+    from hpu._errors import HpuError
+
+    return isinstance(err, Exception) and not isinstance(err, (HpuError, MemoryError))
 
 
 @contextlib.contextmanager

@@ -377,6 +377,27 @@ def empty_not_empty(a):
     return merge(empty_not_empty(a[:m]), empty_not_empty(a[m:]))
 
 
+def merge_unguarded(left, right):
+    """The two-finger merge without its tails: reads past the end of one child."""
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = j = 0
+    for k in range(len(out)):
+        if left[i] <= right[j]:  # LINE_UNGUARDED
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+    return out
+
+
+def sort_unguarded(a):
+    if len(a) <= 1:
+        return a.copy()
+    mid = len(a) // 2
+    return merge_unguarded(sort_unguarded(a[:mid]), sort_unguarded(a[mid:]))
+
+
 REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": sort_desc,
              "sort_floats": sort_floats, "count_inversions": count_inversions,
              "sort_inline": sort_inline, "count_inline": count_inline,

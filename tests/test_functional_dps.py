@@ -260,6 +260,28 @@ def test_an_index_error_in_the_combine_names_the_users_helper_and_line():
     assert "_into()" not in program.source and not any("_into()" in t for t in device)
 
 
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2),
+                                              ("hybrid", 0.0, 1)])
+def test_the_index_error_raised_is_the_one_python_meets_first(device, alpha, y):
+    """Every merge of two one-element runs reads past one of them: ``left[i]`` or
+    ``right[j]``, by the keys.  Python raises the first merge's; the device's tasks run
+    side by side (on the hybrid split, the two sides' first errors differ for these keys):
+    the error raised is the function's own, compiled, run as written."""
+    f = hpu.divide_and_conquer(ex.sort_unguarded, boundscheck=True)
+    x = np.random.default_rng(1001).normal(0, 100, 1001).round(1)
+    with pytest.raises(IndexError) as first:
+        f.sequential(x)
+    with open(ex.__file__) as source:
+        line = next(i for i, t in enumerate(source, 1) if "LINE_UNGUARDED" in t)
+    assert f"dps_examples.py:{line}: in merge_unguarded(): " in str(first.value)
+    keep = x.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(IndexError) as err:
+            f.run(x, **options(device, alpha, y))
+    assert str(err.value) == str(first.value) and np.array_equal(x, keep)
+
+
 def test_base_cases_and_combine_of_two_dtypes_run_as_plain_python_and_say_so_once():
     """``a.copy()`` of ints beside a combine allocating float64 (``np.empty(n)``): Numba
     cannot give the result one type, so the device form has no buffer dtype; the plain

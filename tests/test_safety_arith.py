@@ -186,6 +186,38 @@ def test_division_by_zero_in_a_combine_raises(path, kw, n, data):
     assert f"{HERE}:{_line('LINE_COMBINE')}: (s1 + s2) // d[mid]:" in str(err.value)
 
 
+@hpu.divide_and_conquer(b=2, cost="1")
+def two_faults(a, d, lo, hi):
+    if hi - lo == 1:
+        return 100 // a[lo]   # LINE_LEAF_FAULT
+    mid = (lo + hi) // 2
+    s1 = two_faults(a, d, lo, mid)
+    s2 = two_faults(a, d, mid, hi)
+    return s1 + s2 + 1000 // d[mid]   # LINE_NODE_FAULT
+
+
+@pytest.mark.parametrize("path, kw", ALL_PATHS + COMBINE_PATHS[1:])
+@pytest.mark.parametrize("n", [64, 5000])
+def test_the_error_raised_is_the_one_python_meets_first(path, kw, n):
+    """The combine of the left half (``d[n // 4] = 0``: the node [0, n/2), level 1) and
+    the last leaf (``a[-1] = 0``) both fail.  Python, depth first, meets the combine
+    first; the levels run the subtrees below the cut-off before level 1's combines, so
+    they meet the leaf first: the error raised is still the combine's, as in Python (the
+    plain compiled function reruns from the restored arguments)."""
+    a = np.arange(1, n + 1)
+    d = np.ones(n, np.int64)
+    d[n // 4] = 0
+    a[-1] = 0
+    keep = (a.copy(), d.copy())
+    with pytest.raises(ZeroDivisionError) as python:       # Python ints, as Numba divides
+        two_faults.py_func(a.tolist(), d.tolist(), 0, n)
+    assert python.traceback[-1].lineno + 1 == _line("LINE_NODE_FAULT")
+    with pytest.raises(ZeroDivisionError) as err:
+        _call(two_faults, (a, d, 0, n), path, kw)
+    assert f"{HERE}:{_line('LINE_NODE_FAULT')}: 1000 // d[mid]:" in str(err.value)
+    assert np.array_equal(a, keep[0]) and np.array_equal(d, keep[1])
+
+
 def _mids(lo, hi):
     if hi - lo <= 1:
         return []
