@@ -225,6 +225,18 @@ def _is_view_expr(node, views: dict[str, str]) -> bool:
     return _is_slice(node) or (isinstance(node, ast.Name) and node.id in views)
 
 
+def _bound_names(target) -> list:
+    """The names an assignment target binds: ``x``, those of ``x, (y, *z)``; not the
+    names read inside ``b[i]`` or ``o.attr`` (a store into an element binds nothing)."""
+    if isinstance(target, ast.Name):
+        return [target]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for e in target.elts for n in _bound_names(e)]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    return []
+
+
 def _assigned_views(tree: ast.FunctionDef, params, views: dict[str, str], where) -> dict[str, str]:
     """Local names bound to views (``b = a[:m]``), name -> base array, checked."""
     local: dict[str, str] = {}
@@ -249,11 +261,11 @@ def _assigned_views(tree: ast.FunctionDef, params, views: dict[str, str], where)
         targets = []
         if isinstance(sub, ast.Assign):
             for tg in sub.targets:
-                targets += [n for n in ast.walk(tg) if isinstance(n, ast.Name)]
+                targets += _bound_names(tg)
             value = sub.value if len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name) \
                 else None
         elif isinstance(sub, (ast.AugAssign, ast.AnnAssign, ast.For)):
-            targets = [n for n in ast.walk(sub.target) if isinstance(n, ast.Name)]
+            targets = _bound_names(sub.target)
             value = None
         else:
             continue

@@ -539,3 +539,34 @@ def test_sorting_a_slice_in_place_is_refused_with_the_rewrite_that_runs():
             warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
             f.run(a, np.zeros_like(a), 0, len(a), device=device)
         assert np.array_equal(a, np.sort(x))
+
+
+def mark_ends(a, lo, hi):
+    part = a[lo:hi]
+    part[0] = part[0] + 1               # an element store through a local view
+    part[len(part) - 1] = -part[len(part) - 1]
+    return len(part)
+
+
+@hpu.divide_and_conquer(b=2, cost="1")
+def marks(a, lo, hi):
+    if hi - lo <= 2:
+        return mark_ends(a, lo, hi)
+    mid = (lo + hi) // 2
+    here = a[lo:hi]
+    here[mid - lo] = here[mid - lo] * 2     # and in the function itself
+    return marks(a, lo, mid) + marks(a, mid, hi)
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("device, alpha, y", PATHS[:3])
+@pytest.mark.parametrize("n", [2, 17, 3001])
+def test_elements_stored_through_a_local_view_on_every_path(device, alpha, y, n):
+    """``part = a[lo:hi]; part[0] = ...`` was refused as "assigning something other than a
+    view to 'part'" (the names read inside a store's target counted as bound)."""
+    x = np.random.default_rng(n).integers(-99, 99, n).astype(np.int64)
+    want = x.copy()
+    value = marks.py_func(want, 0, n)
+    got = x.copy()
+    run = marks.run(got, 0, n, **_options(device, alpha, y))
+    assert run.value == value and np.array_equal(got, want)
