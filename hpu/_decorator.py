@@ -465,7 +465,10 @@ class DivideAndConquer:
         dtype = self._result_dtype(rw, x)
         if dtype is None:       # Numba cannot type the function: the CPU path says why
             return None
-        return dc, rw, (x, np.empty(2 * x.size, dtype), 0, 0)
+        # the combine's scratch arrays: a buffer each, width elements per input element
+        scratch = tuple(np.empty(width * x.size + 1, dtype if dt is None else dt)
+                        for width, dt in rw.scratch)
+        return dc, rw, (x, np.empty(2 * x.size, dtype), 0, 0, *scratch)
 
     def _result_dtype(self, rw, x):
         """The dtype of the array Numba's typing gives the function's result for ``x``; None

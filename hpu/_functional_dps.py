@@ -47,7 +47,8 @@ What is rewritten (else the function runs on the CPU as before, and the reason s
 * two recursive calls, on ``a[:e]`` then ``a[e:]`` (the same ``e``: together they are ``a``,
   in order), as ``x = f(...)``, ``x, k = f(...)`` or inside the combine's call;
 * one combine: a helper whose one allocation, ``np.empty``/``np.zeros``, at its top level,
-  is sized ``len(p) + len(q)`` of the two parameters that receive the children's arrays,
+  is sized ``len(p) + len(q)`` of the two parameters that receive the children's arrays
+  (directly, or through names assigned once from their lengths: ``n1 + n2``),
   and whose every ``return`` is that array, alone or first in a tuple -- or one child
   under a guard that the other is empty (``if len(left) == 0: return right``, which
   :func:`_copied_returns` makes a copy into the output); the children's arrays are used
@@ -55,6 +56,17 @@ What is rewritten (else the function runs on the CPU as before, and the reason s
   the second call, allocating once (``len(left) + len(right)``, ``len(a)`` or a name
   assigned ``len(a)``) and returning that array first: :func:`_outlined` moves it into
   such a helper, passing the names it reads;
+* the combine's other allocations at its top level (``L = np.empty(len(left) + 1)``,
+  ``tmp = left.copy()``, ``np.zeros(n1 + n2, np.int64)``, ``np.empty_like(right)``) are
+  scratch, each carved from a buffer of its own (:func:`_scratch`): its size must be
+  bounded by ``k * len(a) + c`` -- built of the children's lengths, integer constants and
+  names assigned once from them -- so that the task at offset ``at`` of its level takes
+  ``[(k + c) * at, ... + size)``, which no other task of its level touches; the buffer,
+  ``(k + c) * n + 1`` elements, is allocated when the run starts.  This is the per-level
+  buffer of the issue, sized by construction rather than by a prefix sum at run time, and
+  a device's subtree solver uses it as its per-task arena: a size hpu cannot bound is
+  decided at decoration (the CPU path, with the reason), so no arena overflows at run
+  time;
 * scalar assignments before the guards (``n = len(a)``) stay where they are;
 * the result type Numba gives the function is a 1-D array, or a tuple of one and scalars.
 
@@ -70,6 +82,8 @@ import ast
 import copy
 import inspect
 from dataclasses import dataclass
+
+import numpy as np
 
 from hpu._functional import _allocation_in, _numpy_names
 
@@ -96,6 +110,10 @@ class Rewritten:
     fn: object
     scalars: int
     same_dtype: bool = False
+    #: the combine's scratch arrays (:func:`_scratch`): per allocation, ``(width, dtype)``:
+    #: a buffer of ``width * n + 1`` elements (``n`` the input's length) of ``dtype`` (None:
+    #: the result's), passed after ``hpu_p``
+    scratch: tuple = ()
 
 
 def _tree(fn):
@@ -234,24 +252,32 @@ def _helper_into(h, arrays: tuple[int, int], used: set):
     nps = _numpy_names(h.__globals__)
     allocs = [(i, _alloc(s, nps)) for i, s in enumerate(node.body)]
     allocs = [(i, x) for i, x in allocs if x is not None]
-    if len(allocs) != 1:
+    returned = {_split_result(r.value)[0].id for r in ast.walk(node)
+                if isinstance(r, ast.Return) and r.value is not None
+                and _is_name(_split_result(r.value)[0])}
+    results = [(i, x) for i, x in allocs if x[0] in returned]
+    if len(results) != 1:
         raise NotRewritable(f"its combine {h.__name__}() does not allocate its result once, at "
                             "its top level (`out = np.empty(len(left) + len(right), ...)`)")
-    i, (out, size, zeros) = allocs[0]
+    i, (out, size, zeros) = results[0]
     p, q = params[arrays[0]], params[arrays[1]]
+    scratch = _scratch(node, i, (p, q), nps, h, used)
     call = node.body[i].value
     dtype = call.args[1] if len(call.args) > 1 else next(
         (k.value for k in call.keywords if k.arg == "dtype"), None)
     same = (isinstance(dtype, ast.Attribute) and dtype.attr == "dtype"
             and _is_name(dtype.value) and dtype.value.id in (p, q))
-    if not (isinstance(size, ast.BinOp) and isinstance(size.op, ast.Add)
-            and {_len_of(size.left), _len_of(size.right)} == {p, q}):
+    exact = _exact(size, (p, q), _len_names(node, (p, q), i))
+    if exact is None or {k: c for k, c in exact.items() if c} != {p: 1, q: 1}:
         raise NotRewritable(f"its combine {h.__name__}() allocates `{ast.unparse(size)}` "
                             f"elements, not len({p}) + len({q}): its result would not be as "
                             "long as its two children's")
     if out in params:
         raise NotRewritable(f"its combine {h.__name__}() reassigns its parameter {out!r}")
     rest = node.body[:i] + node.body[i + 1:]
+    for k, sc in enumerate(scratch):        # np.empty(...) -> its region of a buffer
+        at = rest.index(sc.stmt)
+        rest[at:at + 1] = sc.carve
     _copied_returns(rest, out, p, q)
     check = copy.deepcopy(node)
     check.body = rest
@@ -287,10 +313,169 @@ def _helper_into(h, arrays: tuple[int, int], used: set):
     new = ast.FunctionDef(name="", args=copy.deepcopy(node.args), body=body, decorator_list=[],
                           returns=None, type_params=[])
     new.args.args.append(ast.arg(out))
+    for sc in scratch:
+        new.args.args += [ast.arg(sc.buf), ast.arg(sc.at)]
     ast.copy_location(new, node)
     new.name = _fresh(f"{h.__name__}_into", used)
     ast.fix_missing_locations(new)
-    return new, text, start, arity, same
+    return new, text, start, arity, same, scratch
+
+
+@dataclass
+class _Scratch:
+    """One scratch array of the combine: the statement that allocates it (``stmt``), what
+    replaces it (``carve``: a view of the buffer ``buf`` from ``at``, filled as the
+    allocation fills it), ``width`` (the buffer holds ``width`` elements per element of
+    the input) and ``dtype`` (None: the result's; else a NumPy dtype)."""
+
+    stmt: object
+    carve: list
+    buf: str
+    at: str
+    width: int
+    dtype: object
+
+
+def _exact(e, children, names) -> dict | None:
+    """``e`` as ``{child: k, "": c}`` -- ``sum(k * len(child)) + c``, every ``k`` and ``c`` an
+    int >= 0 -- when it is built of ``len(child)``/``child.size``, integer constants, names
+    in ``names`` (themselves such sums), ``+`` and a constant times a term; else None."""
+    if isinstance(e, ast.Constant) and type(e.value) is int and e.value >= 0:
+        return {"": e.value}
+    if _len_of(e) in children:
+        return {_len_of(e): 1}
+    if isinstance(e, ast.Name) and e.id in names:
+        return dict(names[e.id])
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Mult)):
+        x, y = _exact(e.left, children, names), _exact(e.right, children, names)
+        if x is None or y is None:
+            return None
+        if isinstance(e.op, ast.Add):
+            return {k: x.get(k, 0) + y.get(k, 0) for k in {*x, *y}}
+        for u, v in ((x, y), (y, x)):
+            if set(u) <= {""}:                  # a constant times a sum
+                return {k: u.get("", 0) * c for k, c in v.items()}
+    return None
+
+
+def _len_names(node, children, upto: int) -> dict:
+    """Names assigned once in the helper, at its top level before statement ``upto``, from
+    its children's lengths (``n1, n2 = len(left), len(right)``): name -> :func:`_exact`."""
+    counts: dict = {}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            counts[n.id] = counts.get(n.id, 0) + 1
+    names: dict = {}
+    for stmt in node.body[:upto]:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+            continue
+        t, v = stmt.targets[0], stmt.value
+        pairs = (list(zip(t.elts, v.elts)) if isinstance(t, ast.Tuple)
+                 and isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts) else [(t, v)])
+        for tt, vv in pairs:
+            if _is_name(tt) and counts.get(tt.id) == 1:
+                form = _exact(vv, children, names)
+                if form is not None:
+                    names[tt.id] = form
+    return names
+
+
+def _scratch(node, result_at: int, children, nps, h, used) -> list:
+    """The combine's other allocations at its top level -- ``np.empty(size[, dtype])``,
+    ``np.zeros``, ``np.empty_like(child)``, ``np.zeros_like(child)``, ``child.copy()``,
+    ``np.copy(child)`` -- each carved from a buffer of its own, sized when the run starts:
+    ``size`` is bounded by ``k * len(a) + c`` (:func:`_exact`, from the children's
+    lengths and names assigned once from them, ``n1, n2 = len(left), len(right)``), so the
+    task on ``a`` at offset ``at`` of its level takes ``[(k + c) * at, (k + c) * at + size)``,
+    a region no other task of its level touches (the next task starts ``len(a) >= 1``
+    elements on).  A size hpu cannot bound so keeps the CPU path."""
+    counts: dict = {}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            counts[n.id] = counts.get(n.id, 0) + 1
+    out = []
+    for i, stmt in enumerate(node.body):
+        if i == result_at:
+            continue
+        made = _scratch_alloc(stmt, children, nps)
+        if made is None:
+            continue
+        name, size, dtype, fill = made
+        if counts.get(name) != 1:
+            raise NotRewritable(f"its combine {h.__name__}() assigns {name!r} more than once")
+        form = _exact(size, children, _len_names(node, children, i))
+        if form is None:
+            raise NotRewritable(f"its combine {h.__name__}() allocates `{ast.unparse(size)}` "
+                                f"elements for {name!r} (line {stmt.lineno}), which hpu cannot "
+                                "bound by the lengths of its two children")
+        if isinstance(dtype, ast.AST):
+            dtype = _dtype_of(dtype, children, h)
+        k = len(out)
+        buf = _fresh(f"hpu_scr{k}", used)
+        at = _fresh(f"hpu_o{k}", used)
+        src = f"{name} = {buf}[{at}:{at} + {ast.unparse(size)}]"
+        if fill is not None:
+            src += (f"\nfor {INDEX} in range(len({name})):\n"
+                    f"    {name}[{INDEX}] = {fill}")
+        carve = ast.parse(src).body
+        for c in carve:
+            for n in ast.walk(c):
+                ast.copy_location(n, stmt)
+        # at most (k + c) * len(a) for a task on a (len(a) >= 1): each child is a half of a
+        out.append(_Scratch(stmt, carve, buf, at, max(1, sum(form.values())), dtype))
+    return out
+
+
+def _scratch_alloc(stmt, children, nps):
+    """``(name, size, dtype, fill)`` of a scratch allocation statement, else None; ``dtype``
+    None for the result's, an AST to resolve, or a dtype; ``fill``: what each element is
+    set to (``0``, ``child[hpu_i]``) or None."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+            and _is_name(stmt.targets[0]) and isinstance(stmt.value, ast.Call)):
+        return None
+    name, v = stmt.targets[0].id, stmt.value
+    f = v.func
+    if not isinstance(f, ast.Attribute):
+        return None
+    np_call = _is_name(f.value) and f.value.id in nps
+    if (f.attr == "copy" and not v.args and not v.keywords and _is_name(f.value)
+            and f.value.id in children):
+        child = f.value.id
+        return name, ast.parse(f"len({child})", mode="eval").body, None, f"{child}[{INDEX}]"
+    if not np_call:
+        return None
+    if f.attr in ("copy", "empty_like", "zeros_like") and len(v.args) == 1 and not v.keywords \
+            and _is_name(v.args[0]) and v.args[0].id in children:
+        child = v.args[0].id
+        fill = {"copy": f"{child}[{INDEX}]", "zeros_like": "0"}.get(f.attr)
+        return name, ast.parse(f"len({child})", mode="eval").body, None, fill
+    if f.attr in ("empty", "zeros") and v.args and len(v.args) <= 2 \
+            and all(k.arg == "dtype" for k in v.keywords):
+        dtype = v.args[1] if len(v.args) > 1 else next((k.value for k in v.keywords), None)
+        return (name, v.args[0], np.dtype(np.float64) if dtype is None else dtype,
+                "0" if f.attr == "zeros" else None)
+    return None
+
+
+def _dtype_of(e, children, h):
+    """The dtype a scratch allocation names: None for a child's (``left.dtype``: the
+    result's), else the NumPy dtype of ``np.float64``, ``float``, ``"int32"``..."""
+    if isinstance(e, ast.Attribute) and e.attr == "dtype" and _is_name(e.value) \
+            and e.value.id in children:
+        return None
+    try:
+        if not all(isinstance(n, (ast.Name, ast.Attribute, ast.Constant, ast.Load))
+                   for n in ast.walk(e)):
+            raise ValueError(e)         # a call: not evaluated here
+        value = eval(compile(ast.Expression(e), "<dtype>", "eval"),  # noqa: S307
+                     dict(h.__globals__))
+        dt = np.dtype(value)
+    except Exception:  # noqa: BLE001 - any expression that is not a plain dtype
+        raise NotRewritable(f"its combine {h.__name__}() allocates with the dtype "
+                            f"`{ast.unparse(e)}`, which is not one hpu can read") from None
+    if dt.kind not in "iuf":
+        raise NotRewritable(f"its combine {h.__name__}() allocates {dt} scratch")
+    return dt
 
 
 def _empty_test(test, name: str) -> bool:
@@ -566,8 +751,9 @@ def rewrite(dc) -> Rewritten:
     ci, h, cs, positions = combine
     if ci < i2:
         raise NotRewritable("its combine comes before its second recursive call")
-    new_h, h_text, h_start, h_scalars, same = _helper_into(
+    new_h, h_text, h_start, h_scalars, same, scratch = _helper_into(
         h, tuple(k for k, _ in positions), used)
+    bufs = [scr.buf for scr in scratch]         # passed down unchanged, as hpu_buf is
     merged = _names_of(cs.targets[0])
     if merged is None or len(merged) != 1 + h_scalars:
         raise NotRewritable(f"its combine's result is unpacked as "
@@ -600,7 +786,9 @@ def rewrite(dc) -> Rewritten:
             first = i == i1
             sub = f"{a}[:{CUT}]" if first else f"{a}[{CUT}:]"
             at = AT if first else f"{AT} + {CUT}"
-            call = ast.parse(f"{name}({sub}, {BUF}, {at}, 1 - {PARITY})", mode="eval").body
+            more = "".join(f", {b}" for b in bufs)
+            call = ast.parse(f"{name}({sub}, {BUF}, {at}, 1 - {PARITY}{more})",
+                             mode="eval").body
             new = _call_statement(call, n1 if first else n2)
         elif i == ci:
             bounds = ast.parse(f"{Q0} = {q}\n{Q1} = {Q0} + {CUT}\n{Q2} = {Q0} + len({a})\n"
@@ -613,6 +801,9 @@ def rewrite(dc) -> Rewritten:
             for k, r in positions:
                 args[k] = view(Q0, Q1) if r == n1[0] else view(Q1, Q2)
             args.append(view(M0, M1))
+            for scr in scratch:     # the buffer, and this task's region: width * at
+                args += [ast.Name(scr.buf, ast.Load()),
+                         ast.parse(f"{scr.width} * {AT}", mode="eval").body]
             new = _call_statement(ast.Call(ast.Name(new_h.name, ast.Load()), args, []), merged)
         elif s is ret:
             new = ast.Return(_value_of(sc))
@@ -622,7 +813,8 @@ def rewrite(dc) -> Rewritten:
             ast.copy_location(n, s)
         new_stmts.append(new)
     main = ast.FunctionDef(name=name, args=ast.arguments(
-        posonlyargs=[], args=[ast.arg(a), ast.arg(BUF), ast.arg(AT), ast.arg(PARITY)],
+        posonlyargs=[], args=[ast.arg(a), ast.arg(BUF), ast.arg(AT), ast.arg(PARITY),
+                              *(ast.arg(b) for b in bufs)],
         kwonlyargs=[], kw_defaults=[], defaults=[]), body=out_body + new_stmts,
         decorator_list=[], returns=None, type_params=[])
     ast.copy_location(main, node)
@@ -639,7 +831,8 @@ def rewrite(dc) -> Rewritten:
     mfn = _function(main, new_glb, filename)
     mfn.__hpu_tree__ = (main, filename, text, start)
     new_glb[name] = mfn
-    return Rewritten(fn=mfn, scalars=scalars, same_dtype=same and not other_dtype)
+    return Rewritten(fn=mfn, scalars=scalars, same_dtype=same and not other_dtype,
+                     scratch=tuple((scr.width, scr.dtype) for scr in scratch))
 
 
 def _outlined(stmts, i2, children, a, before, name, fn, used, text, start):
@@ -652,16 +845,14 @@ def _outlined(stmts, i2, children, a, before, name, fn, used, text, start):
     nps = _numpy_names(fn.__globals__)
     section, ret = stmts[i2 + 1:-1], stmts[-1]
     allocs = [(k, _alloc(s, nps)) for k, s in enumerate(section)]
-    allocs = [(k, x) for k, x in allocs if x is not None]
-    if len(allocs) != 1:
+    arr, sc = _split_result(ret.value)
+    allocs = [(k, x) for k, x in allocs if x is not None and _is_name(arr, x[0])]
+    if len(allocs) != 1:        # the others are scratch: the helper carves them (_scratch)
         raise NotRewritable("its children's arrays are not combined by a helper, nor by code "
                             "after the calls that allocates its result once "
-                            "(`out = np.empty(len(left) + len(right), ...)`)")
+                            "(`out = np.empty(len(left) + len(right), ...)`) and returns it "
+                            "first")
     k, (out, size, _) = allocs[0]
-    arr, sc = _split_result(ret.value)
-    if not _is_name(arr, out):
-        raise NotRewritable(f"it returns `{ast.unparse(ret.value)}`, not the array its "
-                            f"combine allocates ({out!r}) first")
     lengths = {ast.dump(ast.parse(f"len({a})", mode="eval").body)}
     for s in before:                        # n = len(a), assigned once
         if (isinstance(s, ast.Assign) and len(s.targets) == 1 and _is_name(s.targets[0])

@@ -398,15 +398,97 @@ def sort_unguarded(a):
     return merge_unguarded(sort_unguarded(a[:mid]), sort_unguarded(a[mid:]))
 
 
+def merge_sentinels(left, right):
+    """CLRS's merge: copies of the runs, each with an infinite sentinel at its end."""
+    L = np.empty(len(left) + 1)
+    R = np.empty(len(right) + 1)
+    L[:len(left)] = left
+    R[:len(right)] = right
+    L[len(left)] = np.inf
+    R[len(right)] = np.inf
+    out = np.empty(len(left) + len(right))
+    i = j = 0
+    for k in range(len(out)):
+        if L[i] <= R[j]:
+            out[k] = L[i]
+            i += 1
+        else:
+            out[k] = R[j]
+            j += 1
+    return out
+
+
+def sort_sentinels(a):
+    if len(a) <= 1:
+        return a.copy()
+    mid = len(a) // 2
+    return merge_sentinels(sort_sentinels(a[:mid]), sort_sentinels(a[mid:]))
+
+
+def merge_scratch(left, right):
+    """Scratch of three kinds: a copy of a run, zeros of another dtype, sized from names."""
+    n1, n2 = len(left), len(right)
+    held = left.copy()
+    taken = np.zeros(n1 + n2, np.int64)
+    out = np.empty(n1 + n2, left.dtype)
+    i = j = inv = 0
+    for k in range(n1 + n2):
+        if j >= n2 or (i < n1 and held[i] <= right[j]):
+            out[k] = held[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            taken[k] = 1
+            j += 1
+            inv += n1 - i
+    for k in range(n1 + n2):
+        inv += int(taken[k]) * 0
+    return out, inv
+
+
+def count_scratch(a):
+    if len(a) < 2:
+        return a.copy(), 0
+    m = len(a) // 2
+    left, x = count_scratch(a[:m])
+    right, y = count_scratch(a[m:])
+    both, z = merge_scratch(left, right)
+    return both, x + y + z
+
+
+def merge_square(left, right):
+    grid = np.zeros(len(left) * len(right))      # scratch hpu cannot bound by len(a)
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = j = 0
+    for k in range(len(out)):
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+        grid[0] = k
+    return out
+
+
+def sort_square(a):
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    return merge_square(sort_square(a[:m]), sort_square(a[m:]))
+
+
 REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": sort_desc,
              "sort_floats": sort_floats, "count_inversions": count_inversions,
              "sort_inline": sort_inline, "count_inline": count_inline,
              "sort_inline_lengths": sort_inline_lengths, "sort_tails": sort_tails,
              "count_inline_tails": count_inline_tails, "sort_early": sort_early,
              "sort_ifexp": sort_ifexp, "sort_empty_base": sort_empty_base,
-             "count_empty_base": count_empty_base, "sort_empty_floats": sort_empty_floats}
+             "count_empty_base": count_empty_base, "sort_empty_floats": sort_empty_floats,
+             "sort_sentinels": sort_sentinels, "count_scratch": count_scratch}
 KEPT = {"drop_middle": ("not on a[:e] and a[e:]", drop_middle),
         "padded": ("not len(left) + len(right)", padded),
         "three_way": ("returns `np.sort(a)`", three_way),
         "inline_padded": ("allocates `len(left) + len(right) + 1` elements", inline_padded),
-        "empty_not_empty": ("returns `a[:0]`", empty_not_empty)}
+        "empty_not_empty": ("returns `a[:0]`", empty_not_empty),
+        "sort_square": ("allocates `len(left) * len(right)` elements for 'grid'", sort_square)}

@@ -27,7 +27,8 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
           "count_inline": np.int32, "sort_inline_lengths": np.float32, "sort_tails": np.int64,
           "count_inline_tails": np.int32, "sort_early": np.float64, "sort_ifexp": np.int16,
           "sort_empty_base": np.int32, "count_empty_base": np.int64,
-          "sort_empty_floats": np.float64}
+          "sort_empty_floats": np.float64, "sort_sentinels": np.float64,
+          "count_scratch": np.int32}
 
 
 def decorated(name):
@@ -90,7 +91,8 @@ def test_the_in_place_form_run_as_python_is_the_function(name, data):
     rw = rewrite(decorated(name))
     want = ex.REWRITTEN[name](x.copy())
     buf = np.empty(2 * x.size, (want[0] if isinstance(want, tuple) else want).dtype)
-    scalars = rw.fn(x, buf, 0, 0)
+    scratch = [np.empty(w * x.size + 1, buf.dtype if dt is None else dt) for w, dt in rw.scratch]
+    scalars = rw.fn(x, buf, 0, 0, *scratch)
     if rw.scalars == 0:
         assert scalars is None and same(buf[:x.size], want)
     else:
@@ -170,6 +172,22 @@ def test_an_empty_base_case_runs_on_the_device(device, alpha, y):
     run = check("sort_empty_base", x, device, alpha, y)
     assert run.gpu_tasks > 0
     check("sort_empty_base", x[:3].copy(), device, alpha, y)
+
+
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2),
+                                              ("hybrid", 0.0, 1)])
+@pytest.mark.parametrize("name", ["sort_sentinels", "count_scratch"])
+def test_a_combines_scratch_arrays_run_on_the_device(name, device, alpha, y):
+    """Allocations of the combine besides its result -- copies with sentinels, a copy of a
+    run, zeros of another dtype, sized from the children's lengths -- each take a region of
+    a buffer of their own (hpu._functional_dps._scratch)."""
+    rw = rewrite(decorated(name))
+    assert rw.scratch and all(w >= 1 for w, _ in rw.scratch)
+    for n in (2, 3, 4099):
+        x = np.random.default_rng(n).integers(-500, 500, n).astype(DTYPES[name])
+        run = check(name, x, device, alpha, y)
+        if n == 4099:
+            assert run.gpu_tasks > 0
 
 
 def test_a_tail_chosen_by_a_conditional_expression_runs_on_the_device():
