@@ -12,7 +12,7 @@ a prelude of its own per function cost about a second of compiling at each first
 
 So these checks are compiled once (and cached on disk) for the whole process, and know no
 site text: a failing check raises a subclass of Python's exception (``ZeroDivisionError``,
-``ValueError``, ``OverflowError``, ``IndexError``) whose arguments are numbers -- the site's
+``ValueError``, ``OverflowError``, ``IndexError``, ``TypeError`` for a float slice bound) whose arguments are numbers -- the site's
 number in :data:`SITES`, a list every compiled function appends its sites to
 (:func:`add_site`) -- and whose one argument, looked up when Python makes the exception, is
 the text: ``file.py:12: in merge(): left[i]: index 3 is out of bounds for length 3``.  The
@@ -39,7 +39,7 @@ from numba import njit
 from hpu._guard import bad_float, bad_int_store, zero_divisor
 
 __all__ = ["SITES", "add_site", "OPERATIONS", "ZeroDivisionError", "ValueError",
-           "OverflowError", "IndexError"]
+           "OverflowError", "IndexError", "TypeError"]
 
 #: every checked operation's text ("file:line: expression") in this process, by number
 SITES: list[str] = []
@@ -81,6 +81,8 @@ OverflowError = _as_python(builtins.OverflowError, lambda v, e: "cannot convert 
                            "out-of-range float to a 64-bit integer")
 IndexError = _as_python(builtins.IndexError,
                         lambda v, e: f"index {v} is out of bounds for length {e}")
+TypeError = _as_python(builtins.TypeError, lambda v, e: "slice indices must be integers or "
+                       "None or have an __index__ method")
 
 
 @njit(cache=True)
@@ -105,6 +107,17 @@ def _outofbounds(i, n, site):
     raise IndexError(site, i, n)
 
 
+@njit(cache=True)
+def _badslice(site):
+    raise TypeError(site, 0, 0)
+
+
+def _float_bound(x):
+    """Whether ``x`` is a float: as a slice bound, Python raises TypeError (Numba would
+    slice with it)."""
+    return isinstance(x, float)
+
+
 def _misfit(t, v):
     """``(len(v), len(t))`` when ``t[...] = v`` of two 1-D arrays has lengths NumPy refuses
     (neither equal nor ``v`` of one element), else ``(-1, -1)``."""
@@ -119,6 +132,12 @@ def _misfit(t, v):
 def _register() -> None:
     from numba.core import types
     from numba.extending import overload
+
+    @overload(_float_bound, jit_options={"cache": True})
+    def _float_bound_nb(x):
+        if isinstance(x, types.Float):
+            return lambda x: True
+        return lambda x: False
 
     @overload(_misfit, jit_options={"cache": True})
     def _misfit_nb(t, v):
@@ -187,6 +206,15 @@ def fit(t, v, site):
     return v
 
 
+@njit(inline="always")
+def slice_ix(x, site):
+    """``x``, a slice bound: Python's TypeError for a float (``a[:len(a) / 2]``)."""
+    if _float_bound(x):
+        _badslice(site)
+    return x
+
+
 #: the names :class:`hpu._codegen._Checked` writes -> the checks here
 OPERATIONS = {"hpu__floordiv": floordiv, "hpu__mod": mod, "hpu__ix": ix, "hpu__int": to_int,
-              "hpu__store": store, "hpu__round": to_round, "hpu__fit": fit}
+              "hpu__store": store, "hpu__round": to_round, "hpu__fit": fit,
+              "hpu__slice_ix": slice_ix}

@@ -426,7 +426,7 @@ def _checked_source(h: Helper, bounds: bool = False, sites: list[str] | None = N
     else:
         tree, line = copy.deepcopy(h.tree), None
     params = tuple(a.arg for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs)
-    checker = _Checked(h.filename, line, f"in {h.display}(): ", bounds, sites=sites, stores=params)
+    checker = _Checked(h.filename, line, h.context, bounds, sites=sites, stores=params)
     return ast.unparse(checker.visit(tree))
 
 

@@ -222,11 +222,20 @@ class Helper:
     #: the name the user wrote, where hpu renamed the helper (the device form's
     #: ``merge_into`` is ``merge`` to the user: hpu._functional_dps)
     shown: str = field(default="", compare=False)
+    #: its code is the function's own (``__hpu_own__``): messages name no helper
+    own: bool = field(default=False, compare=False)
 
     @property
     def display(self) -> str:
         """The helper's name as messages give it: the user's."""
         return self.shown or self.name
+
+    @property
+    def context(self) -> str:
+        """What a message about its code says before the expression: ``in merge(): ``; nothing
+        for code that is the function's own, moved into a helper by hpu (a combine written
+        inline, hpu._functional_dps), as for the function's other lines."""
+        return "" if self.own else f"in {self.display}(): "
 
 
 @dataclass(frozen=True)
@@ -1128,10 +1137,53 @@ def _arg_text(call_text: str) -> str:
     return inner.split("[", 1)[0]
 
 
+def _float_bounds(tree) -> list:
+    """``(subscript, bound)`` of slices whose bound is a float whatever the input: made with
+    ``/`` (``a[:len(a) / 2]``, or ``mid = len(a) / 2`` then ``a[:mid]``), not inside a call
+    (``int(n / 2)`` is an int)."""
+    assigned: dict = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                if isinstance(t, ast.Name):
+                    assigned.setdefault(t.id, []).append(n.value)
+        elif isinstance(n, (ast.AugAssign, ast.For, ast.AnnAssign)):
+            for t in ast.walk(n.target):
+                if isinstance(t, ast.Name):
+                    assigned.setdefault(t.id, []).append(None)
+        elif isinstance(n, ast.arguments):
+            for a in n.posonlyargs + n.args + n.kwonlyargs:
+                assigned.setdefault(a.arg, []).append(None)
+
+    def floaty(e, seen=frozenset()) -> bool:
+        if isinstance(e, ast.BinOp):
+            return isinstance(e.op, ast.Div) or floaty(e.left, seen) or floaty(e.right, seen)
+        if isinstance(e, ast.UnaryOp):
+            return floaty(e.operand, seen)
+        if isinstance(e, ast.IfExp):
+            return floaty(e.body, seen) and floaty(e.orelse, seen)
+        if isinstance(e, ast.Constant):
+            return type(e.value) is float
+        if isinstance(e, ast.Name) and e.id not in seen:
+            values = assigned.get(e.id)
+            return bool(values) and all(v is not None and floaty(v, seen | {e.id})
+                                        for v in values)
+        return False
+
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Slice):
+            for bound in (n.slice.lower, n.slice.upper, n.slice.step):
+                if bound is not None and floaty(bound):
+                    out.append((n, bound))
+    return out
+
+
 def _refusals_at_once(tree, where: _Where, name: str, sentinel: bool = True) -> None:
     """The constructs that block a function whatever else it does, found in one pass over
     its tree as written (before slices become views): whole-array builtins (``sum(a)``,
-    ``min(a)``, ``sorted(a)``), ``print``, ``return None`` beside values (``sentinel``: a
+    ``min(a)``, ``sorted(a)``), ``print``, slice bounds made with ``/`` (a float, which
+    Python refuses), ``return None`` beside values (``sentinel``: a
     function's, not a helper's).  Two or more are
     refused together, each with its line and fix, so that one edit does not just reveal the
     next (the subset check further on names every construct it refuses at once too, but
@@ -1167,6 +1219,11 @@ def _refusals_at_once(tree, where: _Where, name: str, sentinel: bool = True) -> 
             collect(_refuse_reduction, where, n, ast.unparse(n))
         elif n.func.id == "print":
             collect(refuse_with, where, n, "print")
+    for n, bound in _float_bounds(tree):
+        collect(where.refuse, bound, f"the slice bound `{ast.unparse(bound)}` in "
+                f"`{ast.unparse(n)}`", "`/` always gives a float, and Python raises "
+                "TypeError for a float slice bound (slice indices must be integers)",
+                "divide with `//`: a[:len(a) // 2]")
     if sentinel:        # a function's; a helper's returns are typed by Numba
         returns = [r for r in ast.walk(tree) if isinstance(r, ast.Return)]
         collect(_refuse_none_sentinel, returns, name, where)
@@ -1304,6 +1361,7 @@ def resolve(fn, spec: DCSpec) -> Closure:
     helper_nodes: dict[str, ast.FunctionDef] = {}
     helper_where: dict[str, _Where] = {}
     helper_shown: dict[str, str] = {}
+    helper_own: dict[str, bool] = {}
     calls_of: dict[str, list[tuple[str, ast.Call]]] = {}
     constants: dict[str, object] = {}
     modules: dict[str, str] = {}
@@ -1461,6 +1519,7 @@ def resolve(fn, spec: DCSpec) -> Closure:
         helper_nodes[n] = tree
         helper_where[n] = where
         helper_shown[n] = getattr(obj, "__hpu_shown__", "")
+        helper_own[n] = bool(getattr(obj, "__hpu_own__", False))
         order.append(n)
         visit_function(tree, obj.__globals__, where, n, False)
 
@@ -1564,7 +1623,7 @@ def resolve(fn, spec: DCSpec) -> Closure:
             name=h, source=ast.unparse(node), filename=where.filename,
             lineno=node.lineno, params=tuple(a.arg for a in node.args.args),
             writes=frozenset(writes[h]), tree=copy.deepcopy(node),
-            shown=helper_shown.get(h, "")))
+            shown=helper_shown.get(h, ""), own=helper_own.get(h, False)))
     written = {spec.params[k]: node for k, node in writes[spec.name].items()}
     first_write = tuple((p, (main_where.line(n) or spec.lineno)) for p, n in written.items())
     return Closure(

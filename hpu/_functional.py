@@ -492,6 +492,19 @@ def _sited():
     from hpu._views import _PURE_CALLS
 
     class _Sited(_Checked):
+        def visit_Subscript(self, node):
+            """``a[s:e]`` -> ``a[hpu__slice_ix(s, site):...]``: a float bound raises
+            Python's TypeError (Numba slices with it: ``a[:len(a) / 2]`` gave a result)."""
+            if isinstance(node.slice, ast.Slice):
+                for part in ("lower", "upper", "step"):
+                    bound = getattr(node.slice, part)
+                    if bound is not None and not (isinstance(bound, ast.Constant)
+                                                  and type(bound.value) is int):
+                        setattr(node.slice, part, ast.copy_location(ast.Call(
+                            ast.Name("hpu__slice_ix", ast.Load()),
+                            [bound, self._where(node)], []), bound))
+            return super().visit_Subscript(node)
+
         def _where(self, node):
             super()._where(node)
             k = add_site(self.sites[-1])

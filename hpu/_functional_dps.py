@@ -827,6 +827,7 @@ def rewrite(dc) -> Rewritten:
     hfn.__hpu_tree__ = (new_h, hfile, h_text, h_start)
     # messages name the user's helper, not merge_into (an outlined combine: the function)
     hfn.__hpu_shown__ = getattr(h, "__hpu_shown__", h.__name__)
+    hfn.__hpu_own__ = getattr(h, "__hpu_own__", False)
     new_glb[new_h.name] = hfn
     mfn = _function(main, new_glb, filename)
     mfn.__hpu_tree__ = (main, filename, text, start)
@@ -900,7 +901,8 @@ def _outlined(stmts, i2, children, a, before, name, fn, used, text, start):
     filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
     hfn = _function(tree, fn.__globals__, filename)
     hfn.__hpu_tree__ = (tree, filename, text, start)
-    hfn.__hpu_shown__ = name                # its code is the function's own
+    hfn.__hpu_shown__ = name                # its code is the function's own:
+    hfn.__hpu_own__ = True                  # messages name no helper, as the function's
     temps = [f"hpu_s{x}" for x in range(len(sc))]
     target = (ast.Name(out, ast.Store()) if not sc else
               ast.Tuple([ast.Name(out, ast.Store()), *(ast.Name(t, ast.Store()) for t in temps)],

@@ -288,7 +288,7 @@ def check_array_fit(spec, closure, args) -> None:
                     # the helper's tree carries its file's lines; its source parsed, none
                     tree, line = (h.tree, None) if h.tree is not None else \
                         (ast.parse(h.source), h.lineno)
-                    walk(tree, sub, h.filename, line, f"in {h.display}(): ")
+                    walk(tree, sub, h.filename, line, h.context)
             elif isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name)
                                                      and node.func.id == spec.name):
                 # an array passed to anything but a helper or the recursion: assume it is read

@@ -478,6 +478,33 @@ def sort_square(a):
     return merge_square(sort_square(a[:m]), sort_square(a[m:]))
 
 
+def sort_inline_div(a):
+    """A merge written inline whose arithmetic can fail: ``// 0`` where a key is 7."""
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    left = sort_inline_div(a[:m])
+    right = sort_inline_div(a[m:])
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = j = 0
+    for k in range(len(out)):
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j] + 0 * (100 // (right[j] - 7))  # LINE_INLINE_DIV
+            j += 1
+    return out
+
+
+def sort_float_mid(a):
+    """``/`` for the middle: Python raises TypeError at the slice."""
+    if len(a) <= 1:
+        return a.copy()
+    mid = len(a) / 2
+    return merge(sort_float_mid(a[:mid]), sort_float_mid(a[mid:]))  # LINE_FLOAT_MID
+
+
 REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": sort_desc,
              "sort_floats": sort_floats, "count_inversions": count_inversions,
              "sort_inline": sort_inline, "count_inline": count_inline,

@@ -173,6 +173,23 @@ def test_blockers_of_a_sliced_function_are_named_at_once_as_written():
     assert "`sum(v[lo:hi])`" in str(info.value) and "__" not in str(info.value)
 
 
+def halves_by_true_division(a):
+    if len(a) <= 1:
+        return a[0] if len(a) else 0
+    mid = len(a) / 2
+    return halves_by_true_division(a[:mid]) + halves_by_true_division(a[mid:])  # float-mid
+
+
+def test_a_slice_bound_made_with_true_division_is_refused_at_decoration():
+    """``/`` always gives a float, which Python refuses as a slice bound: the breadth-first
+    path says so when the function is decorated (Numba would slice with it)."""
+    with pytest.raises(TranslationError) as info:
+        hpu.divide_and_conquer(halves_by_true_division)
+    err = info.value
+    assert len(err.errors) == 2 and err.lineno == _line(halves_by_true_division, "float-mid")
+    assert "the slice bound `mid` in `a[:mid]`" in str(err) and "`//`" in str(err)
+
+
 def test_none_sentinel_is_refused_with_the_rewrite():
     with pytest.raises(TranslationError) as info:
         hpu.divide_and_conquer(none_sentinel)

@@ -300,6 +300,51 @@ def test_the_index_error_raised_is_the_one_python_meets_first(device, alpha, y):
     assert str(err.value) == str(first.value) and np.array_equal(x, keep)
 
 
+def _line_of(tag):
+    with open(ex.__file__) as source:
+        return next(i for i, t in enumerate(source, 1) if tag in t)
+
+
+def test_an_inline_combines_errors_read_as_the_functions_own_lines():
+    """The combine written in the function runs as a helper hpu made; its messages name the
+    line as for the function's other lines (no "in sort_inline_div(): "), on the CPU and in
+    the device's sites, as its error on every path."""
+    from hpu._opencl import _levels
+
+    f = hpu.divide_and_conquer(ex.sort_inline_div)
+    where = f"dps_examples.py:{_line_of('LINE_INLINE_DIV')}: "
+    x = np.arange(40, 0, -1)
+    f.opencl_source(x)
+    device = [t for r in list(_levels._cache.values()) for t in r.sites if where in t]
+    assert device and all(f"{where}100 // (right[j] - 7)" in t for t in device), device
+    texts = set()
+    for device, alpha, y in [("cpu", None, None), ("gpu", None, None), ("hybrid", 0.5, 2)]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(ZeroDivisionError) as err:
+                f.run(np.arange(3000, 0, -1), **options(device, alpha, y))
+        texts.add(str(err.value))
+    assert len(texts) == 1 and f"{where}100 // (right[j] - 7): integer division" in texts.pop()
+
+
+@pytest.mark.parametrize("device, alpha, y", [("cpu", None, None), ("gpu", None, None),
+                                              ("hybrid", 0.5, 2)])
+def test_a_float_slice_bound_raises_pythons_type_error(device, alpha, y):
+    """``mid = len(a) / 2``: Numba would slice with the float (a result, unsorted); Python
+    raises TypeError at the slice, and so does every path -- after the base case, which
+    slices nothing, returns as Python's does."""
+    f = hpu.divide_and_conquer(ex.sort_float_mid)
+    with pytest.raises(TypeError, match="slice indices must be integers"):
+        ex.sort_float_mid(np.arange(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(TypeError) as err:
+            f.run(np.arange(3000, 0, -1), **options(device, alpha, y))
+        assert f.run(np.array([5]), **options(device, alpha, y)).value.tolist() == [5]
+    assert str(err.value).startswith(f"{ex.__file__}:{_line_of('LINE_FLOAT_MID')}: a[:mid]: "
+                                     "slice indices must be integers")
+
+
 def test_base_cases_and_combine_of_two_dtypes_run_as_plain_python_and_say_so_once():
     """``a.copy()`` of ints beside a combine allocating float64 (``np.empty(n)``): Numba
     cannot give the result one type, so the device form has no buffer dtype; the plain

@@ -172,7 +172,7 @@ class _Sites:
                 # the failing line: the statement's, or the expression's within it
                 line, exprs = self._helper_lines.get(h.name, {}).get(
                     getattr(node, "lineno", 0) - typing.tree.lineno, (h.lineno, {}))
-                text = f"{h.filename}:{exprs.get(expr, line)}: in {h.display}(): {expr}"
+                text = f"{h.filename}:{exprs.get(expr, line)}: {h.context}{expr}"
             else:
                 gen_line = typing.source.line_of(node)
                 at = self.lines.get(gen_line)
