@@ -79,8 +79,9 @@ ValueError = _as_python(builtins.ValueError, lambda v, e: (
     f"could not broadcast input array from shape ({v},) into shape ({e},)"))
 OverflowError = _as_python(builtins.OverflowError, lambda v, e: "cannot convert an infinite or "
                            "out-of-range float to a 64-bit integer")
-IndexError = _as_python(builtins.IndexError,
-                        lambda v, e: f"index {v} is out of bounds for length {e}")
+IndexError = _as_python(builtins.IndexError, lambda v, e: (
+    "list index out of range" if e == -1 else "list assignment index out of range" if e == -2
+    else f"index {v} is out of bounds for length {e}"))
 TypeError = _as_python(builtins.TypeError, lambda v, e: "slice indices must be integers or "
                        "None or have an __index__ method")
 
@@ -112,6 +113,12 @@ def _badslice(site):
     raise TypeError(site, 0, 0)
 
 
+def _list_misindex(x, i):
+    """Whether ``x[i]`` is out of range of the list ``x`` (False for anything else: an array
+    keeps Numba's own indexing, unchecked unless boundscheck asks)."""
+    return isinstance(x, list) and not -len(x) <= i < len(x)
+
+
 def _float_bound(x):
     """Whether ``x`` is a float: as a slice bound, Python raises TypeError (Numba would
     slice with it)."""
@@ -132,6 +139,12 @@ def _misfit(t, v):
 def _register() -> None:
     from numba.core import types
     from numba.extending import overload
+
+    @overload(_list_misindex, jit_options={"cache": True})
+    def _list_misindex_nb(x, i):
+        if isinstance(x, (types.List, types.ListType)) and isinstance(i, types.Integer):
+            return lambda x, i: i < -len(x) or i >= len(x)
+        return lambda x, i: False
 
     @overload(_float_bound, jit_options={"cache": True})
     def _float_bound_nb(x):
@@ -207,6 +220,23 @@ def fit(t, v, site):
 
 
 @njit(inline="always")
+def list_ix(x, i, site):
+    """``i``, an index of ``x``: for a list out of range, Python's IndexError at the site
+    (Numba's says "getitem out of range" and names no line)."""
+    if _list_misindex(x, i):
+        _outofbounds(i, -1, site)
+    return i
+
+
+@njit(inline="always")
+def list_set_ix(x, i, site):
+    """``i``, for ``x[i] = v``: Python's "list assignment index out of range"."""
+    if _list_misindex(x, i):
+        _outofbounds(i, -2, site)
+    return i
+
+
+@njit(inline="always")
 def slice_ix(x, site):
     """``x``, a slice bound: Python's TypeError for a float (``a[:len(a) / 2]``)."""
     if _float_bound(x):
@@ -217,4 +247,4 @@ def slice_ix(x, site):
 #: the names :class:`hpu._codegen._Checked` writes -> the checks here
 OPERATIONS = {"hpu__floordiv": floordiv, "hpu__mod": mod, "hpu__ix": ix, "hpu__int": to_int,
               "hpu__store": store, "hpu__round": to_round, "hpu__fit": fit,
-              "hpu__slice_ix": slice_ix}
+              "hpu__slice_ix": slice_ix, "hpu__lix": list_ix, "hpu__lsix": list_set_ix}

@@ -366,7 +366,7 @@ class DivideAndConquer:
                 bounds = (self._boundscheck if self._boundscheck is not None
                           else boundscheck_default())
                 self._compiled = compile_functional(self.py_func, self, helpers,
-                                                    boundscheck=bounds)
+                                                    boundscheck=bounds, lists=self._lists)
                 self._helpers = helpers
             return self._compiled
 
@@ -1168,7 +1168,12 @@ def _not_compiled_reason(name: str, err) -> str:
 
     from hpu._program import numba_words
 
+    import numba
+
     places = re.findall(r'File "([^"]+)", line (\d+)', str(err))
+    # the user's line: not one inside Numba (its typing of a NumPy call names its own source)
+    libs = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (numba, np))
+    places = [p for p in places if not os.path.abspath(p[0]).startswith(libs)] or places
     where = f"{os.path.abspath(places[0][0])}:{places[0][1]}: " if places else ""
     keep = numba_words(err)
     what = keep[0] if keep else type(err).__name__

@@ -503,6 +503,18 @@ def _sited():
                         setattr(node.slice, part, ast.copy_location(ast.Call(
                             ast.Name("hpu__slice_ix", ast.Load()),
                             [bound, self._where(node)], []), bound))
+            if (getattr(self, "lists", False) and not self.bounds
+                    and isinstance(node.value, ast.Name)
+                    and not node.value.id.startswith("hpu__")   # hpu's own (site numbers)
+                    and not isinstance(node.slice, (ast.Slice, ast.Tuple))):
+                # a function of lists: x[i] of a list out of range raises Python's IndexError
+                # at its line (arrays are left as Numba indexes them: the check is compiled
+                # away for them)
+                check = "hpu__lsix" if isinstance(node.ctx, ast.Store) else "hpu__lix"
+                node.slice = ast.copy_location(ast.Call(
+                    ast.Name(check, ast.Load()),
+                    [ast.Name(node.value.id, ast.Load()), node.slice, self._where(node)], []),
+                    node.slice)
             return super().visit_Subscript(node)
 
         def _where(self, node):
@@ -534,7 +546,8 @@ def _sited():
     return _Sited
 
 
-def compile_functional(fn, self_obj, done: dict | None = None, boundscheck: bool = False):
+def compile_functional(fn, self_obj, done: dict | None = None, boundscheck: bool = False,
+                       lists: bool = False):
     """``fn`` and the helpers it calls compiled by Numba as written (recursion through
     ``self_obj``, the decorated object, resolves to the compiled function itself), with
     ``nogil=True``: subtrees run at once on threads (:class:`FanOut`).  ``done``, when
@@ -556,7 +569,9 @@ def compile_functional(fn, self_obj, done: dict | None = None, boundscheck: bool
             return done[f]
         glb = dict(f.__globals__)
         glb.update(OPERATIONS)
-        clone = _clone(f, glb, is_main, _Sited("", bounds=boundscheck, sites=[]))
+        checker = _Sited("", bounds=boundscheck, sites=[])
+        checker.lists = lists           # a function of lists: their indices checked
+        clone = _clone(f, glb, is_main, checker)
         made.append(glb)
         if clone is None:
             clone = types.FunctionType(f.__code__, glb, f.__name__, f.__defaults__,

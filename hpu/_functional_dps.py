@@ -262,6 +262,7 @@ def _helper_into(h, arrays: tuple[int, int], used: set):
     i, (out, size, zeros) = results[0]
     p, q = params[arrays[0]], params[arrays[1]]
     scratch = _scratch(node, i, (p, q), nps, h, used)
+    writes = _child_write(node, (p, q))
     call = node.body[i].value
     dtype = call.args[1] if len(call.args) > 1 else next(
         (k.value for k in call.keywords if k.arg == "dtype"), None)
@@ -318,7 +319,7 @@ def _helper_into(h, arrays: tuple[int, int], used: set):
     ast.copy_location(new, node)
     new.name = _fresh(f"{h.__name__}_into", used)
     ast.fix_missing_locations(new)
-    return new, text, start, arity, same, scratch
+    return new, text, start, arity, same, scratch, writes
 
 
 @dataclass
@@ -478,6 +479,22 @@ def _dtype_of(e, children, h):
     return dt
 
 
+def _child_write(node, children) -> int | None:
+    """The line of the first statement of the combine that may write into a child's array
+    (an element or slice store, ``+=`` into one, the child passed to a function other than
+    ``len``), else None."""
+    for n in ast.walk(node):
+        targets = (n.targets if isinstance(n, ast.Assign) else [n.target]
+                   if isinstance(n, ast.AugAssign) else [])
+        for t in targets:
+            if isinstance(t, ast.Subscript) and _is_name(t.value) and t.value.id in children:
+                return n.lineno
+        if isinstance(n, ast.Call) and not _is_name(n.func, "len") and any(
+                _is_name(arg) and arg.id in children for arg in n.args):
+            return n.lineno
+    return None
+
+
 def _empty_test(test, name: str) -> bool:
     """``not name``, ``len(name) == 0``, ``name.size == 0`` (or ``0 == ...``, ``< 1``)."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -598,6 +615,7 @@ def rewrite(dc) -> Rewritten:
     out_body = []
     scalars = None
     other_dtype = False     # an empty base case of another dtype than the argument's
+    aliased = 0             # the line of a base case returning `a` itself (a view), if any
 
     def returns_of(block):
         return [n for s in block for n in ast.walk(s) if isinstance(n, ast.Return)]
@@ -638,6 +656,8 @@ def rewrite(dc) -> Rewritten:
         elif not _copy_of(arr, a, nps):
             raise NotRewritable(f"a base case returns `{ast.unparse(arr)}` (line {ret.lineno}), "
                                 f"not a copy of {a}")
+        elif not (isinstance(arr, ast.Call)):       # `a`, `a[:]`: the caller's own elements
+            aliased = aliased or ret.lineno
         set_arity(len(sc), ret)
         ret.value = _value_of(sc)
         g.body = g.body[:-1] + [copy_into(ret, arr), ret]
@@ -751,8 +771,13 @@ def rewrite(dc) -> Rewritten:
     ci, h, cs, positions = combine
     if ci < i2:
         raise NotRewritable("its combine comes before its second recursive call")
-    new_h, h_text, h_start, h_scalars, same, scratch = _helper_into(
+    new_h, h_text, h_start, h_scalars, same, scratch, writes = _helper_into(
         h, tuple(k for k, _ in positions), used)
+    if aliased and writes:
+        raise NotRewritable(f"a base case returns {a} itself (line {aliased}), a view of the "
+                            f"caller's array, and its combine {h.__name__}() may write into "
+                            f"its children (line {writes}): in Python those writes reach the "
+                            "caller's array")
     bufs = [scr.buf for scr in scratch]         # passed down unchanged, as hpu_buf is
     merged = _names_of(cs.targets[0])
     if merged is None or len(merged) != 1 + h_scalars:

@@ -505,6 +505,28 @@ def sort_float_mid(a):
     return merge(sort_float_mid(a[:mid]), sort_float_mid(a[mid:]))  # LINE_FLOAT_MID
 
 
+def merge_writes_left(left, right):
+    """Writes into a child: at the leaves, the caller's own elements (``return a``)."""
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = j = 0
+    for k in range(len(out)):
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+    left[0] = out[0]
+    return out
+
+
+def sort_writes_child(a):
+    if len(a) <= 1:
+        return a
+    m = len(a) // 2
+    return merge_writes_left(sort_writes_child(a[:m]), sort_writes_child(a[m:]))
+
+
 REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": sort_desc,
              "sort_floats": sort_floats, "count_inversions": count_inversions,
              "sort_inline": sort_inline, "count_inline": count_inline,
@@ -518,4 +540,5 @@ KEPT = {"drop_middle": ("not on a[:e] and a[e:]", drop_middle),
         "three_way": ("returns `np.sort(a)`", three_way),
         "inline_padded": ("allocates `len(left) + len(right) + 1` elements", inline_padded),
         "empty_not_empty": ("returns `a[:0]`", empty_not_empty),
-        "sort_square": ("allocates `len(left) * len(right)` elements for 'grid'", sort_square)}
+        "sort_square": ("allocates `len(left) * len(right)` elements for 'grid'", sort_square),
+        "sort_writes_child": ("may write into its children", sort_writes_child)}

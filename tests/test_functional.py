@@ -190,6 +190,57 @@ def test_a_slice_bound_made_with_true_division_is_refused_at_decoration():
     assert "the slice bound `mid` in `a[:mid]`" in str(err) and "`//`" in str(err)
 
 
+def list_merge_overrun(lst):
+    if len(lst) <= 1:
+        return lst
+    mid = len(lst) // 2
+    left = list_merge_overrun(lst[:mid])
+    right = list_merge_overrun(lst[mid:])
+    out = []
+    i = j = 0
+    while i < len(left) or j < len(right):
+        if left[i] <= right[j]:  # list-overrun
+            out.append(left[i])
+            i += 1
+        else:
+            out.append(right[j])
+            j += 1
+    return out
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_a_list_index_out_of_range_names_the_line_as_python_says_it(device):
+    """Numba's own list error says "getitem out of range" and names no line."""
+    f = hpu.divide_and_conquer(list_merge_overrun)
+    with pytest.raises(IndexError, match="^list index out of range$"):
+        list_merge_overrun([2, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(IndexError) as info:
+            f.run([2, 1], device=device)
+    assert str(info.value) == (f"{__file__}:{_line(list_merge_overrun, 'list-overrun')}: "
+                               "right[j]: list index out of range")
+
+
+def floats_of(a):
+    if len(a) <= 1:
+        return np.array(a, dtype=np.float64)  # array-of-list
+    mid = len(a) // 2
+    return np.concatenate((floats_of(a[:mid]), floats_of(a[mid:])))
+
+
+def test_what_numba_cannot_compile_is_named_at_the_users_line():
+    """Numba's message for a NumPy call it cannot type names its own source first; the
+    reason names the user's line."""
+    f = hpu.divide_and_conquer(floats_of)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = f.run([3, 1, 2], device="cpu")
+    assert run.value.tolist() == [3.0, 1.0, 2.0]
+    assert run.reason.startswith(f"{__file__}:{_line(floats_of, 'array-of-list')}: Numba "
+                                 "cannot compile floats_of"), run.reason
+
+
 def test_none_sentinel_is_refused_with_the_rewrite():
     with pytest.raises(TranslationError) as info:
         hpu.divide_and_conquer(none_sentinel)
