@@ -1182,8 +1182,8 @@ def _float_bounds(tree) -> list:
 def _refusals_at_once(tree, where: _Where, name: str, sentinel: bool = True) -> None:
     """The constructs that block a function whatever else it does, found in one pass over
     its tree as written (before slices become views): whole-array builtins (``sum(a)``,
-    ``min(a)``, ``sorted(a)``), ``print``, slice bounds made with ``/`` (a float, which
-    Python refuses), ``return None`` beside values (``sentinel``: a
+    ``min(a)``, ``sorted(a)``), ``print``, ``a[i, j]``, slice bounds made with ``/`` (a float,
+    which Python refuses), ``return None`` beside values (``sentinel``: a
     function's, not a helper's).  Two or more are
     refused together, each with its line and fix, so that one edit does not just reveal the
     next (the subset check further on names every construct it refuses at once too, but
@@ -1219,6 +1219,11 @@ def _refusals_at_once(tree, where: _Where, name: str, sentinel: bool = True) -> 
             collect(_refuse_reduction, where, n, ast.unparse(n))
         elif n.func.id == "print":
             collect(refuse_with, where, n, "print")
+    for n in ast.walk(tree):
+        if (isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Tuple)
+                and array_like(n.value)):
+            collect(where.refuse, n, f"multi-dimensional indexing `{ast.unparse(n)}`",
+                    "hpu's arrays are 1-D", "flatten the array and the index: a[i * width + j]")
     for n, bound in _float_bounds(tree):
         collect(where.refuse, bound, f"the slice bound `{ast.unparse(bound)}` in "
                 f"`{ast.unparse(n)}`", "`/` always gives a float, and Python raises "

@@ -241,6 +241,22 @@ def test_what_numba_cannot_compile_is_named_at_the_users_line():
                                  "cannot compile floats_of"), run.reason
 
 
+def points_sum(P):
+    if len(P) == 1:
+        return P[0, 0] + P[0, 1]  # two-d
+    mid = len(P) // 2
+    return points_sum(P[:mid]) + points_sum(P[mid:])
+
+
+def test_a_two_dimensional_index_is_named_as_such():
+    """``P[0, 0]`` of a sliced parameter said "the view 'P' used as a value"."""
+    with pytest.raises(TranslationError) as info:
+        hpu.divide_and_conquer(points_sum)
+    text = str(info.value)
+    assert "multi-dimensional indexing `P[0, 0]`" in text and "1-D" in text
+    assert info.value.lineno == _line(points_sum, "two-d")
+
+
 def test_none_sentinel_is_refused_with_the_rewrite():
     with pytest.raises(TranslationError) as info:
         hpu.divide_and_conquer(none_sentinel)
