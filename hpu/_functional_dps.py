@@ -44,8 +44,8 @@ What is rewritten (else the function runs on the CPU as before, and the reason s
   ``a.copy()``, ``a``, ``a[:]`` or ``np.copy(a)``, alone or first in a tuple with scalars --
   or an empty array (``np.zeros(0, a.dtype)``, ``np.empty(0)``, ``np.array([])``, ``a[:0]``)
   under a test that ``a`` is empty (``if len(a) == 0``, ``if not a``): as long as its slice;
-* two recursive calls, on ``a[:e]`` then ``a[e:]`` (the same ``e``: together they are ``a``,
-  in order), as ``x = f(...)``, ``x, k = f(...)`` or inside the combine's call;
+* two recursive calls, on ``a[:e]`` and ``a[e:]`` (the same ``e``: together they are ``a``;
+  either may come first), as ``x = f(...)``, ``x, k = f(...)`` or inside the combine's call;
 * one combine: a helper whose one allocation, ``np.empty``/``np.zeros``, at its top level,
   is sized ``len(p) + len(q)`` of the two parameters that receive the children's arrays
   (directly, or through names assigned once from their lengths: ``n1 + n2``),
@@ -201,10 +201,17 @@ def _slice_of(call, a):
 
 
 def _alloc(stmt, nps):
-    """``(name, size, zeros)`` of ``name = np.empty(size, ...)`` / ``np.zeros``, else None."""
+    """``(name, size, zeros)`` of ``name = np.empty(size, ...)`` / ``np.zeros``, else None;
+    ``np.empty_like(x)`` / ``np.zeros_like(x)`` of a name: size ``len(x)``."""
     if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and _is_name(stmt.targets[0])):
         return None
     v = stmt.value
+    if (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
+            and v.func.attr in ("empty_like", "zeros_like") and _is_name(v.func.value)
+            and v.func.value.id in nps and len(v.args) == 1 and _is_name(v.args[0])
+            and not v.keywords):
+        return (stmt.targets[0].id, ast.parse(f"len({v.args[0].id})", mode="eval").body,
+                v.func.attr == "zeros_like")
     if (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
             and v.func.attr in ("empty", "zeros") and _is_name(v.func.value)
             and v.func.value.id in nps and v.args):
@@ -723,6 +730,12 @@ def rewrite(dc) -> Rewritten:
     if len(calls) != 2:
         raise NotRewritable(f"it makes {len(calls)} recursive calls, not two")
     (i1, n1, lo1, up1), (i2, n2, lo2, up2) = calls
+    if (lo1 is not None and up1 is None and up2 is not None
+            and (lo2 is None or (isinstance(lo2, ast.Constant) and lo2.value == 0))):
+        # the right half first (`right = f(a[m:])`, then `left = f(a[:m])`): the same two
+        # halves; (i1, ...) is the left half's call from here on, `last` the later one
+        (i1, n1, lo1, up1), (i2, n2, lo2, up2) = calls[1], calls[0]
+    last = max(i1, i2)
     if not ((lo1 is None or (isinstance(lo1, ast.Constant) and lo1.value == 0)) and up1 is not None
             and lo2 is not None and up2 is None and ast.dump(up1) == ast.dump(lo2)):
         raise NotRewritable("its two recursive calls are not on a[:e] and a[e:] with the same e")
@@ -739,8 +752,8 @@ def rewrite(dc) -> Rewritten:
                 and (s.value.func.id in outlined
                      or isinstance(glb.get(s.value.func.id), types.FunctionType)))
 
-    if not any(helper_call(s) for s in stmts[i2 + 1:]):
-        stmts, hfn = _outlined(stmts, i2, (n1[0], n2[0]), a, out_body + stmts[:i2 + 1], name,
+    if not any(helper_call(s) for s in stmts[last + 1:]):
+        stmts, hfn = _outlined(stmts, last, (n1[0], n2[0]), a, out_body + stmts[:last + 1], name,
                                fn, used, text, start)
         outlined[hfn.__name__] = hfn
     for i, s in enumerate(stmts):
@@ -769,7 +782,7 @@ def rewrite(dc) -> Rewritten:
     if combine is None:
         raise NotRewritable("its children's arrays are not combined by a helper")
     ci, h, cs, positions = combine
-    if ci < i2:
+    if ci < last:
         raise NotRewritable("its combine comes before its second recursive call")
     new_h, h_text, h_start, h_scalars, same, scratch, writes = _helper_into(
         h, tuple(k for k, _ in positions), used)
@@ -805,7 +818,7 @@ def rewrite(dc) -> Rewritten:
 
     new_stmts = []
     for i, s in enumerate(stmts):
-        if i == i1:
+        if i == min(i1, i2):
             new_stmts.extend(_clamp(CUT, up1, a, s))
         if i in (i1, i2):
             first = i == i1
@@ -885,8 +898,9 @@ def _outlined(stmts, i2, children, a, before, name, fn, used, text, start):
                 and _len_of(s.value) == a):
             lengths.add(ast.dump(ast.Name(s.targets[0].id, ast.Load())))
     p, q = children
-    whole = (isinstance(size, ast.BinOp) and isinstance(size.op, ast.Add)
-             and {_len_of(size.left), _len_of(size.right)} == {p, q})
+    # len(left) + len(right), directly or through names the section assigns once (n = ...)
+    exact = _exact(size, children, _len_names(ast.Module(section, []), children, k))
+    whole = exact is not None and {x: c for x, c in exact.items() if c} == {p: 1, q: 1}
     if not whole and (ast.dump(size) not in lengths or (
             _is_name(size) and sum(1 for s in stmts + before for n in ast.walk(s)
                                    if isinstance(n, ast.Name) and n.id == size.id
@@ -897,6 +911,11 @@ def _outlined(stmts, i2, children, a, before, name, fn, used, text, start):
     body = copy.deepcopy(section)
     alloc = body[k]
     call = alloc.value
+    if call.func.attr.endswith("_like"):    # np.empty_like(a) -> np.empty(len(a), a.dtype)
+        like = call.args[0]
+        call.func.attr = call.func.attr[:-len("_like")]
+        call.args = [like, ast.Attribute(copy.deepcopy(like), "dtype", ast.Load())]
+        ast.fix_missing_locations(alloc)
     call.args[0] = ast.copy_location(ast.parse(f"len({p}) + len({q})", mode="eval").body,
                                      call.args[0])
     for dt in call.args[1:2] + [kw.value for kw in call.keywords if kw.arg == "dtype"]:

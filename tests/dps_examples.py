@@ -527,6 +527,57 @@ def sort_writes_child(a):
     return merge_writes_left(sort_writes_child(a[:m]), sort_writes_child(a[m:]))
 
 
+def sort_right_first(a):
+    """The right half's call first."""
+    if len(a) <= 1:
+        return a.copy()
+    mid = len(a) // 2
+    right = sort_right_first(a[mid:])
+    left = sort_right_first(a[:mid])
+    return merge(left, right)
+
+
+def sort_inline_n(a):
+    """The merge inline, its length in a name."""
+    if len(a) <= 1:
+        return a[:]
+    mid = len(a) // 2
+    left = sort_inline_n(a[:mid])
+    right = sort_inline_n(a[mid:])
+    n = len(left) + len(right)
+    merged = np.empty(n, dtype=left.dtype)
+    i = j = 0
+    for k in range(n):
+        if i < len(left) and (j >= len(right) or left[i] <= right[j]):
+            merged[k] = left[i]
+            i += 1
+        else:
+            merged[k] = right[j]
+            j += 1
+    return merged
+
+
+def sort_inline_like(a):
+    """The merge inline, into ``np.empty_like(a)``."""
+    if len(a) <= 1:
+        return a.copy()
+    mid = len(a) // 2
+    left = sort_inline_like(a[:mid])
+    right = sort_inline_like(a[mid:])
+    out = np.empty_like(a)
+    i = j = k = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+        k += 1
+    out[k:] = left[i:] if i < len(left) else right[j:]
+    return out
+
+
 REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": sort_desc,
              "sort_floats": sort_floats, "count_inversions": count_inversions,
              "sort_inline": sort_inline, "count_inline": count_inline,
@@ -534,7 +585,9 @@ REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": 
              "count_inline_tails": count_inline_tails, "sort_early": sort_early,
              "sort_ifexp": sort_ifexp, "sort_empty_base": sort_empty_base,
              "count_empty_base": count_empty_base, "sort_empty_floats": sort_empty_floats,
-             "sort_sentinels": sort_sentinels, "count_scratch": count_scratch}
+             "sort_sentinels": sort_sentinels, "count_scratch": count_scratch,
+             "sort_right_first": sort_right_first, "sort_inline_n": sort_inline_n,
+             "sort_inline_like": sort_inline_like}
 KEPT = {"drop_middle": ("not on a[:e] and a[e:]", drop_middle),
         "padded": ("not len(left) + len(right)", padded),
         "three_way": ("returns `np.sort(a)`", three_way),

@@ -28,7 +28,8 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
           "count_inline_tails": np.int32, "sort_early": np.float64, "sort_ifexp": np.int16,
           "sort_empty_base": np.int32, "count_empty_base": np.int64,
           "sort_empty_floats": np.float64, "sort_sentinels": np.float64,
-          "count_scratch": np.int32}
+          "count_scratch": np.int32, "sort_right_first": np.int64, "sort_inline_n": np.float32,
+          "sort_inline_like": np.int16}
 
 
 def decorated(name):
@@ -188,6 +189,16 @@ def test_a_combines_scratch_arrays_run_on_the_device(name, device, alpha, y):
         run = check(name, x, device, alpha, y)
         if n == 4099:
             assert run.gpu_tasks > 0
+
+
+@pytest.mark.parametrize("name", ["sort_right_first", "sort_inline_n", "sort_inline_like"])
+def test_more_ways_of_writing_the_halves_and_the_merge_run_on_the_device(name):
+    """The right half's call first; an inline merge sized ``n = len(left) + len(right)``;
+    an inline merge into ``np.empty_like(a)``."""
+    x = (np.random.default_rng(11).standard_normal(4099) * 100).astype(DTYPES[name])
+    run = check(name, x, "gpu", None, None)
+    assert run.gpu_tasks > 0
+    check(name, x[:3].copy(), "hybrid", 0.5, 2)
 
 
 def test_a_tail_chosen_by_a_conditional_expression_runs_on_the_device():
