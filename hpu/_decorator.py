@@ -441,7 +441,8 @@ class DivideAndConquer:
         _, line, what = self._functional
         dc, why = self._in_place()
         if dc is not None:
-            why = self._not_compiled or "its arguments are not one 1-D NumPy array of numbers"
+            why = self._not_compiled or ("its arguments are not one non-empty 1-D NumPy array "
+                                         "of numbers")
         return FALLBACK_REASON.format(name=self.__name__, line=line, what=what, why=why)
 
     def _in_place_call(self, converted):

@@ -41,7 +41,8 @@ What is rewritten (else the function runs on the CPU as before, and the reason s
 ---------------------------------------------------------------------------------------
 
 * one parameter, the array; leading guards ``if ...: ... return R`` whose ``R`` is
-  ``a.copy()``, ``a``, ``a[:]`` or ``np.copy(a)``, alone or first in a tuple with scalars --
+  ``a.copy()``, ``a``, ``a[:]``, ``np.copy(a)`` or ``a.astype(<a float dtype>)``, alone or
+  first in a tuple with scalars --
   or an empty array (``np.zeros(0, a.dtype)``, ``np.empty(0)``, ``np.array([])``, ``a[:0]``)
   under a test that ``a`` is empty (``if len(a) == 0``, ``if not a``): as long as its slice;
 * two recursive calls, on ``a[:e]`` and ``a[e:]`` (the same ``e``: together they are ``a``;
@@ -170,6 +171,19 @@ def _empty_of(e, a: str, nps: set):
     dtype = e.args[1] if len(e.args) > 1 else next((k.value for k in e.keywords), None)
     return True, (isinstance(dtype, ast.Attribute) and dtype.attr == "dtype"
                   and _is_name(dtype.value, a))
+
+
+def _float_astype(e, a: str, fn) -> bool:
+    """``a.astype(D)`` with ``D`` a float dtype (``np.float64``, ``float``, ``"float32"``)."""
+    if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute)
+            and e.func.attr == "astype" and _is_name(e.func.value, a) and len(e.args) == 1
+            and not e.keywords):
+        return False
+    try:
+        dt = _dtype_of(e.args[0], (), fn)
+    except NotRewritable:
+        return False
+    return dt is not None and dt.kind == "f"
 
 
 def _split_result(e):
@@ -660,6 +674,10 @@ def rewrite(dc) -> Rewritten:
             # `if len(a) == 0: return np.zeros(0, a.dtype)`: as long as its slice, as a copy
             # is; another dtype than a's leaves the result's dtype to Numba's typing
             other_dtype = other_dtype or not empty[1]
+        elif _float_astype(arr, a, fn):
+            # `a.astype(np.float64)`: a copy whose stores convert, as astype does from ints
+            # or floats to floats; the result's dtype is left to Numba's typing
+            other_dtype = True
         elif not _copy_of(arr, a, nps):
             raise NotRewritable(f"a base case returns `{ast.unparse(arr)}` (line {ret.lineno}), "
                                 f"not a copy of {a}")

@@ -578,6 +578,14 @@ def sort_inline_like(a):
     return out
 
 
+def sort_as_floats(a):
+    """Keys of any dtype sorted as float64: ``a.astype(np.float64)`` at the leaves."""
+    if len(a) <= 1:
+        return a.astype(np.float64)
+    mid = len(a) // 2
+    return merge_sentinels(sort_as_floats(a[:mid]), sort_as_floats(a[mid:]))
+
+
 REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": sort_desc,
              "sort_floats": sort_floats, "count_inversions": count_inversions,
              "sort_inline": sort_inline, "count_inline": count_inline,
@@ -587,7 +595,7 @@ REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": 
              "count_empty_base": count_empty_base, "sort_empty_floats": sort_empty_floats,
              "sort_sentinels": sort_sentinels, "count_scratch": count_scratch,
              "sort_right_first": sort_right_first, "sort_inline_n": sort_inline_n,
-             "sort_inline_like": sort_inline_like}
+             "sort_inline_like": sort_inline_like, "sort_as_floats": sort_as_floats}
 KEPT = {"drop_middle": ("not on a[:e] and a[e:]", drop_middle),
         "padded": ("not len(left) + len(right)", padded),
         "three_way": ("returns `np.sort(a)`", three_way),

@@ -29,7 +29,7 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
           "sort_empty_base": np.int32, "count_empty_base": np.int64,
           "sort_empty_floats": np.float64, "sort_sentinels": np.float64,
           "count_scratch": np.int32, "sort_right_first": np.int64, "sort_inline_n": np.float32,
-          "sort_inline_like": np.int16}
+          "sort_inline_like": np.int16, "sort_as_floats": np.int32}
 
 
 def decorated(name):
@@ -191,10 +191,11 @@ def test_a_combines_scratch_arrays_run_on_the_device(name, device, alpha, y):
             assert run.gpu_tasks > 0
 
 
-@pytest.mark.parametrize("name", ["sort_right_first", "sort_inline_n", "sort_inline_like"])
+@pytest.mark.parametrize("name", ["sort_right_first", "sort_inline_n", "sort_inline_like",
+                                  "sort_as_floats"])
 def test_more_ways_of_writing_the_halves_and_the_merge_run_on_the_device(name):
     """The right half's call first; an inline merge sized ``n = len(left) + len(right)``;
-    an inline merge into ``np.empty_like(a)``."""
+    an inline merge into ``np.empty_like(a)``; int keys made floats at the leaves."""
     x = (np.random.default_rng(11).standard_normal(4099) * 100).astype(DTYPES[name])
     run = check(name, x, "gpu", None, None)
     assert run.gpu_tasks > 0
@@ -376,7 +377,7 @@ def test_base_cases_and_combine_of_two_dtypes_run_as_plain_python_and_say_so_onc
 
 def test_an_empty_array_runs_on_the_cpu():
     f = decorated("sort_ifelse")
-    with pytest.warns(hpu.HpuPerformanceWarning, match="not one 1-D NumPy array"):
+    with pytest.warns(hpu.HpuPerformanceWarning, match="not one non-empty 1-D NumPy array"):
         run = f.run(np.zeros(0, np.int64), device="gpu")
     assert run.value.size == 0 and run.value.dtype == np.int64
 
