@@ -191,6 +191,14 @@ def test_a_combines_scratch_arrays_run_on_the_device(name, device, alpha, y):
             assert run.gpu_tasks > 0
 
 
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
+def test_scratch_on_a_device_with_its_own_memory(discrete, device, alpha, y):
+    """The scratch buffers are arrays like any other on a device with its own memory."""
+    x = np.random.default_rng(5).integers(-500, 500, 4099).astype(np.int32)
+    run = check("count_scratch", x, device, alpha, y)
+    assert run.gpu_tasks > 0 and discrete
+
+
 @pytest.mark.parametrize("name", ["sort_right_first", "sort_inline_n", "sort_inline_like",
                                   "sort_as_floats"])
 def test_more_ways_of_writing_the_halves_and_the_merge_run_on_the_device(name):
