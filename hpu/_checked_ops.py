@@ -12,8 +12,9 @@ a prelude of its own per function cost about a second of compiling at each first
 
 So these checks are compiled once (and cached on disk) for the whole process, and know no
 site text: a failing check raises a subclass of Python's exception (``ZeroDivisionError``,
-``ValueError``, ``OverflowError``, ``IndexError``, ``TypeError`` for a float slice bound) whose arguments are numbers -- the site's
-number in :data:`SITES`, a list every compiled function appends its sites to
+``ValueError``, ``OverflowError``, ``IndexError``, ``TypeError`` for a float slice bound)
+whose arguments are numbers -- the site's number in :data:`SITES`, a list every compiled
+function appends its sites to
 (:func:`add_site`) -- and whose one argument, looked up when Python makes the exception, is
 the text: ``file.py:12: in merge(): left[i]: index 3 is out of bounds for length 3``.  The
 subclass is this module's, named as Python's (``hpu._checked_ops.ZeroDivisionError``:

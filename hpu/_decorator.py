@@ -528,12 +528,10 @@ class DivideAndConquer:
         return dataclasses.replace(run, value=value)
 
     def _first_error(self, x) -> BaseException | None:
-        """The exception the function compiled as written raises on ``x``, or None."""
-        from hpu._functional import on_big_stack, quiet_reflection
-
+        """The exception the function as written (:meth:`sequential`) raises on ``x``, or
+        None."""
         try:
-            with quiet_reflection():
-                on_big_stack(self._functional_compiled(), x)
+            self.sequential(x)
         except Exception as err:  # noqa: BLE001 - the user's, raised by the caller
             return err.with_traceback(None)
         return None

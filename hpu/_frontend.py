@@ -1212,16 +1212,14 @@ def _refusals_at_once(tree, where: _Where, name: str, sentinel: bool = True) -> 
             found.append(err)
 
     for n in ast.walk(tree):
-        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Name)):
-            continue
-        if (n.func.id in _REDUCTIONS and len(n.args) == 1 and not n.keywords
-                and array_like(n.args[0]) and n.func.id != name):
-            collect(_refuse_reduction, where, n, ast.unparse(n))
-        elif n.func.id == "print":
-            collect(refuse_with, where, n, "print")
-    for n in ast.walk(tree):
-        if (isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Tuple)
-                and array_like(n.value)):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+            if (n.func.id in _REDUCTIONS and len(n.args) == 1 and not n.keywords
+                    and array_like(n.args[0]) and n.func.id != name):
+                collect(_refuse_reduction, where, n, ast.unparse(n))
+            elif n.func.id == "print":
+                collect(refuse_with, where, n, "print")
+        elif (isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Tuple)
+              and array_like(n.value)):
             collect(where.refuse, n, f"multi-dimensional indexing `{ast.unparse(n)}`",
                     "hpu's arrays are 1-D", "flatten the array and the index: a[i * width + j]")
     for n, bound in _float_bounds(tree):

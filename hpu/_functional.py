@@ -492,6 +492,10 @@ def _sited():
     from hpu._views import _PURE_CALLS
 
     class _Sited(_Checked):
+        def __init__(self, *args, lists: bool = False, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.lists = lists          # a function of lists: their indices checked
+
         def visit_Subscript(self, node):
             """``a[s:e]`` -> ``a[hpu__slice_ix(s, site):...]``: a float bound raises
             Python's TypeError (Numba slices with it: ``a[:len(a) / 2]`` gave a result)."""
@@ -503,7 +507,7 @@ def _sited():
                         setattr(node.slice, part, ast.copy_location(ast.Call(
                             ast.Name("hpu__slice_ix", ast.Load()),
                             [bound, self._where(node)], []), bound))
-            if (getattr(self, "lists", False) and not self.bounds
+            if (self.lists and not self.bounds
                     and isinstance(node.value, ast.Name)
                     and not node.value.id.startswith("hpu__")   # hpu's own (site numbers)
                     and not isinstance(node.slice, (ast.Slice, ast.Tuple))):
@@ -569,9 +573,7 @@ def compile_functional(fn, self_obj, done: dict | None = None, boundscheck: bool
             return done[f]
         glb = dict(f.__globals__)
         glb.update(OPERATIONS)
-        checker = _Sited("", bounds=boundscheck, sites=[])
-        checker.lists = lists           # a function of lists: their indices checked
-        clone = _clone(f, glb, is_main, checker)
+        clone = _clone(f, glb, is_main, _Sited("", bounds=boundscheck, sites=[], lists=lists))
         made.append(glb)
         if clone is None:
             clone = types.FunctionType(f.__code__, glb, f.__name__, f.__defaults__,

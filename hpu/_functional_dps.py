@@ -168,7 +168,7 @@ def _empty_of(e, a: str, nps: set):
         return None
     if any(k.arg != "dtype" for k in e.keywords):
         return None
-    dtype = e.args[1] if len(e.args) > 1 else next((k.value for k in e.keywords), None)
+    dtype = _dtype_arg(e)
     return True, (isinstance(dtype, ast.Attribute) and dtype.attr == "dtype"
                   and _is_name(dtype.value, a))
 
@@ -184,6 +184,12 @@ def _float_astype(e, a: str, fn) -> bool:
     except NotRewritable:
         return False
     return dt is not None and dt.kind == "f"
+
+
+def _dtype_arg(call):
+    """The dtype an ``np.NAME(size, dtype)`` call gives, by position or keyword; else None."""
+    return call.args[1] if len(call.args) > 1 else next(
+        (k.value for k in call.keywords if k.arg == "dtype"), None)
 
 
 def _split_result(e):
@@ -284,9 +290,7 @@ def _helper_into(h, arrays: tuple[int, int], used: set):
     p, q = params[arrays[0]], params[arrays[1]]
     scratch = _scratch(node, i, (p, q), nps, h, used)
     writes = _child_write(node, (p, q))
-    call = node.body[i].value
-    dtype = call.args[1] if len(call.args) > 1 else next(
-        (k.value for k in call.keywords if k.arg == "dtype"), None)
+    dtype = _dtype_arg(node.body[i].value)
     same = (isinstance(dtype, ast.Attribute) and dtype.attr == "dtype"
             and _is_name(dtype.value) and dtype.value.id in (p, q))
     exact = _exact(size, (p, q), _len_names(node, (p, q), i))
@@ -297,7 +301,7 @@ def _helper_into(h, arrays: tuple[int, int], used: set):
     if out in params:
         raise NotRewritable(f"its combine {h.__name__}() reassigns its parameter {out!r}")
     rest = node.body[:i] + node.body[i + 1:]
-    for k, sc in enumerate(scratch):        # np.empty(...) -> its region of a buffer
+    for sc in scratch:                      # np.empty(...) -> its region of a buffer
         at = rest.index(sc.stmt)
         rest[at:at + 1] = sc.carve
     _copied_returns(rest, out, p, q)
@@ -380,13 +384,19 @@ def _exact(e, children, names) -> dict | None:
     return None
 
 
-def _len_names(node, children, upto: int) -> dict:
-    """Names assigned once in the helper, at its top level before statement ``upto``, from
-    its children's lengths (``n1, n2 = len(left), len(right)``): name -> :func:`_exact`."""
+def _store_counts(node) -> dict:
+    """How many times ``node`` assigns each name."""
     counts: dict = {}
     for n in ast.walk(node):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             counts[n.id] = counts.get(n.id, 0) + 1
+    return counts
+
+
+def _len_names(node, children, upto: int) -> dict:
+    """Names assigned once in the helper, at its top level before statement ``upto``, from
+    its children's lengths (``n1, n2 = len(left), len(right)``): name -> :func:`_exact`."""
+    counts = _store_counts(node)
     names: dict = {}
     for stmt in node.body[:upto]:
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
@@ -411,10 +421,7 @@ def _scratch(node, result_at: int, children, nps, h, used) -> list:
     task on ``a`` at offset ``at`` of its level takes ``[(k + c) * at, (k + c) * at + size)``,
     a region no other task of its level touches (the next task starts ``len(a) >= 1``
     elements on).  A size hpu cannot bound so keeps the CPU path."""
-    counts: dict = {}
-    for n in ast.walk(node):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            counts[n.id] = counts.get(n.id, 0) + 1
+    counts = _store_counts(node)
     out = []
     for i, stmt in enumerate(node.body):
         if i == result_at:
@@ -473,7 +480,7 @@ def _scratch_alloc(stmt, children, nps):
         return name, ast.parse(f"len({child})", mode="eval").body, None, fill
     if f.attr in ("empty", "zeros") and v.args and len(v.args) <= 2 \
             and all(k.arg == "dtype" for k in v.keywords):
-        dtype = v.args[1] if len(v.args) > 1 else next((k.value for k in v.keywords), None)
+        dtype = _dtype_arg(v)
         return (name, v.args[0], np.dtype(np.float64) if dtype is None else dtype,
                 "0" if f.attr == "zeros" else None)
     return None
@@ -892,7 +899,7 @@ def rewrite(dc) -> Rewritten:
                      scratch=tuple((scr.width, scr.dtype) for scr in scratch))
 
 
-def _outlined(stmts, i2, children, a, before, name, fn, used, text, start):
+def _outlined(stmts, last, children, a, before, name, fn, used, text, start):
     """``(stmts, helper)``: ``stmts`` with a combine written inline after the second call (``out =
     np.empty(len(a), a.dtype)``, the merge, ``return out, c``) moved into a helper the
     rest of :func:`rewrite` reads as any combine: ``out, hpu_s0 = <name>_combine(left,
@@ -900,7 +907,7 @@ def _outlined(stmts, i2, children, a, before, name, fn, used, text, start):
     ``len(left) + len(right)``, ``len(a)`` or a name assigned ``len(a)``: the children's
     results are as long as their halves, so the three are one length."""
     nps = _numpy_names(fn.__globals__)
-    section, ret = stmts[i2 + 1:-1], stmts[-1]
+    section, ret = stmts[last + 1:-1], stmts[-1]
     allocs = [(k, _alloc(s, nps)) for k, s in enumerate(section)]
     arr, sc = _split_result(ret.value)
     allocs = [(k, x) for k, x in allocs if x is not None and _is_name(arr, x[0])]
@@ -936,9 +943,9 @@ def _outlined(stmts, i2, children, a, before, name, fn, used, text, start):
         ast.fix_missing_locations(alloc)
     call.args[0] = ast.copy_location(ast.parse(f"len({p}) + len({q})", mode="eval").body,
                                      call.args[0])
-    for dt in call.args[1:2] + [kw.value for kw in call.keywords if kw.arg == "dtype"]:
-        if isinstance(dt, ast.Attribute) and dt.attr == "dtype" and _is_name(dt.value, a):
-            dt.value.id = p                 # a's dtype is its halves' (copies of it)
+    dt = _dtype_arg(call)
+    if isinstance(dt, ast.Attribute) and dt.attr == "dtype" and _is_name(dt.value, a):
+        dt.value.id = p                     # a's dtype is its halves' (copies of it)
     ast.fix_missing_locations(alloc)
     value = ast.copy_location(ast.Return(ast.Tuple([ast.Name(out, ast.Load()),
                                                     *copy.deepcopy(sc)], ast.Load())
@@ -978,7 +985,7 @@ def _outlined(stmts, i2, children, a, before, name, fn, used, text, start):
     for node in (assign, back):
         for n in ast.walk(node):
             ast.copy_location(n, section[k] if section else ret)
-    return stmts[:i2 + 1] + [assign, back], hfn
+    return stmts[:last + 1] + [assign, back], hfn
 
 
 def _function(tree, glb, filename):
