@@ -366,9 +366,15 @@ def check_shape(fn, where) -> None:
             lineno=tree.lineno, construct="recursive calls",
             hint=f"call {name}(...) at least twice on the subproblems")
     returns = [r for r in ast.walk(tree) if isinstance(r, ast.Return)]
-    if not any(r.value is None or not any(
-            isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == name
-            for c in ast.walk(r.value)) for r in returns) and not _ends_without_recursing(
+
+    def base_case(e) -> bool:       # ``return arr if len(arr) <= 1 else qs(...) + ...``
+        if isinstance(e, ast.IfExp):
+            return base_case(e.body) or base_case(e.orelse)
+        return not any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                       and c.func.id == name for c in ast.walk(e))
+
+    if not any(r.value is None or base_case(r.value)
+               for r in returns) and not _ends_without_recursing(
                 tree.body, name):
         raise TranslationError(
             f"a function without a base case is not supported: every return of {name} "
@@ -429,6 +435,7 @@ def _clone(f, glb, is_main: bool, checker=None):
     own messages name neither, and it converts a NaN to an int silently."""
     import inspect
 
+    from hpu._comprehensions import comprehensions_as_loops
     from hpu._errors import HpuRecursionError
     from hpu._guard import NATIVE_DEPTH, max_depth
 
@@ -440,6 +447,7 @@ def _clone(f, glb, is_main: bool, checker=None):
     name = tree.name
     filename = inspect.getsourcefile(f) or f.__code__.co_filename
     tree.decorator_list = []
+    comprehensions_as_loops(tree)       # before Numba sees them: see hpu._comprehensions
     if checker is not None:
         checker.filename = filename
         checker.context = "" if is_main else f"in {name}(): "
@@ -550,6 +558,29 @@ def _sited():
     return _Sited
 
 
+def _refuse_inlined_comprehension(f, clone):
+    """On Python 3.12+, a list comprehension hpu could not turn into a loop (one evaluated
+    only under a condition inside an expression) is refused as a Numba error: the plain
+    function runs, with this reason (see :mod:`hpu._comprehensions`)."""
+    import inspect
+
+    from numba.core.errors import UnsupportedError
+
+    from hpu._comprehensions import inlined_comprehension_line
+
+    line = inlined_comprehension_line(clone.__code__)
+    if line is None:
+        return
+    filename = inspect.getsourcefile(f) or f.__code__.co_filename
+    raise UnsupportedError(
+        f"a list comprehension evaluated only under a condition inside an expression "
+        f"(line {line}, in {f.__name__}): on Python 3.12 and later Numba loses an exception "
+        "raised after an inlined comprehension, so hpu compiles a comprehension only as the "
+        "loop it stands for, which it can place only where its statement always evaluates "
+        "it: write it as a statement of its own (name = [...]) or as a loop with append\n"
+        f'File "{filename}", line {line}')
+
+
 def compile_functional(fn, self_obj, done: dict | None = None, boundscheck: bool = False,
                        lists: bool = False):
     """``fn`` and the helpers it calls compiled by Numba as written (recursion through
@@ -578,6 +609,7 @@ def compile_functional(fn, self_obj, done: dict | None = None, boundscheck: bool
         if clone is None:
             clone = types.FunctionType(f.__code__, glb, f.__name__, f.__defaults__,
                                        f.__closure__)
+        _refuse_inlined_comprehension(f, clone)
         # a function of no module, for Numba: it keeps the clone's own globals instead of
         # importing the user's module -- which, while that module is being imported (a call
         # at its top level), waits for the import lock the importing thread holds: a hang,
