@@ -261,6 +261,22 @@ def test_the_device_forms_plan_predicts_the_peak_memory_the_run_measures(device,
     assert same(run.value, ex.count_inversions(x.copy()))
 
 
+def test_the_peak_on_a_device_with_its_own_memory_does_not_depend_on_the_buffers_history(
+        discrete):
+    """On the NVIDIA H200 the plan said 1.37x the run's peak: the download copied the
+    changed elements (``arr[changed] = got[changed]``), and how many changed depended on
+    what the freed memory a new buffer reused held.  Forced copies here: the same run three
+    times holds the same peak, and the plan predicts it within 5 %."""
+    f = decorated("count_inversions")
+    x = np.random.default_rng(7).integers(-1000, 1000, 200_003).astype(np.int32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        plan = f.plan(x, device="gpu")
+        peaks = [f.run(x, device="gpu", memory=True).peak_memory for _ in range(3)]
+    assert discrete and max(peaks) - min(peaks) <= 0.01 * max(peaks), peaks
+    assert abs(peaks[-1] / plan.peak_memory - 1) <= 0.05, (peaks, plan.peak_memory)
+
+
 @pytest.mark.parametrize("name", sorted(ex.KEPT))
 @pytest.mark.parametrize("device", ["gpu", "hybrid"])
 def test_without_a_device_form_the_cpu_answers_and_says_why(name, device):

@@ -519,7 +519,9 @@ class OpenCLBackend:
             if arr.dtype.kind == "f":  # NaN == NaN for "unchanged"
                 changed &= ~(np.isnan(got) & np.isnan(was))
             self._wrote = True
-            arr[changed] = got[changed]
+            # in place, no copy of the changed elements: the memory the run holds does
+            # not depend on how many changed (it did: the device form's plan, NVIDIA H200)
+            np.copyto(arr, got, where=changed)
             self._own.pop(name, None)
         lv = self._levels[self._y]
         s = self._starts[self._y]
