@@ -33,7 +33,10 @@ timeout 150 python3 -m hpu run mergesort --n 16777216 --explain --trace "$OUT/tr
 timeout 80 python3 -m hpu run mergesort --n 16777216 --device hybrid --strategy minmax 2>&1 | tee "$OUT/minmax.txt"
 timeout 70 python3 -m hpu run mergesort --n 16777216 --device gpu --explain --repeat 1 2>&1 | tee "$OUT/gpu.txt"
 timeout 110 python3 bench/bench_explain.py --n 16777216 --repeat 3 2>&1 | tee "$OUT/explain.txt"
-timeout 140 python3 -m pytest -q -p no:cacheprovider -n 8 --dist loadfile tests/opencl \
-  tests/test_forms.py tests/test_slices.py tests/test_hybrid.py tests/test_overlap.py \
-  tests/test_functional.py > "$OUT/tests.txt" 2>&1
-tail -25 "$OUT/tests.txt"
+# --dist load, -v: one file's tests spread over the workers (loadfile left test_functional.py
+# on one worker past the limit, 2026-11-27), and each result is named as it comes
+timeout 140 python3 -m pytest -v -rfE --tb=short -p no:cacheprovider -o addopts="" -n 12 \
+  --dist load tests/opencl tests/test_forms.py tests/test_slices.py tests/test_hybrid.py \
+  tests/test_overlap.py tests/test_functional.py tests/test_functional_dps.py \
+  tests/test_comprehensions.py > "$OUT/tests.txt" 2>&1
+grep -E "FAILED|ERROR|passed|failed" "$OUT/tests.txt" | tail -25
