@@ -157,6 +157,7 @@ class DivideAndConquer:
         self._functional = None     # (file, line, construct) of an allocation: hpu._functional
         self._compiled = None
         self._helpers: dict = {}    # the helpers' dispatchers (compile_functional)
+        self._kinds = None          # _int_results, decided once
         self._call_shape = None     # (a, arity, loop) of a functional function
         self._lists = False         # lists at the call stay lists (hpu._functional.takes_lists)
         # why Numba cannot compile the function as written, per kind of arguments (a big-
@@ -322,6 +323,14 @@ class DivideAndConquer:
         """The original compiled by Numba, on one core (004's baseline); returns its value."""
         if _disabled():
             return self.py_func(*args, **kwargs)
+        value = self._sequential(args, kwargs)
+        if self._int_results():
+            from hpu._kinds import restore
+
+            value = restore(value, args, kwargs)
+        return value
+
+    def _sequential(self, args, kwargs):
         self._settle()
         if self._functional is not None:
             from hpu._functional import convert_arguments, on_big_stack, quiet_reflection
@@ -741,6 +750,29 @@ class DivideAndConquer:
         return self._run(opts, args, user)
 
     def _run(self, options, args, kwargs, checked=None) -> Run:
+        run = self._run_any(options, args, kwargs, checked)
+        if run.device != "python" and self._int_results():
+            import dataclasses
+
+            from hpu._kinds import restore
+
+            run = dataclasses.replace(run, value=restore(run.value, args, kwargs))
+        return run
+
+    def _int_results(self) -> bool:
+        """Whether Python's result is an int wherever the compiled one is a finite integral
+        float, on int arguments (:mod:`hpu._kinds`: floats only as infinite sentinels);
+        decided once, from the source."""
+        if self._kinds is None:
+            from hpu._kinds import int_results
+
+            try:
+                self._kinds = int_results(self.py_func)
+            except Exception:  # noqa: BLE001 - a shape the analysis does not know: as Numba
+                self._kinds = False
+        return self._kinds
+
+    def _run_any(self, options, args, kwargs, checked=None) -> Run:
         from hpu._options import check_options
 
         o = checked if checked is not None else check_options(options, f"{self.__name__}.run")

@@ -1,0 +1,197 @@
+"""hpu._kinds: Python's int where Numba unified it with an infinite sentinel's float."""
+from __future__ import annotations
+
+import math
+import warnings
+from math import inf
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+import hpu
+from hpu._kinds import int_results, restore
+
+EPS = 1e-9
+
+
+def kind(v):
+    if isinstance(v, tuple):
+        return tuple(kind(e) for e in v)
+    if isinstance(v, (bool, np.bool_)):
+        return "bool"
+    if isinstance(v, (int, np.integer)):
+        return "int"
+    if isinstance(v, (float, np.floating)):
+        return "float"
+    return type(v).__name__
+
+
+# ------------------------------------------------------------------ functions people write
+
+def crossing(left, right):
+    best_l = -math.inf
+    s = 0
+    for i in range(len(left) - 1, -1, -1):
+        s += left[i]
+        best_l = max(best_l, s)
+    best_r = -math.inf
+    s = 0
+    for i in range(len(right)):
+        s += right[i]
+        best_r = max(best_r, s)
+    return best_l + best_r
+
+
+@hpu.divide_and_conquer
+def max_subarray(a):
+    if len(a) == 0:
+        return float("-inf")
+    if len(a) == 1:
+        return a[0]
+    mid = len(a) // 2
+    return max(max_subarray(a[:mid]), max_subarray(a[mid:]), crossing(a[:mid], a[mid:]))
+
+
+@hpu.divide_and_conquer
+def min_max(a):
+    if len(a) == 0:
+        return inf, -inf
+    if len(a) == 1:
+        return a[0], a[0]
+    mid = len(a) // 2
+    lo1, hi1 = min_max(a[:mid])
+    lo2, hi2 = min_max(a[mid:])
+    return min(lo1, lo2), max(hi1, hi2)
+
+
+@hpu.divide_and_conquer
+def best_with_count(a, lo, hi):
+    if hi - lo == 1:
+        return a[lo], 1
+    if hi <= lo:
+        return -np.inf, 0
+    m = (lo + hi) // 2
+    b1, c1 = best_with_count(a, lo, m)
+    b2, c2 = best_with_count(a, m, hi)
+    return max(b1, b2), c1 + c2
+
+
+@pytest.mark.parametrize("device, alpha, y", [("cpu", None, None), ("gpu", None, None),
+                                              ("hybrid", 0.5, 2)])
+@settings(max_examples=10, deadline=None)
+@given(x=arrays(np.int64, st.integers(0, 300), elements=st.integers(-10**6, 10**6)))
+def test_an_int_arrays_answer_is_an_int_as_in_python(device, alpha, y, x):
+    opts = dict(device=device, alpha=alpha, y=y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        for f in (max_subarray, min_max):
+            want = f.py_func(x.copy())
+            got = f.run(x.copy(), **opts).value
+            assert got == want and kind(got) == kind(want), (f.__name__, got, want)
+        if len(x):
+            want = best_with_count.py_func(x, 0, len(x))
+            got = best_with_count.run(x, 0, len(x), **opts).value
+            assert got == want and kind(got) == kind(want)
+
+
+@pytest.mark.filterwarnings("ignore::hpu.HpuPerformanceWarning")
+def test_floats_stay_floats_and_the_sentinel_stays_a_float():
+    x = np.array([1.0, -2.0, 3.0])
+    assert kind(max_subarray(x)) == "float" and max_subarray(x) == 3.0
+    got = max_subarray.run(np.zeros(0, np.int64), device="cpu").value
+    assert got == -math.inf and kind(got) == "float"
+    assert min_max.sequential(np.array([4, 2, 9])) == (2, 9)
+    assert kind(min_max.sequential(np.array([4, 2, 9]))) == ("int", "int")
+    assert kind(min_max([5, 1])) == ("int", "int")          # a list of ints
+    assert kind(min_max([5.0, 1])) == ("float", "float")    # one float: floats, as Python
+
+
+# ------------------------------------------------------------------ the analysis
+
+def zero_float(a):
+    if len(a) == 0:
+        return 0.0                  # a finite float: Python's 0.0 must stay 0.0
+    return max(zero_float(a[1:]), a[0])
+
+
+def divides(a):
+    if len(a) <= 1:
+        return -inf if len(a) == 0 else a[0]
+    return (divides(a[:1]) + divides(a[1:])) / 2
+
+
+def mod_of_sentinel(a):
+    if len(a) <= 1:
+        return -inf if len(a) == 0 else a[0]
+    return max(mod_of_sentinel(a[:1]), mod_of_sentinel(a[1:])) % 7   # 3 % inf is 3.0
+
+
+def floor_of_lengths(a):
+    if len(a) <= 1:
+        return -inf if len(a) == 0 else a[0]
+    m = len(a) // 2 + len(a) % 2
+    return max(floor_of_lengths(a[:m]), floor_of_lengths(a[m:]))
+
+
+def float_array(a):
+    if len(a) <= 1:
+        return -inf if len(a) == 0 else a[0]
+    out = np.zeros(len(a))
+    return max(float_array(a[:1]), out[0])
+
+
+def int_array(a):
+    if len(a) <= 1:
+        return -inf if len(a) == 0 else a[0]
+    out = np.zeros(len(a), np.int64)
+    return max(int_array(a[:1]), out[0])
+
+
+def epsilon(a):
+    if len(a) <= 1:
+        return -inf if len(a) == 0 else a[0]
+    return max(epsilon(a[:1]), epsilon(a[1:])) - EPS
+
+
+def no_sentinel(a):
+    if len(a) <= 1:
+        return 0 if len(a) == 0 else a[0]
+    return no_sentinel(a[:1]) + no_sentinel(a[1:])
+
+
+def library(a):
+    if len(a) <= 1:
+        return -inf if len(a) == 0 else a[0]
+    return max(library(a[:1]), math.sqrt(len(a)))
+
+
+@pytest.mark.parametrize("fn, expected", [
+    (max_subarray.py_func, True), (min_max.py_func, True), (best_with_count.py_func, True),
+    (zero_float, False), (divides, False), (mod_of_sentinel, False), (floor_of_lengths, True),
+    (float_array, False), (int_array, True), (epsilon, False), (no_sentinel, False),
+    (library, False)])
+def test_which_functions_keep_floats_to_sentinels(fn, expected):
+    assert int_results(fn) is expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(x=st.lists(st.integers(-50, 50), max_size=8))
+def test_where_the_analysis_says_int_python_gives_no_finite_float(x):
+    """The claim :mod:`hpu._kinds` rests on, checked on the plain functions it accepts."""
+    a = np.array(x, dtype=np.int64)
+    for fn in (max_subarray.py_func, min_max.py_func, floor_of_lengths, int_array):
+        v = fn(a)
+        for e in (v if isinstance(v, tuple) else (v,)):
+            assert kind(e) == "int" or not math.isfinite(e), (fn.__name__, x, v)
+
+
+def test_restore_leaves_float_arguments_and_non_integral_values_alone():
+    assert restore(3.0, (np.array([1.5]),), {}) == 3.0
+    assert kind(restore(3.0, (np.array([1.5]),), {})) == "float"
+    assert kind(restore(3.5, (np.array([1]),), {})) == "float"
+    assert kind(restore((3.0, -inf, 2), (np.array([1]), 0, 1), {})) == ("int", "float", "int")
+    assert kind(restore(3.0, ([1, 2],), {})) == "int"
+    assert kind(restore(3.0, ([1, 2.0],), {})) == "float"
