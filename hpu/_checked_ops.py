@@ -75,7 +75,17 @@ def _as_python(base: type, message):
 # hpu._checked_ops.ZeroDivisionError: file.py:12: x // d: integer division or modulo by zero)
 ZeroDivisionError = _as_python(builtins.ZeroDivisionError,
                                lambda v, e: "integer division or modulo by zero")
+def _empty_message(f) -> str:
+    try:
+        f([])
+    except builtins.ValueError as err:      # this Python's own words (3.12 changed them)
+        return str(err)
+    return f"{f.__name__}() arg is an empty sequence"
+
+
+_EMPTY = {0: _empty_message(min), 1: _empty_message(max)}
 ValueError = _as_python(builtins.ValueError, lambda v, e: (
+    _EMPTY.get(v, _EMPTY[1]) if e == -2 else
     "cannot convert float NaN to integer" if e < 0 else
     f"could not broadcast input array from shape ({v},) into shape ({e},)"))
 OverflowError = _as_python(builtins.OverflowError, lambda v, e: "cannot convert an infinite or "
@@ -100,6 +110,11 @@ def _badconv(x, site):
 
 
 @njit(cache=True)
+def _empty(which, site):
+    raise ValueError(site, which, -2)
+
+
+@njit(cache=True)
 def _broadcast(ns, nd, site):
     raise ValueError(site, ns, nd)
 
@@ -118,6 +133,12 @@ def _list_misindex(x, i):
     """Whether ``x[i]`` is out of range of the list ``x`` (False for anything else: an array
     keeps Numba's own indexing, unchecked unless boundscheck asks)."""
     return isinstance(x, list) and not -len(x) <= i < len(x)
+
+
+def _empty_sequence(x):
+    """Whether ``x`` is a list, tuple, range or array with no elements (False for anything
+    else: ``max`` of an iterator keeps Numba's own behaviour)."""
+    return hasattr(x, "__len__") and len(x) == 0
 
 
 def _float_bound(x):
@@ -146,6 +167,13 @@ def _register() -> None:
         if isinstance(x, (types.List, types.ListType)) and isinstance(i, types.Integer):
             return lambda x, i: i < -len(x) or i >= len(x)
         return lambda x, i: False
+
+    @overload(_empty_sequence, jit_options={"cache": True})
+    def _empty_sequence_nb(x):
+        if isinstance(x, (types.List, types.ListType, types.Array, types.BaseTuple,
+                          types.RangeType)):
+            return lambda x: len(x) == 0
+        return lambda x: False
 
     @overload(_float_bound, jit_options={"cache": True})
     def _float_bound_nb(x):
@@ -238,6 +266,15 @@ def list_set_ix(x, i, site):
 
 
 @njit(inline="always")
+def nonempty(x, which, site):
+    """``x``, for ``max(x)`` (``which`` 1) or ``min(x)`` (0): Python's ValueError when it
+    is an empty sequence."""
+    if _empty_sequence(x):
+        _empty(which, site)
+    return x
+
+
+@njit(inline="always")
 def slice_ix(x, site):
     """``x``, a slice bound: Python's TypeError for a float (``a[:len(a) / 2]``)."""
     if _float_bound(x):
@@ -248,4 +285,5 @@ def slice_ix(x, site):
 #: the names :class:`hpu._codegen._Checked` writes -> the checks here
 OPERATIONS = {"hpu__floordiv": floordiv, "hpu__mod": mod, "hpu__ix": ix, "hpu__int": to_int,
               "hpu__store": store, "hpu__round": to_round, "hpu__fit": fit,
-              "hpu__slice_ix": slice_ix, "hpu__lix": list_ix, "hpu__lsix": list_set_ix}
+              "hpu__slice_ix": slice_ix, "hpu__lix": list_ix, "hpu__lsix": list_set_ix,
+              "hpu__nonempty": nonempty}

@@ -158,7 +158,9 @@ class _Renamer(ast.NodeTransformer):
 
     def visit_Name(self, node):
         if node.id in self.names:
-            return ast.copy_location(ast.Name(self.names[node.id], node.ctx), node)
+            new = ast.copy_location(ast.Name(self.names[node.id], node.ctx), node)
+            new.hpu_text = node.id          # error messages show the user's name
+            return new
         return node
 
 
@@ -221,7 +223,9 @@ class _Hoister:
         if isinstance(e, ast.ListComp):
             out = self.fresh("lc")
             pre.extend(self.loop(e, out))
-            return ast.copy_location(ast.Name(out, ast.Load()), e)
+            name = ast.copy_location(ast.Name(out, ast.Load()), e)
+            name.hpu_text = ast.unparse(e)  # error messages show the comprehension
+            return name
         kids = _kids(e)
         last = max(i for i, (c, _) in enumerate(kids) if _movable(c))
         for i, (c, put) in enumerate(kids):

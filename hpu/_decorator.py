@@ -633,6 +633,17 @@ class DivideAndConquer:
         if K and not recursion_through_globals(self.py_func, self):
             K, reason = 0, (f"{self.__name__} calls itself through a closure, not a global "
                             "name: the function compiled by Numba, as one call")
+        if K and any(type(v) is list for v in (*args, *kwargs.values())):
+            from hpu._functional import writes_its_arguments
+
+            line = writes_its_arguments(self.py_func)
+            if line is not None:
+                # each compiled call copies a list in and writes all of it back when it
+                # returns: subtrees on threads would overwrite each other's work
+                K, reason = 0, (f"{self.__name__} writes into its list argument (line "
+                                f"{line}), and a compiled call writes the whole list back "
+                                "when it returns, so calls on threads would overwrite each "
+                                "other's writes: the function compiled by Numba, as one call")
         device_reason = None
         if o["device"] != "cpu" or o["cluster"] is not None:
             device_reason = self._device_reason()

@@ -313,6 +313,35 @@ def _trees(fn):
         todo.extend(_helpers(tree, f.__globals__, seen))
 
 
+_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "sort", "reverse",
+                       "clear"})
+
+
+def writes_its_arguments(fn) -> int | None:
+    """The line where ``fn`` or a helper it calls writes into one of its own parameters
+    (``arr[lo:hi] = ...``, ``arr[i] += 1``, ``arr.append(x)``, ``del arr[i]``), else None."""
+    for _, tree in _trees(fn):
+        params = {a.arg for a in tree.args.args}
+        for n in ast.walk(tree):
+            targets = []
+            if isinstance(n, ast.Assign):
+                targets = n.targets
+            elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
+                targets = [n.target]
+            elif isinstance(n, ast.Delete):
+                targets = n.targets
+            elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                  and n.func.attr in _MUTATORS and isinstance(n.func.value, ast.Name)
+                  and n.func.value.id in params):
+                return n.lineno
+            for t in targets:
+                for e in ast.walk(t):
+                    if (isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name)
+                            and e.value.id in params):
+                        return n.lineno
+    return None
+
+
 def find_allocation(fn) -> tuple[str, int, str] | None:
     """``(filename, line, construct)`` of the first array allocation in ``fn`` or the
     helpers it calls, or None: a function with one is run functionally (decided at
@@ -370,6 +399,8 @@ def check_shape(fn, where) -> None:
     def base_case(e) -> bool:       # ``return arr if len(arr) <= 1 else qs(...) + ...``
         if isinstance(e, ast.IfExp):
             return base_case(e.body) or base_case(e.orelse)
+        if isinstance(e, ast.BoolOp):   # ``return arr and qs(...) + ...``: any operand
+            return any(base_case(v) for v in e.values)
         return not any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
                        and c.func.id == name for c in ast.walk(e))
 
@@ -503,6 +534,20 @@ def _sited():
         def __init__(self, *args, lists: bool = False, **kwargs):
             super().__init__(*args, **kwargs)
             self.lists = lists          # a function of lists: their indices checked
+
+        def visit_Call(self, node):
+            """``max(x)``/``min(x)`` of one sequence -> ``max(hpu__nonempty(x, 1, site))``:
+            an empty one raises Python's ValueError (Numba's list max raised StopIteration)."""
+            f = node.func
+            if (isinstance(f, ast.Name) and f.id in ("min", "max") and len(node.args) == 1
+                    and not node.keywords and not isinstance(node.args[0], ast.Starred)):
+                where = self._where(node)
+                node = super().visit_Call(node)
+                node.args[0] = ast.copy_location(ast.Call(
+                    ast.Name("hpu__nonempty", ast.Load()),
+                    [node.args[0], ast.Constant(int(f.id == "max")), where], []), node)
+                return node
+            return super().visit_Call(node)
 
         def visit_Subscript(self, node):
             """``a[s:e]`` -> ``a[hpu__slice_ix(s, site):...]``: a float bound raises
@@ -687,7 +732,9 @@ def untyped_what(args, kwargs) -> str:
 @contextlib.contextmanager
 def quiet_reflection():
     """Numba's notice that reflected lists (Python lists passed to compiled code) are
-    "scheduled for deprecation" is not shown inside: hpu passes them, not the user."""
+    "scheduled for deprecation" is not shown inside: hpu passes them, not the user.  And
+    an exception raised inside Numba's compiler (not by the compiled code) is raised as
+    Numba's own error: the function cannot be compiled, and the plain function runs."""
     import warnings
 
     from numba.core.errors import NumbaPendingDeprecationWarning
@@ -695,7 +742,36 @@ def quiet_reflection():
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=NumbaPendingDeprecationWarning,
                                 message=r"(?s).*reflected list")
-        yield
+        try:
+            yield
+        except Exception as err:
+            if not _inside_numba(err):
+                raise
+            # Numba's compiler itself failed (``result += [comprehension]`` on an array:
+            # an AttributeError deep in its typing): it cannot compile the function, as a
+            # typing error would say -- the plain function runs, with this reason
+            from numba.core.errors import NumbaError
+
+            raise NumbaError(f"Numba's compiler failed ({type(err).__name__}: {err})") from err
+
+
+def _inside_numba(err) -> bool:
+    """Whether ``err`` was raised inside Numba's own Python code (its compiler), not by
+    the compiled function (whose exceptions come from machine code: no Numba frame)."""
+    import os
+
+    import numba
+    from numba.core.errors import NumbaError
+
+    if isinstance(err, NumbaError):
+        return False
+    root = os.path.dirname(os.path.abspath(numba.__file__)) + os.sep
+    tb = err.__traceback__
+    while tb is not None:
+        if os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(root):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 # --------------------------------------------------------------------------- every core
@@ -1181,7 +1257,12 @@ class FanOut:
     def _subtree(self, args, kwargs):
         start = _time.perf_counter()
         try:
-            return self.compiled(*args, **kwargs)
+            converted = convert_arguments(args, kwargs, lists=True)
+            if converted is None:
+                # a list Numba cannot type (an empty one: a base case, as often as not) --
+                # the plain function answers for this subtree, as it does for the whole call
+                return self.fn(*args, **kwargs)
+            return self.compiled(*converted[0], **converted[1])
         finally:
             end = _time.perf_counter()
             with self._lock:

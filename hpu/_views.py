@@ -175,7 +175,12 @@ class _Display(ast.NodeTransformer):
         return self.generic_visit(node)
 
     def visit_Name(self, node):
-        """A view's hidden length (``v__n``) is what the user measured it with: ``len(v)``."""
+        """A view's hidden length (``v__n``) is what the user measured it with: ``len(v)``;
+        a name hpu made for the user's expression (a comprehension's list or loop variable,
+        :mod:`hpu._comprehensions`) is that expression."""
+        text = shown_as(node)
+        if text is not None:
+            return ast.Name(id=text, ctx=node.ctx)
         base, sep, tail = node.id.rpartition("__")
         if sep and tail == "n" and base.isidentifier() and "__" not in base:
             return ast.Call(ast.Name("len", ast.Load()), [ast.Name(base, ast.Load())], [])

@@ -256,3 +256,34 @@ def test_a_comprehension_under_a_condition_gives_pythons_answer(a):
     if AFFECTED and len(a) > 1:
         assert "list comprehension evaluated only under a condition" in run.reason
         assert f"{__file__}:" in run.reason
+
+
+@hpu.divide_and_conquer
+def largest_positive(arr):
+    if len(arr) <= 2:
+        return max([x for x in arr if x > 0])
+    mid = len(arr) // 2
+    return max(largest_positive(arr[:mid]), largest_positive(arr[mid:]))
+
+
+@hpu.divide_and_conquer
+def spread(ys):
+    if len(ys) <= 1:
+        return ys
+    m = len(ys) // 2
+    return spread(ys[:m]) + spread(ys[m:]) + [100 // (y - ys[0]) for y in ys[1:]]
+
+
+def test_errors_name_the_users_comprehension_and_variables():
+    """``max`` of an empty list raises Python's ValueError (Numba's raised StopIteration),
+    and messages show what the user wrote, not hpu's names for it."""
+    with pytest.raises(ValueError) as got:
+        largest_positive.run([-1, -2, 5, 7], device="cpu")
+    with pytest.raises(ValueError) as want:
+        largest_positive.py_func([-1, -2, 5, 7])
+    assert str(got.value).endswith(str(want.value))
+    assert "max([x for x in arr if x > 0])" in str(got.value) and "hpu__" not in str(got.value)
+    assert largest_positive.run([3, 9, 4, 1], device="cpu").value == 9
+    with pytest.raises(ZeroDivisionError) as err:
+        spread.run([2, 2, 1, 5], device="cpu")
+    assert "100 // (y - ys[0])" in str(err.value) and "hpu__" not in str(err.value)

@@ -1266,3 +1266,74 @@ def test_an_empty_list_gives_the_plain_functions_answer():
         run = f.run([], device=device)
         assert type(run.value) is int and run.value == 0 and "empty list" in run.reason
     assert f([1, 2, 3]) == 6 and type(f([1, 2, 3])) is int
+
+
+# ---------------------------------------------------------------- found by a sweep (2026-11-27)
+
+@hpu.divide_and_conquer
+def _one_line_qsort(arr):
+    return arr if len(arr) <= 1 else _one_line_qsort(
+        [x for x in arr[1:] if x < arr[0]]) + [arr[0]] + _one_line_qsort(
+        [x for x in arr[1:] if x >= arr[0]])
+
+
+@hpu.divide_and_conquer
+def _and_qsort(arr):
+    return arr and _and_qsort([x for x in arr[1:] if x < arr[0]]) + arr[:1] + _and_qsort(
+        [x for x in arr[1:] if x >= arr[0]])
+
+
+@hpu.divide_and_conquer
+def _partition_in_place(arr, lo, hi):
+    if hi - lo <= 1:
+        return
+    p = arr[lo]
+    seg = arr[lo:hi]
+    less = [x for x in seg if x < p]
+    eq = [x for x in seg if x == p]
+    more = [x for x in seg if x > p]
+    arr[lo:hi] = less + eq + more
+    _partition_in_place(arr, lo, lo + len(less))
+    _partition_in_place(arr, lo + len(less) + len(eq), hi)
+
+
+@hpu.divide_and_conquer
+def _numba_crashes(arr):
+    if len(arr) <= 1:
+        return arr[:]
+    mid = len(arr) // 2
+    result = _numba_crashes(arr[:mid])
+    result += [x * 2 for x in _numba_crashes(arr[mid:])]
+    return result
+
+
+@pytest.mark.parametrize("K", [1, 2, 3])
+def test_subtrees_of_empty_lists_answer_as_python(K):
+    """With K, a level-K call on an empty list (which Numba cannot type) raised
+    "cannot compute fingerprint of empty list": it runs as the plain function."""
+    for data in ([3, 1, 2], [2, 2, 1, 3, 3, 0], list(range(40, 0, -3))):
+        for f in (_one_line_qsort, _and_qsort):
+            assert f.run(list(data), device="cpu", K=K).value == sorted(data)
+
+
+def test_a_function_writing_its_list_does_not_fan_out():
+    """Subtrees on threads each wrote the whole reflected list back: a wrong order, or a
+    crash at 12 000 keys.  Such a function runs as one compiled call, and says why."""
+    import random
+
+    r = random.Random(1)
+    data = [r.randint(-1000, 1000) for _ in range(12_000)]
+    a = list(data)
+    run = _partition_in_place.run(a, 0, len(a), device="cpu", K=2)
+    assert a == sorted(data) and run.K == 0
+    assert "writes into its list argument (line" in run.reason
+
+
+def test_a_crash_inside_numbas_compiler_runs_the_plain_function():
+    for x in (np.array([5, 3]), np.array([5.0, 3.0]), np.array([5, 3, 8, 1])):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run = _numba_crashes.run(x.copy(), device="cpu")
+        want = _numba_crashes.py_func(x.copy())
+        assert np.array_equal(run.value, want) and run.value.dtype == want.dtype
+    assert "Numba's compiler failed (AttributeError" in _numba_crashes._not_compiled
