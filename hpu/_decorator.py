@@ -56,6 +56,7 @@ runs entirely in plain Python, as written.
 """
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import inspect
@@ -158,6 +159,7 @@ class DivideAndConquer:
         self._compiled = None
         self._helpers: dict = {}    # the helpers' dispatchers (compile_functional)
         self._kinds = None          # _int_results, decided once
+        self._globals_written = None    # _plain_function, decided once
         self._call_shape = None     # (a, arity, loop) of a functional function
         self._lists = False         # lists at the call stay lists (hpu._functional.takes_lists)
         # why Numba cannot compile the function as written, per kind of arguments (a big-
@@ -338,7 +340,7 @@ class DivideAndConquer:
             self._typed_as(args, kwargs)
             converted = convert_arguments(args, kwargs, self._lists)
             if converted is None:       # a list Numba cannot type: see _run_functional
-                return self.py_func(*args, **kwargs)
+                return self._plain_function()(*args, **kwargs)
             if self._not_compiled is None:
                 try:
                     with quiet_reflection():
@@ -346,13 +348,13 @@ class DivideAndConquer:
                                             **converted[1])
                 except _numba_error() as err:
                     self._not_compiled = _not_compiled_reason(self.__name__, err)
-            return self.py_func(*converted[0], **converted[1])   # see _plain_instead
+            return self._plain_function()(*converted[0], **converted[1])   # see _plain_instead
         if self._written_list(args, kwargs) is not None:   # see _run_as_written
             value, what = self._call_as_written(args, kwargs)
             if what is None:
                 return value
             with _lists_restored(args, kwargs):
-                return self.py_func(*args, **kwargs)
+                return self._plain_function()(*args, **kwargs)
         values = self._check_args(args, kwargs)
         program = self._program(values)
         from hpu._interrupt import call, raise_if_stopped
@@ -412,7 +414,7 @@ class DivideAndConquer:
                 fallbacks.append(reason)
                 warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=user_stacklevel())
             t0 = time.perf_counter()
-            value = self.py_func(*args, **kwargs)
+            value = self._plain_function()(*args, **kwargs)
             return _one_call_run(o, value, t0, fallbacks, reason)
         args, kwargs = converted
         if self._not_compiled is None:
@@ -586,7 +588,7 @@ class DivideAndConquer:
         warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=user_stacklevel())
         t0 = time.perf_counter()
         with _lists_restored(args, kwargs):
-            value = self.py_func(*args, **kwargs)
+            value = self._plain_function()(*args, **kwargs)
         return _one_call_run(o, value, t0, fallbacks, reason)
 
     def _run_compiled(self, o, args, kwargs, fallbacks) -> Run:
@@ -770,6 +772,32 @@ class DivideAndConquer:
             run = dataclasses.replace(run, value=restore(run.value, args, kwargs))
         return run
 
+    def _plain_function(self):
+        """The plain function, for hpu's own runs of it (a list Numba cannot take, what Numba
+        cannot compile): a copy whose recursive calls call the copy itself, not this object.
+        Through the object every level is also a call of ``__call__``, which Python 3.12
+        counts against its C recursion limit: a quicksort 1000 calls deep raised
+        RecursionError there where the undecorated function returns.  The copy reads the
+        module's globals as they are at the call; a function with a ``global`` statement (in
+        itself or a helper) is called as it is."""
+        import types
+
+        fn = self.py_func
+        if self._globals_written is None:
+            from hpu._functional import _trees
+
+            self._globals_written = any(isinstance(n, (ast.Global, ast.Nonlocal))
+                                        for _, t in _trees(fn) for n in ast.walk(t))
+        names = [k for k in fn.__code__.co_names if fn.__globals__.get(k) is self]
+        if fn.__closure__ or self._globals_written or not names:
+            return fn
+        own = dict(fn.__globals__)
+        plain = types.FunctionType(fn.__code__, own, fn.__name__, fn.__defaults__)
+        plain.__kwdefaults__ = fn.__kwdefaults__
+        for k in names:
+            own[k] = plain
+        return plain
+
     def _int_results(self) -> bool:
         """Whether Python's result is an int wherever the compiled one is a finite integral
         float, on int arguments (:mod:`hpu._kinds`: floats only as infinite sentinels);
@@ -789,7 +817,7 @@ class DivideAndConquer:
         o = checked if checked is not None else check_options(options, f"{self.__name__}.run")
         if _disabled():
             t0 = time.perf_counter()
-            value = self.py_func(*args, **kwargs)
+            value = self._plain_function()(*args, **kwargs)
             return Run(value=value, device="python", alpha=None, y=None, K=0, cpu_tasks=1,
                        gpu_tasks=0, fallbacks=[], levels=(), transfers=(),
                        seconds=time.perf_counter() - t0)
@@ -803,7 +831,7 @@ class DivideAndConquer:
             # an empty list has no dtype but NumPy's guess (float64), which would make
             # `if not lst: return 0` a 0.0; the plain function answers exactly, and at once
             t0 = time.perf_counter()
-            value = self.py_func(*args, **kwargs)
+            value = self._plain_function()(*args, **kwargs)
             return Run(value=value, device="python", alpha=None, y=None, K=0, cpu_tasks=1,
                        gpu_tasks=0, fallbacks=[], levels=(), transfers=(),
                        seconds=time.perf_counter() - t0,
@@ -882,7 +910,7 @@ class DivideAndConquer:
                 fallbacks.append(reason)
                 warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=user_stacklevel())
             with _lists_restored(args, kwargs):
-                value = self.py_func(*args, **kwargs)
+                value = self._plain_function()(*args, **kwargs)
         return _one_call_run(o, value, t0, fallbacks, reason)
 
     def _run_checked(self, o, values, program=None) -> Run:

@@ -1337,3 +1337,27 @@ def test_a_crash_inside_numbas_compiler_runs_the_plain_function():
         want = _numba_crashes.py_func(x.copy())
         assert np.array_equal(run.value, want) and run.value.dtype == want.dtype
     assert "Numba's compiler failed (AttributeError" in _numba_crashes._not_compiled
+
+
+@hpu.divide_and_conquer
+def _tuple_qsort(arr):
+    if len(arr) <= 1:
+        return arr
+    pivot = arr[0]
+    return _tuple_qsort([x for x in arr[1:] if x < pivot]) + [pivot] + _tuple_qsort(
+        [x for x in arr[1:] if x >= pivot])
+
+
+def test_hpus_own_plain_runs_recurse_as_deep_as_the_plain_function():
+    """A list of tuples is given to the plain function.  Its recursion went through the
+    decorated object (two frames a level, and on Python 3.12 a C-level call each, which
+    its C recursion limit counts: RecursionError at ~1000 calls where the undecorated
+    function returns); it now calls a copy of the function that calls itself."""
+    import sys
+
+    n = int(sys.getrecursionlimit() * 0.6)
+    data = [(i,) for i in range(n)]            # sorted: n calls deep
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = _tuple_qsort.run(list(data), device="cpu")
+    assert run.value == data and "plain Python function" in (run.reason or "")
