@@ -605,10 +605,10 @@ class DivideAndConquer:
 
             gc.collect()    # the probes' cycles, freed now: inside, they would count negative
             with traced_peak() as measured:
-                value, tasks, sizes, levels = self._execute(plan.K, args, kwargs)
+                value, tasks, sizes, levels = self._execute_in_order(plan.K, args, kwargs)
             peak = measured()
         else:
-            value, tasks, sizes, levels = self._execute(plan.K, args, kwargs)
+            value, tasks, sizes, levels = self._execute_in_order(plan.K, args, kwargs)
         return Run(value=value, device=o["device"], alpha=1.0, y=None, K=plan.K,
                    cpu_tasks=tasks, gpu_tasks=0, fallbacks=fallbacks, levels=levels,
                    transfers=(), seconds=time.perf_counter() - t0, plan=plan,
@@ -659,6 +659,27 @@ class DivideAndConquer:
             plan = dataclasses.replace(plan, peak_memory=peak, memory_basis=basis,
                                        probes=probes)
         return plan
+
+    def _execute_in_order(self, K: int, args, kwargs):
+        """:meth:`_execute`; when the fan-out raises the user's error, the one Python meets
+        first is raised: the call again as one compiled call, which evaluates in Python's
+        order (the fan-out's top levels run a call's later operands while its children
+        still run: ``f(a[:m]) + [check(x) for x in a[m:]]`` raised check's ValueError
+        where Python raises the left call's ZeroDivisionError).  Not for a function that
+        writes into its arguments (the second call would see the first one's writes)."""
+        from hpu._functional import on_big_stack, writes_its_arguments
+
+        try:
+            return self._execute(K, args, kwargs)
+        except Exception as err:
+            if not K or not _a_tasks_error(err) or writes_its_arguments(self.py_func):
+                raise
+            try:
+                on_big_stack(self._functional_compiled(), *args, **kwargs)
+            except Exception as first:  # noqa: BLE001 - the user's, raised as Python orders it
+                if _a_tasks_error(first):
+                    raise first from None
+            raise
 
     def _execute(self, K: int, args, kwargs):
         """One call (``K = 0``) or the fan-out at ``K``: ``(value, subtrees, level sizes,

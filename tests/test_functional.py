@@ -1361,3 +1361,32 @@ def test_hpus_own_plain_runs_recurse_as_deep_as_the_plain_function():
         warnings.simplefilter("ignore")
         run = _tuple_qsort.run(list(data), device="cpu")
     assert run.value == data and "plain Python function" in (run.reason or "")
+
+
+def _nonneg(x):
+    if x < 0:
+        raise ValueError("negative value")
+    return x
+
+
+@hpu.divide_and_conquer
+def _checked_concat(arr):
+    if len(arr) == 1:
+        return [100 // arr[0]]
+    mid = len(arr) // 2
+    return _checked_concat(arr[:mid]) + [_nonneg(x) for x in arr[mid:]] + _checked_concat(
+        arr[mid:])
+
+
+@pytest.mark.parametrize("K", [0, 1, 2])
+def test_the_fan_outs_error_is_the_one_python_meets_first(K):
+    """Python evaluates the left call before the comprehension; the fan-out's top levels
+    ran the comprehension while the left call still ran, and raised its ValueError."""
+    for data in ([5, 0, 7, -3], [0, -1], [4, -2, 1, 3]):
+        try:
+            _checked_concat.py_func(list(data))
+        except Exception as err:  # noqa: BLE001
+            want = type(err)
+        with pytest.raises(want):
+            _checked_concat.run(list(data), device="cpu", K=K)
+    assert _checked_concat.run([4, 2, 1, 3], device="cpu", K=2).value == [25, 2, 50, 1, 3, 100, 3, 33]
