@@ -135,6 +135,30 @@ def _list_misindex(x, i):
     return isinstance(x, list) and not -len(x) <= i < len(x)
 
 
+def _compensated_list(x):
+    """Whether ``sum(x)`` in this Python compensates: a list of floats on Python 3.12+."""
+    return False
+
+
+def _neumaier(x):
+    """``sum(x)`` of a non-empty list of floats as CPython 3.12 computes it: the first item,
+    then each next one added with Neumaier's compensation, the compensation added at the
+    end when it is finite and not zero (``Python/bltinmodule.c``, ``builtin_sum_impl``)."""
+    f = 0.0 + x[0]                     # Python starts at int 0: 0 + -0.0 is 0.0
+    c = 0.0
+    for k in range(1, len(x)):
+        v = x[k]
+        t = f + v
+        if abs(f) >= abs(v):
+            c += (f - t) + v
+        else:
+            c += (v - t) + f
+        f = t
+    if c != 0.0 and c - c == 0.0:       # finite
+        f += c
+    return f
+
+
 def _empty_sequence(x):
     """Whether ``x`` is a list, tuple, range or array with no elements (False for anything
     else: ``max`` of an iterator keeps Numba's own behaviour)."""
@@ -167,6 +191,15 @@ def _register() -> None:
         if isinstance(x, (types.List, types.ListType)) and isinstance(i, types.Integer):
             return lambda x, i: i < -len(x) or i >= len(x)
         return lambda x, i: False
+
+    import sys
+
+    @overload(_compensated_list, jit_options={"cache": True})
+    def _compensated_list_nb(x):
+        if (sys.version_info >= (3, 12) and isinstance(x, (types.List, types.ListType))
+                and isinstance(x.dtype, types.Float)):
+            return lambda x: True
+        return lambda x: False
 
     @overload(_empty_sequence, jit_options={"cache": True})
     def _empty_sequence_nb(x):
@@ -274,6 +307,20 @@ def nonempty(x, which, site):
     return x
 
 
+@njit(cache=True)
+def _neumaier_nb(x):
+    return _neumaier(x)
+
+
+@njit
+def summed(x):
+    """``sum(x)``: for a list of floats on Python 3.12+, compensated as Python sums it
+    (Numba adds plainly: the last digits differed); anything else as Numba sums it."""
+    if _compensated_list(x) and len(x) > 0:
+        return _neumaier_nb(x)
+    return sum(x)
+
+
 @njit(inline="always")
 def slice_ix(x, site):
     """``x``, a slice bound: Python's TypeError for a float (``a[:len(a) / 2]``)."""
@@ -286,4 +333,4 @@ def slice_ix(x, site):
 OPERATIONS = {"hpu__floordiv": floordiv, "hpu__mod": mod, "hpu__ix": ix, "hpu__int": to_int,
               "hpu__store": store, "hpu__round": to_round, "hpu__fit": fit,
               "hpu__slice_ix": slice_ix, "hpu__lix": list_ix, "hpu__lsix": list_set_ix,
-              "hpu__nonempty": nonempty}
+              "hpu__nonempty": nonempty, "hpu__sum": summed}

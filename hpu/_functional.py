@@ -547,6 +547,13 @@ def _sited():
                     ast.Name("hpu__nonempty", ast.Load()),
                     [node.args[0], ast.Constant(int(f.id == "max")), where], []), node)
                 return node
+            if (isinstance(f, ast.Name) and f.id == "sum" and len(node.args) == 1
+                    and not node.keywords and not isinstance(
+                        node.args[0], (ast.Starred, ast.GeneratorExp))):
+                # a list of floats sums as this Python sums it (3.12: compensated)
+                node = super().visit_Call(node)
+                node.func = ast.copy_location(ast.Name("hpu__sum", ast.Load()), node.func)
+                return node
             return super().visit_Call(node)
 
         def visit_Subscript(self, node):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import warnings
 import math
 
@@ -1390,3 +1391,42 @@ def test_the_fan_outs_error_is_the_one_python_meets_first(K):
         with pytest.raises(want):
             _checked_concat.run(list(data), device="cpu", K=K)
     assert _checked_concat.run([4, 2, 1, 3], device="cpu", K=2).value == [25, 2, 50, 1, 3, 100, 3, 33]
+
+
+@hpu.divide_and_conquer
+def _float_list_sum(xs):
+    if len(xs) <= 4:
+        return sum(xs)
+    m = len(xs) // 2
+    return _float_list_sum(xs[:m]) + _float_list_sum(xs[m:]) + sum([x * 0.5 for x in xs[:3]])
+
+
+_FLOATS = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                    st.sampled_from([0.0, -0.0, 0.1, 1e16, -1e16, 1e308, -1e308]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(xs=st.lists(_FLOATS, min_size=1, max_size=40))
+def test_sum_of_a_float_list_is_this_pythons(xs):
+    """Python 3.12 sums a list of floats with Neumaier's compensation, Numba plainly: the
+    last digits differed (2448.05 against 2448.0499999999997).  Equal here on 3.11 and
+    3.12, NaNs and signed zeros included."""
+    import math
+
+    want = _float_list_sum.py_func(list(xs))
+    got = _float_list_sum.run(list(xs), device="cpu").value
+    assert (math.isnan(want) and math.isnan(got)) or (
+        got == want and math.copysign(1, got) == math.copysign(1, want)), (got, want)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="Python sums floats plainly before 3.12")
+@settings(max_examples=300, deadline=None)
+@given(xs=st.lists(_FLOATS, min_size=1, max_size=12))
+def test_the_compensated_sum_is_cpythons(xs):
+    import math
+
+    from hpu._checked_ops import _neumaier
+
+    want, got = sum(xs), _neumaier(xs)
+    assert (math.isnan(want) and math.isnan(got)) or (
+        got == want and math.copysign(1, got) == math.copysign(1, want)), (got, want)
