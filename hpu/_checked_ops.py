@@ -307,9 +307,7 @@ def nonempty(x, which, site):
     return x
 
 
-@njit(cache=True)
-def _neumaier_nb(x):
-    return _neumaier(x)
+_neumaier_nb = njit(cache=True)(_neumaier)
 
 
 @njit

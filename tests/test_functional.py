@@ -1414,7 +1414,9 @@ def test_sum_of_a_float_list_is_this_pythons(xs):
     import math
 
     want = _float_list_sum.py_func(list(xs))
-    got = _float_list_sum.run(list(xs), device="cpu").value
+    run = _float_list_sum.run(list(xs), device="cpu")
+    got = run.value
+    assert run.fallbacks == [] and "Numba cannot compile" not in (run.reason or ""), run.reason
     assert (math.isnan(want) and math.isnan(got)) or (
         got == want and math.copysign(1, got) == math.copysign(1, want)), (got, want)
 
