@@ -89,8 +89,11 @@ def test_an_int_arrays_answer_is_an_int_as_in_python(device, alpha, y, x):
         warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
         for f in (max_subarray, min_max):
             want = f.py_func(x.copy())
-            got = f.run(x.copy(), **opts).value
+            run = f.run(x.copy(), **opts)
+            got = run.value
             assert got == want and kind(got) == kind(want), (f.__name__, got, want)
+            # compiled (breadth-first, on the device where asked), not the plain function
+            assert run.fallbacks == [] and (device == "cpu" or len(x) < 2 or run.gpu_tasks)
         if len(x):
             want = best_with_count.py_func(x, 0, len(x))
             got = best_with_count.run(x, 0, len(x), **opts).value
