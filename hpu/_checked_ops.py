@@ -135,11 +135,6 @@ def _list_misindex(x, i):
     return isinstance(x, list) and not -len(x) <= i < len(x)
 
 
-def _compensated_list(x):
-    """Whether ``sum(x)`` in this Python compensates: a list of floats on Python 3.12+."""
-    return False
-
-
 def _neumaier(x):
     """``sum(x)`` of a non-empty list of floats as CPython 3.12 computes it: the first item,
     then each next one added with Neumaier's compensation, the compensation added at the
@@ -157,6 +152,19 @@ def _neumaier(x):
     if c != 0.0 and c - c == 0.0:       # finite
         f += c
     return f
+
+
+_neumaier_nb = njit(cache=True)(_neumaier)
+
+
+def summed(x):
+    """``sum(x)``; compiled (its overload in :func:`_register`), a list of floats on Python
+    3.12+ sums compensated as Python sums it (Numba adds plainly: the last digits
+    differed), anything else as Numba sums it."""
+    return sum(x)
+
+
+summed.__name__ = summed.__qualname__ = "sum"     # Numba's messages name what the user wrote
 
 
 def _empty_sequence(x):
@@ -194,12 +202,16 @@ def _register() -> None:
 
     import sys
 
-    @overload(_compensated_list, jit_options={"cache": True})
-    def _compensated_list_nb(x):
+    @overload(summed, jit_options={"cache": True})
+    def _summed_nb(x):
         if (sys.version_info >= (3, 12) and isinstance(x, (types.List, types.ListType))
                 and isinstance(x.dtype, types.Float)):
-            return lambda x: True
-        return lambda x: False
+            def compensated(x):
+                if len(x) == 0:
+                    return sum(x)
+                return _neumaier_nb(x)
+            return compensated
+        return lambda x: sum(x)         # Numba's own: nothing else typed
 
     @overload(_empty_sequence, jit_options={"cache": True})
     def _empty_sequence_nb(x):
@@ -305,18 +317,6 @@ def nonempty(x, which, site):
     if _empty_sequence(x):
         _empty(which, site)
     return x
-
-
-_neumaier_nb = njit(cache=True)(_neumaier)
-
-
-@njit
-def summed(x):
-    """``sum(x)``: for a list of floats on Python 3.12+, compensated as Python sums it
-    (Numba adds plainly: the last digits differed); anything else as Numba sums it."""
-    if _compensated_list(x) and len(x) > 0:
-        return _neumaier_nb(x)
-    return sum(x)
 
 
 @njit(inline="always")

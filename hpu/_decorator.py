@@ -1264,6 +1264,7 @@ def _not_compiled_reason(name: str, err) -> str:
     places = re.findall(r'File "([^"]+)", line (\d+)', str(err))
     # the user's line: not one inside Numba (its typing of a NumPy call names its own source)
     libs = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (numba, np))
+    libs += (os.path.dirname(os.path.abspath(__file__)) + os.sep,)    # hpu's own checks
     places = [p for p in places if not os.path.abspath(p[0]).startswith(libs)] or places
     where = f"{os.path.abspath(places[0][0])}:{places[0][1]}: " if places else ""
     keep = numba_words(err)

@@ -673,8 +673,8 @@ def compile_functional(fn, self_obj, done: dict | None = None, boundscheck: bool
             obj = glb.get(n)
             if _is_self(obj, fn, self_obj) and (is_main or obj is not fn):
                 glb[n] = disp if is_main else done[fn]
-            elif isinstance(obj, types.FunctionType):
-                glb[n] = jit(obj, False)
+            elif isinstance(obj, types.FunctionType) and obj is not OPERATIONS.get(n):
+                glb[n] = jit(obj, False)    # a helper (hpu's checks are Numba's already)
         return disp
 
     main = jit(fn, True)
