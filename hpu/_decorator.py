@@ -158,8 +158,6 @@ class DivideAndConquer:
         self._functional = None     # (file, line, construct) of an allocation: hpu._functional
         self._compiled = None
         self._helpers: dict = {}    # the helpers' dispatchers (compile_functional)
-        self._kinds = None          # _int_results, decided once
-        self._globals_written = None    # _plain_function, decided once
         self._call_shape = None     # (a, arity, loop) of a functional function
         self._lists = False         # lists at the call stay lists (hpu._functional.takes_lists)
         # why Numba cannot compile the function as written, per kind of arguments (a big-
@@ -326,7 +324,7 @@ class DivideAndConquer:
         if _disabled():
             return self.py_func(*args, **kwargs)
         value = self._sequential(args, kwargs)
-        if self._int_results():
+        if self._int_results:
             from hpu._kinds import restore
 
             value = restore(value, args, kwargs)
@@ -636,9 +634,7 @@ class DivideAndConquer:
             K, reason = 0, (f"{self.__name__} calls itself through a closure, not a global "
                             "name: the function compiled by Numba, as one call")
         if K and any(type(v) is list for v in (*args, *kwargs.values())):
-            from hpu._functional import writes_its_arguments
-
-            line = writes_its_arguments(self.py_func)
+            line = self._writes_arguments
             if line is not None:
                 # each compiled call copies a list in and writes all of it back when it
                 # returns: subtrees on threads would overwrite each other's work
@@ -667,12 +663,12 @@ class DivideAndConquer:
         still run: ``f(a[:m]) + [check(x) for x in a[m:]]`` raised check's ValueError
         where Python raises the left call's ZeroDivisionError).  Not for a function that
         writes into its arguments (the second call would see the first one's writes)."""
-        from hpu._functional import on_big_stack, writes_its_arguments
+        from hpu._functional import on_big_stack
 
         try:
             return self._execute(K, args, kwargs)
         except Exception as err:
-            if not K or not _a_tasks_error(err) or writes_its_arguments(self.py_func):
+            if not K or not _a_tasks_error(err) or self._writes_arguments is not None:
                 raise
             try:
                 on_big_stack(self._functional_compiled(), *args, **kwargs)
@@ -785,7 +781,7 @@ class DivideAndConquer:
 
     def _run(self, options, args, kwargs, checked=None) -> Run:
         run = self._run_any(options, args, kwargs, checked)
-        if run.device != "python" and self._int_results():
+        if run.device != "python" and self._int_results:
             import dataclasses
 
             from hpu._kinds import restore
@@ -804,11 +800,6 @@ class DivideAndConquer:
         import types
 
         fn = self.py_func
-        if self._globals_written is None:
-            from hpu._functional import _trees
-
-            self._globals_written = any(isinstance(n, (ast.Global, ast.Nonlocal))
-                                        for _, t in _trees(fn) for n in ast.walk(t))
         names = [k for k in fn.__code__.co_names if fn.__globals__.get(k) is self]
         if fn.__closure__ or self._globals_written or not names:
             return fn
@@ -819,18 +810,33 @@ class DivideAndConquer:
             own[k] = plain
         return plain
 
+    # facts read once from the source (of the function and its helpers)
+    @functools.cached_property
     def _int_results(self) -> bool:
         """Whether Python's result is an int wherever the compiled one is a finite integral
-        float, on int arguments (:mod:`hpu._kinds`: floats only as infinite sentinels);
-        decided once, from the source."""
-        if self._kinds is None:
-            from hpu._kinds import int_results
+        float, on int arguments (:mod:`hpu._kinds`: floats only as infinite sentinels)."""
+        from hpu._kinds import int_results
 
-            try:
-                self._kinds = int_results(self.py_func)
-            except Exception:  # noqa: BLE001 - a shape the analysis does not know: as Numba
-                self._kinds = False
-        return self._kinds
+        try:
+            return int_results(self.py_func)
+        except Exception:  # noqa: BLE001 - a shape the analysis does not know: as Numba
+            return False
+
+    @functools.cached_property
+    def _globals_written(self) -> bool:
+        """A ``global`` or ``nonlocal`` statement in the function or a helper."""
+        from hpu._functional import _trees
+
+        return any(isinstance(n, (ast.Global, ast.Nonlocal))
+                   for _, t in _trees(self.py_func) for n in ast.walk(t))
+
+    @functools.cached_property
+    def _writes_arguments(self) -> int | None:
+        """The line where the function or a helper writes into its own parameter, or None
+        (:func:`hpu._functional.writes_its_arguments`)."""
+        from hpu._functional import writes_its_arguments
+
+        return writes_its_arguments(self.py_func)
 
     def _run_any(self, options, args, kwargs, checked=None) -> Run:
         from hpu._options import check_options

@@ -451,3 +451,12 @@ def heap_merge_sort(arr):
         return list(arr)
     m = len(arr) // 2
     return list(heapq.merge(heap_merge_sort(arr[:m]), heap_merge_sort(arr[m:])))  # LINE_HEAPQ
+
+
+@hpu.divide_and_conquer
+def one_line_qsort(arr):
+    """The one-line quicksort: its base case inside a conditional expression, its
+    comprehensions beside its recursive calls."""
+    return arr if len(arr) <= 1 else one_line_qsort(
+        [x for x in arr[1:] if x < arr[0]]) + [arr[0]] + one_line_qsort(
+        [x for x in arr[1:] if x >= arr[0]])

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hpu
+from functional_examples import one_line_qsort
 from hpu._comprehensions import AFFECTED, comprehensions_as_loops, inlined_comprehension_line
 
 ints = st.lists(st.integers(-20, 20), max_size=12)
@@ -213,13 +214,6 @@ def split_then_raise(arr):
 
 
 @hpu.divide_and_conquer
-def one_line_quicksort(arr):
-    return arr if len(arr) <= 1 else one_line_quicksort(
-        [x for x in arr[1:] if x < arr[0]]) + [arr[0]] + one_line_quicksort(
-        [x for x in arr[1:] if x >= arr[0]])
-
-
-@hpu.divide_and_conquer
 def guarded_comprehension(arr):
     if len(arr) <= 1:
         return arr
@@ -241,7 +235,7 @@ def test_an_exception_after_a_comprehension_is_raised_as_python_raises_it():
 @settings(max_examples=25, deadline=None)
 @given(a=ints)
 def test_the_one_line_quicksort_is_accepted_and_sorts(a):
-    run = one_line_quicksort.run(list(a), device="cpu")
+    run = one_line_qsort.run(list(a), device="cpu")
     assert run.value == sorted(a)
     assert "Numba cannot compile" not in (run.reason or "")
 

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from functional_examples import REFERENCES
+from functional_examples import REFERENCES, one_line_qsort
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -1272,13 +1272,6 @@ def test_an_empty_list_gives_the_plain_functions_answer():
 # ---------------------------------------------------------------- found by a sweep (2026-11-27)
 
 @hpu.divide_and_conquer
-def _one_line_qsort(arr):
-    return arr if len(arr) <= 1 else _one_line_qsort(
-        [x for x in arr[1:] if x < arr[0]]) + [arr[0]] + _one_line_qsort(
-        [x for x in arr[1:] if x >= arr[0]])
-
-
-@hpu.divide_and_conquer
 def _and_qsort(arr):
     return arr and _and_qsort([x for x in arr[1:] if x < arr[0]]) + arr[:1] + _and_qsort(
         [x for x in arr[1:] if x >= arr[0]])
@@ -1313,7 +1306,7 @@ def test_subtrees_of_empty_lists_answer_as_python(K):
     """With K, a level-K call on an empty list (which Numba cannot type) raised
     "cannot compute fingerprint of empty list": it runs as the plain function."""
     for data in ([3, 1, 2], [2, 2, 1, 3, 3, 0], list(range(40, 0, -3))):
-        for f in (_one_line_qsort, _and_qsort):
+        for f in (one_line_qsort, _and_qsort):
             assert f.run(list(data), device="cpu", K=K).value == sorted(data)
 
 
