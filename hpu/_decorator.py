@@ -394,11 +394,15 @@ class DivideAndConquer:
         fallbacks = []
         self._typed_as(args, kwargs)
         converted = convert_arguments(args, kwargs, self._lists)
+        ran = None
         if o["device"] != "cpu" and o["cluster"] is None:
             ran = self._run_in_place(o, converted)
-            if ran is not None:
+            if isinstance(ran, Run):
                 return ran
-        if (o["device"] != "cpu" or o["cluster"] is not None) and self._not_compiled is None:
+        if isinstance(ran, str):    # the device form ran out of arena: recorded, redone
+            fallbacks.append(ran)
+            warnings.warn(HpuPerformanceWarning(f"hpu: {ran}"), stacklevel=user_stacklevel())
+        elif (o["device"] != "cpu" or o["cluster"] is not None) and self._not_compiled is None:
             # (where Numba cannot compile the function, the plain function runs, and says so)
             reason = self._device_reason()
             fallbacks.append(reason)
@@ -454,7 +458,7 @@ class DivideAndConquer:
                                          "of numbers")
         return FALLBACK_REASON.format(name=self.__name__, line=line, what=what, why=why)
 
-    def _in_place_call(self, converted):
+    def _in_place_call(self, converted, arena: int):
         """``(dc, rewritten, arguments of dc)`` when the in-place form can run on these
         converted arguments (one non-empty 1-D array of numbers; the buffer is allocated
         here, in the dtype of the function's result), else None.  Numba's errors typing the
@@ -476,9 +480,11 @@ class DivideAndConquer:
         if dtype is None:       # Numba cannot type the function: the CPU path says why
             return None
         # the combine's scratch arrays: a buffer each, width elements per input element
-        scratch = tuple(np.empty(width * x.size + 1, dtype if dt is None else dt)
-                        for width, dt in rw.scratch)
-        return dc, rw, (x, np.empty(2 * x.size, dtype), 0, 0, *scratch)
+        # (a run-time arena: arena elements), and the arena's flag and width
+        scratch = tuple(np.empty((arena if width is None else width) * x.size + 1,
+                                 dtype if dt is None else dt) for width, dt in rw.scratch)
+        flag = (np.array([0, arena, 0], np.int64),) if rw.arena else ()
+        return dc, rw, (x, np.empty(2 * x.size, dtype), 0, 0, *scratch, *flag)
 
     def _result_dtype(self, rw, x):
         """The dtype of the array Numba's typing gives the function's result for ``x``; None
@@ -494,17 +500,19 @@ class DivideAndConquer:
             return None
         return np.dtype(str(t.dtype))
 
-    def _run_in_place(self, o, converted) -> Run | None:
+    def _run_in_place(self, o, converted) -> Run | str | None:
         """The run on ``device="gpu"``/``"hybrid"`` of a functional function whose in-place
         form exists (:mod:`hpu._functional_dps`): that form, breadth-first on the CPU's
         threads and the device, writing into one buffer of twice the input; the report with
         the function's own value (the array, copied out, and its scalars).  None where the
-        form does not apply (the CPU fan-out then runs, and says why)."""
+        form does not apply (the CPU fan-out then runs, and says why); the reason, a
+        string, where a task's run-time arena overflowed (the CPU fan-out then runs,
+        recorded: as a device's stack overflow is, the device's answer is not used)."""
         import dataclasses
         import warnings
 
         try:
-            ready = self._in_place_call(converted)
+            ready = self._in_place_call(converted, o["arena"])
         except _numba_error() as err:
             self._not_compiled = _not_compiled_reason(self.__name__, err)
             return None
@@ -512,6 +520,7 @@ class DivideAndConquer:
             return None
         dc, rw, call = ready
         x, buf = call[:2]
+        flag = call[-1] if rw.arena else None       # [overflowed, arena, needed]
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -523,18 +532,48 @@ class DivideAndConquer:
             # the user's error from some task: the one Python meets first is the function's
             # own, compiled, run as written on the same argument (which nothing wrote)
             first = self._first_error(x) if _a_tasks_error(err) else None
-            if first is None:
-                raise
-            raise first from None
+            if first is not None:
+                raise first from None
+            if flag is not None and (flag[0] or _a_tasks_error(err)):
+                # an error the function as written does not raise: a task read what a task
+                # whose arena overflowed left unwritten (on a device with its own memory
+                # the flag stays there when a task's error stops the download)
+                return self._arena_reason(o, flag)
+            raise
         finally:        # the in-place run's warnings, at the caller's line (not hpu's)
             level = user_stacklevel()
             for w in caught:
                 warnings.warn(w.message, stacklevel=level)
+        if flag is not None and flag[0]:
+            return self._arena_reason(o, flag)
         out = buf[:x.size].copy()
         del buf, call
         value = (out if rw.scalars == 0 else (out, run.value) if rw.scalars == 1
                  else (out, *run.value))
         return dataclasses.replace(run, value=value)
+
+    def _arena_reason(self, o, flag) -> str:
+        """Why a run of the device form was redone on the CPU: a task's scratch did not fit
+        its arena (:mod:`hpu._functional_dps`, run-time arenas); ``flag`` the arena's
+        ``[overflowed, arena, needed]``."""
+        need = int(flag[2])
+        if flag[0] and need > o["arena"]:
+            what = (f"a task of {self.__name__}'s device form needed at least {need} elements "
+                    f"of scratch per element of its slice, more than its arena "
+                    f"(arena={o['arena']})")
+            fix = f"{self.__name__}.options(arena={need})"
+        elif flag[0]:
+            what = (f"a task of {self.__name__}'s device form asked for a negative number of "
+                    "scratch elements")
+            fix = None
+        else:
+            what = (f"a task of {self.__name__}'s device form raised where the function as "
+                    "written does not, after a task's scratch did not fit its arena "
+                    f"(arena={o['arena']})")
+            fix = f"{self.__name__}.options(arena={4 * o['arena']})"
+        return (f"{what}, for an allocation whose size is known only at run time; the call "
+                "was redone on the CPU, where the function allocates as written"
+                + (f": pass a larger arena= ({fix}) to keep it on the device" if fix else ""))
 
     def _first_error(self, x) -> BaseException | None:
         """The exception the function as written (:meth:`sequential`) raises on ``x``, or
@@ -564,7 +603,7 @@ class DivideAndConquer:
         def call(xs):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", HpuPerformanceWarning)
-                if self._run_in_place(probe_options, ((xs,), {})) is None:
+                if not isinstance(self._run_in_place(probe_options, ((xs,), {})), Run):
                     raise RuntimeError("the device form did not run")
 
         peak, basis, _ = predict_peak(call, (x,), {}, x.size,
@@ -720,7 +759,7 @@ class DivideAndConquer:
         self._typed_as(args, kwargs)
         converted = convert_arguments(args, kwargs, self._lists)
         if o["device"] != "cpu" and o["cluster"] is None:
-            ready = self._in_place_call(converted)
+            ready = self._in_place_call(converted, o["arena"])
             if ready is not None:           # the in-place form's breadth-first plan
                 return self._in_place_peak(ready[0]._plan(o, ready[2], {}), o, ready[2][0])
         if converted is None:
@@ -743,8 +782,10 @@ class DivideAndConquer:
         ``"cpu"``, ``"gpu"``), ``alpha``, ``y``, ``K``, ``strategy``,
         ``cl_device`` (which OpenCL device), ``depth``, ``machine``, ``backend``
         (the device backend class), ``cluster``, ``keep_inputs`` (False: no copy
-        of the written arrays to put back on an error, guide §9), ``memory`` (True:
-        ``run.peak_memory`` is the host memory the call allocated at its peak).
+        of the written arrays to put back on an error, guide §9), ``arena`` (a functional
+        function's device form: scratch elements per element of a task's slice where the
+        size is known only at run time), ``memory`` (True: ``run.peak_memory`` is the host
+        memory the call allocated at its peak).
         Checked here: a bad value raises at once.
         """
         return Configured(self, options)
@@ -1026,7 +1067,8 @@ class DivideAndConquer:
         if self._functional is not None:    # its in-place form's source, where it has one
             from hpu._functional import convert_arguments
 
-            ready = self._in_place_call(convert_arguments(args, kwargs, self._lists))
+            ready = self._in_place_call(convert_arguments(args, kwargs, self._lists),
+                                        o["arena"])
             if ready is not None:
                 return ready[0]._opencl_source(options, ready[2], {})
         values = self._check_args(args, kwargs)

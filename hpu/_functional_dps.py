@@ -65,9 +65,12 @@ What is rewritten (else the function runs on the CPU as before, and the reason s
   ``[(k + c) * at, ... + size)``, which no other task of its level touches; the buffer,
   ``(k + c) * n + 1`` elements, is allocated when the run starts.  This is the per-level
   buffer of the issue, sized by construction rather than by a prefix sum at run time, and
-  a device's subtree solver uses it as its per-task arena: a size hpu cannot bound is
-  decided at decoration (the CPU path, with the reason), so no arena overflows at run
-  time;
+  a device's subtree solver uses it as its per-task arena.  A size hpu cannot bound so is
+  a *run-time arena*: ``arena * n + 1`` elements (a run option), the task at ``at`` owning
+  ``arena * len(a)`` of them from ``arena * at``; the size is checked when the task runs,
+  and one that does not fit sets a flag and returns at once -- a work-item cannot
+  allocate, nor stop its level -- after which the whole call is redone on the CPU, as a
+  device's stack overflow is (:meth:`hpu._decorator.DivideAndConquer._run_in_place`);
 * scalar assignments before the guards (``n = len(a)``) stay where they are;
 * the result type Numba gives the function is a 1-D array, or a tuple of one and scalars.
 
@@ -95,6 +98,11 @@ BUF, AT, PARITY, INDEX, CUT = "hpu_buf", "hpu_at", "hpu_p", "hpu_i", "hpu_c"
 #: its end), its own output from M0 to M1 -- names, so that each view's clamped bounds stay
 #: small expressions (nested, they made Numba's type inference take a minute per function)
 Q0, Q1, Q2, M0, M1 = "hpu_q0", "hpu_q1", "hpu_q2", "hpu_m0", "hpu_m1"
+#: the run-time arena's three int64s: ``[0]`` set to 1 when a task's scratch would not fit
+#: its region (the run is then redone on the CPU), ``[1]`` the arena's width (elements per
+#: element of the input: the ``arena=`` run option), ``[2]`` the largest width a task that
+#: did not fit needed (tasks racing may leave a smaller one, never one that fits)
+ARENA = "hpu_arena"
 
 
 class NotRewritable(Exception):
@@ -113,8 +121,12 @@ class Rewritten:
     same_dtype: bool = False
     #: the combine's scratch arrays (:func:`_scratch`): per allocation, ``(width, dtype)``:
     #: a buffer of ``width * n + 1`` elements (``n`` the input's length) of ``dtype`` (None:
-    #: the result's), passed after ``hpu_p``
+    #: the result's), passed after ``hpu_p``; ``width`` None: a run-time arena, ``arena *
+    #: n + 1`` elements (the ``arena=`` run option)
     scratch: tuple = ()
+    #: some scratch size is checked at run time: the function takes, last, the int64s
+    #: ``[overflowed, arena, needed]`` (:data:`ARENA`)
+    arena: bool = False
 
 
 def _tree(fn):
@@ -305,6 +317,9 @@ def _helper_into(h, arrays: tuple[int, int], used: set):
         at = rest.index(sc.stmt)
         rest[at:at + 1] = sc.carve
     _copied_returns(rest, out, p, q)
+    for sc in scratch:
+        if sc.bail is not None:
+            sc.bail.value = _overflow_values(rest, rest.index(sc.carve[0]), out, params, node, h)
     check = copy.deepcopy(node)
     check.body = rest
     for n in ast.walk(check):
@@ -341,6 +356,8 @@ def _helper_into(h, arrays: tuple[int, int], used: set):
     new.args.args.append(ast.arg(out))
     for sc in scratch:
         new.args.args += [ast.arg(sc.buf), ast.arg(sc.at)]
+    if any(sc.width is None for sc in scratch):
+        new.args.args.append(ast.arg(ARENA))
     ast.copy_location(new, node)
     new.name = _fresh(f"{h.__name__}_into", used)
     ast.fix_missing_locations(new)
@@ -358,8 +375,11 @@ class _Scratch:
     carve: list
     buf: str
     at: str
-    width: int
+    width: int | None       #: None: a run-time arena (``arena=`` elements per element)
     dtype: object
+    #: a run-time arena's ``return`` when the size does not fit, its value filled in by
+    #: :func:`_helper_into` once the combine's result is known (:func:`_overflow_values`)
+    bail: object = None
 
 
 def _exact(e, children, names) -> dict | None:
@@ -420,7 +440,12 @@ def _scratch(node, result_at: int, children, nps, h, used) -> list:
     lengths and names assigned once from them, ``n1, n2 = len(left), len(right)``), so the
     task on ``a`` at offset ``at`` of its level takes ``[(k + c) * at, (k + c) * at + size)``,
     a region no other task of its level touches (the next task starts ``len(a) >= 1``
-    elements on).  A size hpu cannot bound so keeps the CPU path."""
+    elements on).  A size hpu cannot bound so (``len(left) * len(right)``, a count made by a
+    loop, ``len(left) - 1``) is a run-time arena: the task's region is ``arena * len(a)``
+    elements from ``arena * at`` (``arena=``, a run option), and a size that does not fit
+    -- or is negative, which NumPy refuses -- sets :data:`ARENA`'s flag and returns at once
+    (its value is a placeholder, :func:`_overflow_values`): the run is then redone on the
+    CPU, where the function allocates as written."""
     counts = _store_counts(node)
     out = []
     for i, stmt in enumerate(node.body):
@@ -433,16 +458,24 @@ def _scratch(node, result_at: int, children, nps, h, used) -> list:
         if counts.get(name) != 1:
             raise NotRewritable(f"its combine {h.__name__}() assigns {name!r} more than once")
         form = _exact(size, children, _len_names(node, children, i))
-        if form is None:
-            raise NotRewritable(f"its combine {h.__name__}() allocates `{ast.unparse(size)}` "
-                                f"elements for {name!r} (line {stmt.lineno}), which hpu cannot "
-                                "bound by the lengths of its two children")
         if isinstance(dtype, ast.AST):
             dtype = _dtype_of(dtype, children, h)
         k = len(out)
         buf = _fresh(f"hpu_scr{k}", used)
         at = _fresh(f"hpu_o{k}", used)
-        src = f"{name} = {buf}[{at}:{at} + {ast.unparse(size)}]"
+        bail = None
+        if form is not None:
+            src = f"{name} = {buf}[{at}:{at} + {ast.unparse(size)}]"
+        else:   # a run-time arena: the size checked against the task's region, when known
+            p, q = children
+            n = _fresh(f"hpu_n{k}", used)
+            span = f"max(1, len({p}) + len({q}))"
+            src = (f"{n} = {ast.unparse(size)}\n"
+                   f"if {n} < 0 or {n} > {ARENA}[1] * (len({p}) + len({q})):\n"
+                   f"    {ARENA}[0] = 1\n"
+                   f"    {ARENA}[2] = max({ARENA}[2], ({n} + {span} - 1) // {span})\n"
+                   f"    return\n"
+                   f"{name} = {buf}[{at}:{at} + {n}]")
         if fill is not None:
             src += (f"\nfor {INDEX} in range(len({name})):\n"
                     f"    {name}[{INDEX}] = {fill}")
@@ -450,9 +483,67 @@ def _scratch(node, result_at: int, children, nps, h, used) -> list:
         for c in carve:
             for n in ast.walk(c):
                 ast.copy_location(n, stmt)
+        if form is None:
+            bail = carve[1].body[-1]
         # at most (k + c) * len(a) for a task on a (len(a) >= 1): each child is a half of a
-        out.append(_Scratch(stmt, carve, buf, at, max(1, sum(form.values())), dtype))
+        out.append(_Scratch(stmt, carve, buf, at,
+                            None if form is None else max(1, sum(form.values())), dtype, bail))
     return out
+
+
+def _overflow_values(rest, at: int, out: str, params, node, h):
+    """What a run-time arena's early ``return`` (statement ``at`` of the combine's body
+    ``rest``) gives: ``out`` and, as the combine's own ``return`` has them, its scalars --
+    their values are never read (the run is redone on the CPU), but their types must be
+    the combine's, so each is the return's own expression with the names not yet assigned
+    replaced by their first value (``inv = 0`` after the allocation: ``0``).  A name whose
+    first value is not a constant leaves the combine on the CPU path."""
+    ret = rest[-1] if rest and isinstance(rest[-1], ast.Return) else next(
+        (n for s in rest for n in ast.walk(s) if isinstance(n, ast.Return)), None)
+    if ret is None or ret.value is None:
+        return ast.Name(out, ast.Load())        # refused by the caller, with its reason
+    _, scalars = _split_result(ret.value)
+    stored = set(_store_counts(node)) | set(params)
+    known = set(params)
+    for stmt in rest[:at]:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]):
+                known.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+
+    def first_value(name):
+        for stmt in rest[at:]:
+            if not isinstance(stmt, ast.Assign):
+                continue
+            for t in stmt.targets:
+                if _is_name(t, name):
+                    return stmt.value
+                if (isinstance(t, ast.Tuple) and isinstance(stmt.value, ast.Tuple)
+                        and len(t.elts) == len(stmt.value.elts)):
+                    for tt, vv in zip(t.elts, stmt.value.elts):
+                        if _is_name(tt, name):
+                            return vv
+        return None
+
+    def constant(e):
+        return e is not None and not _mentions(e, stored) and all(
+            _is_name(c.func) and c.func.id in ("float", "int", "bool")
+            for c in ast.walk(e) if isinstance(c, ast.Call))
+
+    class Sub(ast.NodeTransformer):
+        def visit_Name(self, n):
+            if n.id not in stored or n.id in known:
+                return n
+            v = first_value(n.id)
+            if not constant(v):
+                raise NotRewritable(
+                    f"its combine {h.__name__}() allocates a size hpu checks only at run time "
+                    f"(line {rest[at].lineno}) before {n.id!r} has a constant value, which "
+                    "the combine's result needs when the size does not fit")
+            return copy.deepcopy(v)
+
+    values = [Sub().visit(copy.deepcopy(x)) for x in scalars]
+    return (ast.Tuple([ast.Name(out, ast.Load()), *values], ast.Load()) if values
+            else ast.Name(out, ast.Load()))
 
 
 def _scratch_alloc(stmt, children, nps):
@@ -817,6 +908,9 @@ def rewrite(dc) -> Rewritten:
                             f"its children (line {writes}): in Python those writes reach the "
                             "caller's array")
     bufs = [scr.buf for scr in scratch]         # passed down unchanged, as hpu_buf is
+    arena = any(scr.width is None for scr in scratch)
+    if arena:
+        bufs.append(ARENA)
     merged = _names_of(cs.targets[0])
     if merged is None or len(merged) != 1 + h_scalars:
         raise NotRewritable(f"its combine's result is unpacked as "
@@ -865,8 +959,11 @@ def rewrite(dc) -> Rewritten:
                 args[k] = view(Q0, Q1) if r == n1[0] else view(Q1, Q2)
             args.append(view(M0, M1))
             for scr in scratch:     # the buffer, and this task's region: width * at
+                width = f"{ARENA}[1]" if scr.width is None else scr.width
                 args += [ast.Name(scr.buf, ast.Load()),
-                         ast.parse(f"{scr.width} * {AT}", mode="eval").body]
+                         ast.parse(f"{width} * {AT}", mode="eval").body]
+            if arena:
+                args.append(ast.Name(ARENA, ast.Load()))
             new = _call_statement(ast.Call(ast.Name(new_h.name, ast.Load()), args, []), merged)
         elif s is ret:
             new = ast.Return(_value_of(sc))
@@ -896,7 +993,7 @@ def rewrite(dc) -> Rewritten:
     mfn.__hpu_tree__ = (main, filename, text, start)
     new_glb[name] = mfn
     return Rewritten(fn=mfn, scalars=scalars, same_dtype=same and not other_dtype,
-                     scratch=tuple((scr.width, scr.dtype) for scr in scratch))
+                     scratch=tuple((scr.width, scr.dtype) for scr in scratch), arena=arena)
 
 
 def _outlined(stmts, last, children, a, before, name, fn, used, text, start):

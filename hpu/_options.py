@@ -99,6 +99,13 @@ def _check_keep_inputs(v):
                         "error the arrays are partially processed); pass keep_inputs=False")
 
 
+def _check_arena(v):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise ValueError(f"arena={v!r} must be an int >= 1: the scratch elements a task of a "
+                         "functional function's device form may allocate per element of its "
+                         "slice, where the size is known only at run time; pass e.g. arena=16")
+
+
 def _check_memory(v):
     if not isinstance(v, (bool, np.bool_)):
         raise TypeError(f"memory={v!r} must be True (measure the host memory the call "
@@ -158,6 +165,10 @@ RUN_OPTIONS: dict[str, RunOption] = {o.name: o for o in (
               "span) before the run, to put it back when the call raises and to redo a failed "
               "device's share; False saves the copy: an error then leaves the arrays "
               "partially processed (guide §9)", _check_keep_inputs),
+    RunOption("arena", 4, "the device form of a functional function (guide §9): for each "
+              "scratch array its combine allocates with a size known only at run time, the "
+              "elements a task may use per element of its slice; a task that needs more "
+              "redoes the call on the CPU, recorded in run.fallbacks", _check_arena),
     RunOption("memory", False, "measure the host memory the call allocates at its peak "
               "(Python's tracemalloc: NumPy arrays, Numba's arrays, Python objects; not an "
               "OpenCL device's buffers) into run.peak_memory; the call runs slower while "

@@ -586,6 +586,95 @@ def sort_as_floats(a):
     return merge_sentinels(sort_as_floats(a[:mid]), sort_as_floats(a[mid:]))
 
 
+def merge_positives(left, right):
+    """A scratch array whose size a loop counts: known only at run time (an arena)."""
+    k = 0
+    for i in range(len(right)):
+        if right[i] > 0:
+            k += 1
+    pos = np.empty(k, right.dtype)
+    t = 0
+    for i in range(len(right)):
+        if right[i] > 0:
+            pos[t] = right[i]
+            t += 1
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = j = 0
+    for k in range(len(out)):
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+    total = 0
+    for t in range(len(pos)):
+        total += int(pos[t])
+    return out, total
+
+
+def sort_positives(a):
+    """Sorts, and sums the positive keys of every right half."""
+    if len(a) <= 1:
+        return a.copy(), 0
+    m = len(a) // 2
+    left, x = sort_positives(a[:m])
+    right, y = sort_positives(a[m:])
+    out, z = merge_positives(left, right)
+    return out, x + y + z
+
+
+def merge_short(left, right):
+    """Scratch of ``len(left) - 2`` elements: negative for a left half of one (NumPy's
+    ValueError, as written)."""
+    tmp = np.empty(len(left) - 2)
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = j = 0
+    for k in range(len(out)):
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+    if len(tmp) > 0:
+        tmp[0] = 1.0
+    return out
+
+
+def sort_short(a):
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    return merge_short(sort_short(a[:m]), sort_short(a[m:]))
+
+
+def merge_square_late(left, right):
+    grid = np.zeros(len(left) * len(right))
+    out = np.empty(len(left) + len(right), left.dtype)
+    c = len(left) * 2           # not a constant: no value to return when the grid does not fit
+    i = j = 0
+    for k in range(len(out)):
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+        grid[0] = k
+    return out, c
+
+
+def sort_square_late(a):
+    if len(a) <= 1:
+        return a.copy(), 0
+    m = len(a) // 2
+    left, x = sort_square_late(a[:m])
+    right, y = sort_square_late(a[m:])
+    out, z = merge_square_late(left, right)
+    return out, x + y + z
+
+
 REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": sort_desc,
              "sort_floats": sort_floats, "count_inversions": count_inversions,
              "sort_inline": sort_inline, "count_inline": count_inline,
@@ -601,5 +690,8 @@ KEPT = {"drop_middle": ("not on a[:e] and a[e:]", drop_middle),
         "three_way": ("returns `np.sort(a)`", three_way),
         "inline_padded": ("allocates `len(left) + len(right) + 1` elements", inline_padded),
         "empty_not_empty": ("returns `a[:0]`", empty_not_empty),
-        "sort_square": ("allocates `len(left) * len(right)` elements for 'grid'", sort_square),
+        "sort_square_late": ("before 'c' has a constant value", sort_square_late),
         "sort_writes_child": ("may write into its children", sort_writes_child)}
+
+#: combines with a scratch size known only at run time: a run-time arena each
+ARENAS = {"sort_square": sort_square, "sort_positives": sort_positives, "sort_short": sort_short}

@@ -29,12 +29,13 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
           "sort_empty_base": np.int32, "count_empty_base": np.int64,
           "sort_empty_floats": np.float64, "sort_sentinels": np.float64,
           "count_scratch": np.int32, "sort_right_first": np.int64, "sort_inline_n": np.float32,
-          "sort_inline_like": np.int16, "sort_as_floats": np.int32}
+          "sort_inline_like": np.int16, "sort_as_floats": np.int32, "sort_square": np.int64,
+          "sort_positives": np.int64, "sort_short": np.float64}
 
 
 def decorated(name):
     if name not in _DECORATED:
-        fn = ex.REWRITTEN.get(name) or ex.KEPT[name][1]
+        fn = ex.REWRITTEN.get(name) or ex.ARENAS.get(name) or ex.KEPT[name][1]
         _DECORATED[name] = hpu.divide_and_conquer(fn)
     return _DECORATED[name]
 
@@ -414,3 +415,134 @@ def test_nan_keys_fall_where_python_puts_them():
         got = f.run(np.array([3.0, np.nan, 1.0]), device="gpu").value
     want = ex.sort_floats(np.array([3.0, np.nan, 1.0]))
     assert same(got, want)
+
+
+# ---------------------------------------------------------------- run-time arenas
+def _square_overflows(n: int, arena: int) -> bool:
+    """Whether some combine of sort_square on ``n`` keys (halves ``m = len // 2``) asks for
+    more than ``arena`` elements per element of its slice: ``len(l) * len(r) > arena * len``."""
+    def over(k):
+        if k <= 1:
+            return False
+        m = k // 2
+        return m * (k - m) > arena * k or over(m) or over(k - m)
+    return over(n)
+
+
+@pytest.mark.parametrize("name", sorted(ex.ARENAS))
+@settings(deadline=None, max_examples=30)
+@given(data=st.data())
+def test_an_arena_form_run_as_python_is_the_function_or_says_it_overflowed(name, data):
+    """The in-place form with a run-time arena, run by Python: the plain answer when every
+    task's scratch fits, else the flag set (and the largest need recorded) -- never a
+    wrong answer presented as right."""
+    dtype = DTYPES[name]
+    x = np.asarray(data.draw(st.lists(st.integers(-1000, 1000), min_size=1, max_size=80)),
+                   dtype=dtype)
+    arena = data.draw(st.sampled_from([1, 4, 64]))
+    rw = rewrite(decorated(name))
+    assert rw.arena and any(w is None for w, _ in rw.scratch)
+    try:
+        want = ex.ARENAS[name](x.copy())
+    except ValueError:
+        want = None                 # sort_short's negative size: the flag, no need recorded
+    out = want[0] if isinstance(want, tuple) else want
+    buf = np.zeros(2 * x.size, dtype if out is None else out.dtype)
+    scratch = [np.empty((arena if w is None else w) * x.size + 1,
+                        buf.dtype if dt is None else dt) for w, dt in rw.scratch]
+    flag = np.array([0, arena, 0], np.int64)
+    scalars = rw.fn(x, buf, 0, 0, *scratch, flag)
+    if name == "sort_square":
+        assert bool(flag[0]) == _square_overflows(x.size, arena)
+    if want is None:
+        assert flag[0] == 1 and flag[2] == 0
+        return
+    if flag[0]:
+        assert flag[2] > arena
+        return
+    if rw.scalars == 0:
+        assert same(buf[:x.size], want)
+    else:
+        assert same(buf[:x.size], want[0]) and scalars == want[1]
+
+
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
+def test_a_run_time_arena_that_fits_runs_on_the_device(device, alpha, y):
+    """A scratch array whose size a loop counts (known only at run time) takes its task's
+    region of an arena: on the device, the plain answer, nothing redone."""
+    for n in (1, 2, 3, 4099):
+        x = np.random.default_rng(n).integers(-500, 500, n)
+        run = check("sort_positives", x, device, alpha, y)
+        if n == 4099:
+            assert run.gpu_tasks > 0
+
+
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2),
+                                              ("hybrid", 0.0, 1)])
+def test_an_arena_that_overflows_redoes_the_call_on_the_cpu(device, alpha, y):
+    """``np.zeros(len(left) * len(right))`` grows faster than its slice: while it fits the
+    arena the device runs it; a task that needs more sets the arena's flag, and the call is
+    redone on the CPU as written -- recorded, warned, with the arena that would fit."""
+    f = decorated("sort_square")
+    for n in (2, 16):               # 8 * 8 <= 4 * 16: fits the default arena
+        assert not _square_overflows(n, 4)
+        check("sort_square", np.random.default_rng(n).integers(-99, 99, n), device, alpha, y)
+    x = np.random.default_rng(7).integers(-99, 99, 101)
+    keep, want = x.copy(), f.py_func(x.copy())
+    with pytest.warns(hpu.HpuPerformanceWarning, match="needed at least 26 elements"):
+        run = f.run(x, **options(device, alpha, y))
+    assert same(run.value, want) and np.array_equal(x, keep)
+    assert len(run.fallbacks) == 1 and "options(arena=26)" in run.fallbacks[0]
+    assert run.gpu_tasks == 0                       # the CPU's answer, not the device's
+    run = f.options(arena=26).run(x, **options(device, alpha, y))   # the advice holds
+    assert same(run.value, want) and run.fallbacks == []
+    if device == "gpu":
+        assert run.gpu_tasks > 0
+
+
+def test_an_arena_that_overflows_on_a_device_with_its_own_memory(discrete):
+    """The flag comes back from a device with its own memory as any written array does."""
+    f = decorated("sort_square")
+    x = np.random.default_rng(8).integers(-99, 99, 300)
+    with pytest.warns(hpu.HpuPerformanceWarning, match="needed at least 75 elements"):
+        run = f.run(x, device="gpu")
+    assert same(run.value, f.py_func(x.copy())) and discrete
+    run = f.options(arena=75).run(x, device="gpu")
+    assert same(run.value, f.py_func(x.copy())) and run.fallbacks == [] and run.gpu_tasks > 0
+
+
+@settings(COMPILES, max_examples=12)
+@given(n=st.integers(1, 70), arena=st.sampled_from([1, 2, 4, 9]), seed=st.integers(0, 99))
+def test_the_device_redoes_exactly_the_calls_whose_arena_overflows(n, arena, seed):
+    """On the device, for any size and arena: the plain answer, and a fallback exactly when
+    some task's scratch exceeds its arena."""
+    f = decorated("sort_square")
+    x = np.random.default_rng(seed).integers(-50, 50, n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        run = f.options(arena=arena).run(x, device="gpu")
+    assert same(run.value, f.py_func(x.copy()))
+    assert bool(run.fallbacks) == _square_overflows(n, arena), run.fallbacks
+
+
+@pytest.mark.parametrize("device", ["gpu", "hybrid"])
+def test_a_negative_scratch_size_raises_the_value_error_as_written(device):
+    """``np.empty(len(left) - 2)`` with a left half of one: NumPy refuses a negative size;
+    the device form flags it and the CPU, running the function as written, raises."""
+    f = decorated("sort_short")
+    x = np.random.default_rng(3).random(37)
+    with pytest.raises(ValueError):
+        f.py_func(x.copy())
+    keep = x.copy()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="negative"):
+            f.run(x, device=device)
+    assert np.array_equal(x, keep)
+    assert any("negative number of scratch elements" in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "4"])
+def test_the_arena_option_is_checked(bad):
+    with pytest.raises(ValueError, match=f"arena={bad!r} must be an int >= 1"):
+        decorated("sort_square").options(arena=bad)
