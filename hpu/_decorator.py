@@ -467,16 +467,21 @@ class DivideAndConquer:
             return None
         args, kwargs = converted
         values = (*args, *kwargs.values())
-        if len(values) != 1 or not isinstance(values[0], np.ndarray):
+        if len(values) != 1 or not isinstance(values[0], (np.ndarray, list)):
             return None
-        x = values[0]
+        # a list: the argument of a function that builds lists (hpu._functional._as_list),
+        # its numbers as NumPy infers them, as Numba types the list
+        x = np.asarray(values[0]) if isinstance(values[0], list) else values[0]
         if x.ndim != 1 or x.size == 0 or x.dtype.kind not in "iuf":
             return None
         dc, rw = self._in_place()
         if dc is None:
             return None
         x = np.ascontiguousarray(x)
-        dtype = self._result_dtype(rw, x)
+        from hpu._functional import quiet_reflection
+
+        with quiet_reflection():        # a list argument: Numba's notice is hpu's, not the user's
+            dtype = self._result_dtype(rw, values[0])
         if dtype is None:       # Numba cannot type the function: the CPU path says why
             return None
         # the combine's scratch arrays: a buffer each, width elements per input element
@@ -487,15 +492,19 @@ class DivideAndConquer:
         return dc, rw, (x, np.empty(2 * x.size, dtype), 0, 0, *scratch, *flag)
 
     def _result_dtype(self, rw, x):
-        """The dtype of the array Numba's typing gives the function's result for ``x``; None
-        where Numba gives none (base cases and combine of different dtypes: ``a.copy()`` of
-        ints beside ``np.zeros(n)`` of floats)."""
-        if rw.same_dtype:
+        """The dtype of the array (or list) Numba's typing gives the function's result for
+        ``x``; None where Numba gives none (base cases and combine of different dtypes:
+        ``a.copy()`` of ints beside ``np.zeros(n)`` of floats)."""
+        if rw.same_dtype and isinstance(x, np.ndarray):
             return x.dtype
+        from numba.core import types as nt
+
         from hpu._functional import _numba_return_type
 
         t = _numba_return_type(self._functional_compiled(), (x,), {}, strict=True)
-        t = t.types[0] if hasattr(t, "types") else t
+        t = t.types[0] if isinstance(t, nt.BaseTuple) else t
+        if isinstance(t, (nt.List, nt.ListType)) and isinstance(t.dtype, nt.Number):
+            return np.dtype(str(t.dtype))
         if getattr(t, "ndim", None) != 1:
             return None
         return np.dtype(str(t.dtype))
@@ -546,7 +555,9 @@ class DivideAndConquer:
                 warnings.warn(w.message, stacklevel=level)
         if flag is not None and flag[0]:
             return self._arena_reason(o, flag)
-        out = buf[:x.size].copy()
+        # a list in, a list out (of Python numbers, as Numba boxes a list's items)
+        out = buf[:x.size].tolist() if converted[0] and isinstance(
+            (*converted[0], *converted[1].values())[0], list) else buf[:x.size].copy()
         del buf, call
         value = (out if rw.scalars == 0 else (out, run.value) if rw.scalars == 1
                  else (out, *run.value))
@@ -554,9 +565,17 @@ class DivideAndConquer:
 
     def _arena_reason(self, o, flag) -> str:
         """Why a run of the device form was redone on the CPU: a task's scratch did not fit
-        its arena (:mod:`hpu._functional_dps`, run-time arenas); ``flag`` the arena's
-        ``[overflowed, arena, needed]``."""
+        its arena, or its list result was not as long as its slice (the checks
+        :mod:`hpu._functional_dps` makes at run time); ``flag`` the arena's ``[what,
+        arena, needed]``."""
+        from hpu._functional_dps import LIST_LENGTH
+
         need = int(flag[2])
+        if flag[0] == LIST_LENGTH:
+            return (f"a task of {self.__name__}'s device form built a list of another length "
+                    "than its two children's together (the device form keeps each result as "
+                    "long as its slice, checked as the list grows); the call was redone on "
+                    "the CPU, where the function runs as written")
         if flag[0] and need > o["arena"]:
             what = (f"a task of {self.__name__}'s device form needed at least {need} elements "
                     f"of scratch per element of its slice, more than its arena "

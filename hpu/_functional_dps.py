@@ -289,6 +289,9 @@ def _helper_into(h, arrays: tuple[int, int], used: set):
     if node.args.vararg or node.args.kwarg or node.args.kwonlyargs or node.args.defaults:
         raise NotRewritable(f"its combine {h.__name__}() has default, keyword-only or * parameters")
     nps = _numpy_names(h.__globals__)
+    listed = _list_result(node, params[arrays[0]], params[arrays[1]], h)
+    if listed:
+        nps = nps | {LISTED}
     allocs = [(i, _alloc(s, nps)) for i, s in enumerate(node.body)]
     allocs = [(i, x) for i, x in allocs if x is not None]
     returned = {_split_result(r.value)[0].id for r in ast.walk(node)
@@ -317,9 +320,10 @@ def _helper_into(h, arrays: tuple[int, int], used: set):
         at = rest.index(sc.stmt)
         rest[at:at + 1] = sc.carve
     _copied_returns(rest, out, p, q)
-    for sc in scratch:
-        if sc.bail is not None:
-            sc.bail.value = _overflow_values(rest, rest.index(sc.carve[0]), out, params, node, h)
+    for t, stmt in enumerate(rest):     # the early returns of the run-time checks
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Return) and getattr(n, "hpu_bail", False):
+                n.value = _overflow_values(rest, t, out, params, node, h)
     check = copy.deepcopy(node)
     check.body = rest
     for n in ast.walk(check):
@@ -356,12 +360,13 @@ def _helper_into(h, arrays: tuple[int, int], used: set):
     new.args.args.append(ast.arg(out))
     for sc in scratch:
         new.args.args += [ast.arg(sc.buf), ast.arg(sc.at)]
-    if any(sc.width is None for sc in scratch):
+    checked = listed or any(sc.width is None for sc in scratch)
+    if checked:
         new.args.args.append(ast.arg(ARENA))
     ast.copy_location(new, node)
     new.name = _fresh(f"{h.__name__}_into", used)
     ast.fix_missing_locations(new)
-    return new, text, start, arity, same, scratch, writes
+    return new, text, start, arity, same, scratch, writes, checked
 
 
 @dataclass
@@ -485,10 +490,176 @@ def _scratch(node, result_at: int, children, nps, h, used) -> list:
                 ast.copy_location(n, stmt)
         if form is None:
             bail = carve[1].body[-1]
+            bail.hpu_bail = True
         # at most (k + c) * len(a) for a task on a (len(a) >= 1): each child is a half of a
         out.append(_Scratch(stmt, carve, buf, at,
                             None if form is None else max(1, sum(form.values())), dtype, bail))
     return out
+
+
+#: the module name of the allocation :func:`_list_result` writes in place of ``out = []``
+#: (removed with every result allocation: the name is never looked up)
+LISTED = "hpu_np"
+#: what the flag's ``[0]`` says: a scratch size did not fit its arena (or was negative); a
+#: list result was not as long as the two children's together
+ARENA_OVERFLOW, LIST_LENGTH = 1, 2
+
+
+def _bail(flag: int, where):
+    """``hpu_arena[0] = flag`` and an early return whose value :func:`_helper_into` fills
+    (:func:`_overflow_values`)."""
+    stmts = ast.parse(f"{ARENA}[0] = {flag}\nreturn").body
+    stmts[1].hpu_bail = True
+    for st in stmts:
+        for n in ast.walk(st):
+            ast.copy_location(n, where)
+    return stmts
+
+
+def _list_result(node, p: str, q: str, h) -> bool:
+    """A combine that builds its result as a list -- ``out = []`` at its top level, then
+    ``out.append(x)``, ``out.extend(left[i:])``, ``out += right[j:]``, ``out = out +
+    [x]``, ``len(out)``, ``out[k]`` -- rewritten in place (``node``) into the array form
+    the rest of :func:`_helper_into` reads: ``out = hpu_np.empty(len(p) + len(q))`` (the
+    result's dtype is Numba's typing of the function) and a count ``hpu_k`` of the elements
+    written.  The length is checked as the list grows and at each ``return``: a list that
+    would not be as long as the two children's together sets the flag
+    (:data:`LIST_LENGTH`) and returns, and the call is redone on the CPU as written.
+    Returns whether it applied."""
+    returned = set()
+    for r in ast.walk(node):
+        if isinstance(r, ast.Return) and r.value is not None:
+            arr = _split_result(r.value)[0]
+            if _is_name(arr):
+                returned.add(arr.id)
+    made = [(i, st) for i, st in enumerate(node.body)
+            if isinstance(st, ast.Assign) and len(st.targets) == 1 and _is_name(st.targets[0])
+            and st.targets[0].id in returned and isinstance(st.value, ast.List)
+            and not st.value.elts]
+    if len(made) != 1:
+        return False
+    at, first = made[0]
+    out = first.targets[0].id
+    if _store_counts(node).get(out, 0) != 1 + sum(
+            1 for n in ast.walk(node) if isinstance(n, (ast.AugAssign, ast.Assign))
+            and n is not first and _grows(n, out) is not None):
+        raise NotRewritable(f"its combine {h.__name__}() assigns its list {out!r} again")
+    count = "hpu_k"
+    seq = iter(range(1_000_000))
+
+    def put(values, where):
+        """``out[hpu_k] = v; hpu_k += 1`` for each value, the room checked first."""
+        k = next(seq)
+        if isinstance(values, list):            # append(x), + [x, y]: their number is known
+            need, body, pre = str(len(values)), [], []
+            for v in values:
+                body += ast.parse(f"{out}[{count}] = 0\n{count} = {count} + 1").body
+                body[-2].value = v
+        else:                                   # extend(s): s's elements, s evaluated once
+            src = f"hpu_v{k}"
+            pre = [ast.Assign([ast.Name(src, ast.Store())], values)]
+            need = f"len({src})"
+            body = ast.parse(f"for hpu_j{k} in range(len({src})):\n"
+                             f"    {out}[{count}] = {src}[hpu_j{k}]\n"
+                             f"    {count} = {count} + 1").body
+        check = ast.parse(f"if {count} + {need} > len({out}):\n    pass").body[0]
+        check.body = _bail(LIST_LENGTH, where)
+        stmts = pre + [check] + body
+        for st in stmts:
+            for n in ast.walk(st):
+                ast.copy_location(n, where)
+        return stmts
+
+    class Grow(ast.NodeTransformer):
+        def visit_Expr(self, st):
+            c = st.value
+            if (isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                    and _is_name(c.func.value, out)):
+                if c.func.attr == "append" and len(c.args) == 1 and not c.keywords:
+                    return put([self.visit(c.args[0])], st)
+                if c.func.attr == "extend" and len(c.args) == 1 and not c.keywords:
+                    return put(self._seq(c.args[0], st), st)
+            return self.generic_visit(st)
+
+        def visit_AugAssign(self, st):
+            grown = _grows(st, out)
+            return self.generic_visit(st) if grown is None else put(self._seq(grown, st), st)
+
+        def visit_Assign(self, st):
+            if st is first:
+                return st
+            grown = _grows(st, out)
+            return self.generic_visit(st) if grown is None else put(self._seq(grown, st), st)
+
+        def _seq(self, e, st):
+            if isinstance(e, ast.List):
+                return [self.visit(x) for x in e.elts]
+            if _is_name(e) or (isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Slice)
+                               and _is_name(e.value) and e.slice.step is None):
+                if _mentions(e, {out}):
+                    raise NotRewritable(f"its combine {h.__name__}() extends its list {out!r} "
+                                        f"by itself (line {st.lineno})")
+                return self.visit(e)
+            raise NotRewritable(f"its combine {h.__name__}() extends its list {out!r} by "
+                                f"`{ast.unparse(e)}` (line {st.lineno}): hpu's device form "
+                                "takes a name or a slice of one")
+
+        def visit_Call(self, c):
+            if _is_name(c.func, "len") and len(c.args) == 1 and _is_name(c.args[0], out):
+                return ast.copy_location(ast.Name(count, ast.Load()), c)
+            return self.generic_visit(c)
+
+        def visit_Return(self, st):
+            if st.value is None or not _is_name(_split_result(st.value)[0], out):
+                return self.generic_visit(st)
+            check = ast.parse(f"if {count} != len({out}):\n    pass").body[0]
+            check.body = _bail(LIST_LENGTH, st)
+            for n in ast.walk(check):
+                ast.copy_location(n, st)
+            return [check, self.generic_visit(st)]
+
+    rest = [Grow().visit(st) for st in node.body[at + 1:]]
+    body = []
+    for st in rest:
+        body.extend(st if isinstance(st, list) else [st])
+    alloc = ast.parse(f"{out} = {LISTED}.empty(len({p}) + len({q}))\n{count} = 0").body
+    for st in alloc:
+        for n in ast.walk(st):
+            ast.copy_location(n, first)
+    node.body = node.body[:at] + alloc + body
+    # what is left of the list: the stores and checks written here, and its name returned
+    # (its elements are not read: `out[-1]` is the last appended in Python, not here)
+    allowed = set()
+    for n in ast.walk(ast.Module(body, [])):
+        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) \
+                and _is_name(n.value, out) and _is_name(n.slice, count):
+            allowed.add(id(n.value))
+        elif isinstance(n, ast.Call) and _is_name(n.func, "len") and len(n.args) == 1:
+            allowed.add(id(n.args[0]))
+        elif isinstance(n, ast.Return) and n.value is not None:
+            allowed.add(id(_split_result(n.value)[0]))
+    for st in body:
+        for n in ast.walk(st):
+            if _is_name(n, out) and id(n) not in allowed:
+                where = next((x for x in ast.walk(st) if x is not n and n in ast.walk(x)
+                              and isinstance(x, ast.expr)), n)
+                raise NotRewritable(f"its combine {h.__name__}() uses its list {out!r} in "
+                                    f"`{ast.unparse(where)}` (line {n.lineno}): the device "
+                                    "form takes append, extend, += and len() of the list "
+                                    "it returns")
+    ast.fix_missing_locations(node)
+    return True
+
+
+def _grows(st, out: str):
+    """The sequence ``out += s`` or ``out = out + s`` adds, else None."""
+    if isinstance(st, ast.AugAssign) and _is_name(st.target, out) and isinstance(st.op, ast.Add):
+        return st.value
+    if (isinstance(st, ast.Assign) and len(st.targets) == 1 and _is_name(st.targets[0], out)
+            and isinstance(st.value, ast.BinOp) and isinstance(st.value.op, ast.Add)
+            and _is_name(st.value.left, out)):
+        return st.value.right
+    return None
 
 
 def _overflow_values(rest, at: int, out: str, params, node, h):
@@ -788,6 +959,7 @@ def rewrite(dc) -> Rewritten:
     if len(out_body) == leading:
         raise NotRewritable("it has no leading `if ...: return` base case")
 
+    body = _slice_names_inlined(body, node, a, name)
     # the recursive part: hoist the calls out of the combine and the return
     stmts = []
     tmp = iter(range(1_000_000))
@@ -900,7 +1072,7 @@ def rewrite(dc) -> Rewritten:
     ci, h, cs, positions = combine
     if ci < last:
         raise NotRewritable("its combine comes before its second recursive call")
-    new_h, h_text, h_start, h_scalars, same, scratch, writes = _helper_into(
+    new_h, h_text, h_start, h_scalars, same, scratch, writes, checked = _helper_into(
         h, tuple(k for k, _ in positions), used)
     if aliased and writes:
         raise NotRewritable(f"a base case returns {a} itself (line {aliased}), a view of the "
@@ -908,7 +1080,7 @@ def rewrite(dc) -> Rewritten:
                             f"its children (line {writes}): in Python those writes reach the "
                             "caller's array")
     bufs = [scr.buf for scr in scratch]         # passed down unchanged, as hpu_buf is
-    arena = any(scr.width is None for scr in scratch)
+    arena = checked                 # the helper takes the flag (its run-time checks)
     if arena:
         bufs.append(ARENA)
     merged = _names_of(cs.targets[0])
@@ -996,6 +1168,34 @@ def rewrite(dc) -> Rewritten:
                      scratch=tuple((scr.width, scr.dtype) for scr in scratch), arena=arena)
 
 
+def _slice_names_inlined(body, node, a: str, name: str) -> list:
+    """``p = a[0:mid]`` ... ``f(p)``: the halves named before the calls, as people write
+    them, put back into the calls (``f(a[0:mid])``) when the name is assigned once and used
+    only as a call's argument, and the names its bounds read are assigned once."""
+    counts = _store_counts(node)
+    body = copy.deepcopy(body)          # the tree may be the frontend's, kept
+    calls = _self_calls(ast.Module(body, []), name)
+    out = []
+    for st in body:
+        if (isinstance(st, ast.Assign) and len(st.targets) == 1 and _is_name(st.targets[0])
+                and isinstance(st.value, ast.Subscript) and _is_name(st.value.value, a)
+                and isinstance(st.value.slice, ast.Slice) and st.value.slice.step is None
+                and counts.get(st.targets[0].id) == 1
+                and all(counts.get(n.id, 0) <= 1 for n in ast.walk(st.value.slice)
+                        if isinstance(n, ast.Name))):
+            alias = st.targets[0].id
+            uses = [n for s2 in body for n in ast.walk(s2)
+                    if isinstance(n, ast.Name) and n.id == alias and isinstance(n.ctx, ast.Load)]
+            args = [c for c in calls if len(c.args) == 1 and not c.keywords
+                    and _is_name(c.args[0], alias)]
+            if uses and len(args) == len(uses):
+                for c in args:
+                    c.args[0] = ast.copy_location(copy.deepcopy(st.value), c.args[0])
+                continue
+        out.append(st)
+    return out
+
+
 def _outlined(stmts, last, children, a, before, name, fn, used, text, start):
     """``(stmts, helper)``: ``stmts`` with a combine written inline after the second call (``out =
     np.empty(len(a), a.dtype)``, the merge, ``return out, c``) moved into a helper the
@@ -1008,12 +1208,20 @@ def _outlined(stmts, last, children, a, before, name, fn, used, text, start):
     allocs = [(k, _alloc(s, nps)) for k, s in enumerate(section)]
     arr, sc = _split_result(ret.value)
     allocs = [(k, x) for k, x in allocs if x is not None and _is_name(arr, x[0])]
-    if len(allocs) != 1:        # the others are scratch: the helper carves them (_scratch)
+    lists = [k for k, s in enumerate(section)
+             if isinstance(s, ast.Assign) and len(s.targets) == 1 and _is_name(s.targets[0])
+             and _is_name(arr, s.targets[0].id) and isinstance(s.value, ast.List)
+             and not s.value.elts]
+    if len(allocs) != 1 and len(lists) != 1:
+        # (the others are scratch: the helper carves them, _scratch)
         raise NotRewritable("its children's arrays are not combined by a helper, nor by code "
                             "after the calls that allocates its result once "
-                            "(`out = np.empty(len(left) + len(right), ...)`) and returns it "
-                            "first")
-    k, (out, size, _) = allocs[0]
+                            "(`out = np.empty(len(left) + len(right), ...)`, or `out = []` "
+                            "grown by append and extend) and returns it first")
+    if len(allocs) == 1:
+        k, (out, size, _) = allocs[0]
+    else:           # a list: its length is checked at run time (_list_result)
+        k, out, size = lists[0], arr.id, None
     lengths = {ast.dump(ast.parse(f"len({a})", mode="eval").body)}
     for s in before:                        # n = len(a), assigned once
         if (isinstance(s, ast.Assign) and len(s.targets) == 1 and _is_name(s.targets[0])
@@ -1021,8 +1229,10 @@ def _outlined(stmts, last, children, a, before, name, fn, used, text, start):
             lengths.add(ast.dump(ast.Name(s.targets[0].id, ast.Load())))
     p, q = children
     # len(left) + len(right), directly or through names the section assigns once (n = ...)
-    exact = _exact(size, children, _len_names(ast.Module(section, []), children, k))
-    whole = exact is not None and {x: c for x, c in exact.items() if c} == {p: 1, q: 1}
+    exact = (None if size is None else
+             _exact(size, children, _len_names(ast.Module(section, []), children, k)))
+    whole = size is None or (exact is not None
+                             and {x: c for x, c in exact.items() if c} == {p: 1, q: 1})
     if not whole and (ast.dump(size) not in lengths or (
             _is_name(size) and sum(1 for s in stmts + before for n in ast.walk(s)
                                    if isinstance(n, ast.Name) and n.id == size.id
@@ -1033,17 +1243,18 @@ def _outlined(stmts, last, children, a, before, name, fn, used, text, start):
     body = copy.deepcopy(section)
     alloc = body[k]
     call = alloc.value
-    if call.func.attr.endswith("_like"):    # np.empty_like(a) -> np.empty(len(a), a.dtype)
-        like = call.args[0]
-        call.func.attr = call.func.attr[:-len("_like")]
-        call.args = [like, ast.Attribute(copy.deepcopy(like), "dtype", ast.Load())]
+    if size is not None:                    # (out = []: kept as written)
+        if call.func.attr.endswith("_like"):    # np.empty_like(a) -> np.empty(len(a), a.dtype)
+            like = call.args[0]
+            call.func.attr = call.func.attr[:-len("_like")]
+            call.args = [like, ast.Attribute(copy.deepcopy(like), "dtype", ast.Load())]
+            ast.fix_missing_locations(alloc)
+        call.args[0] = ast.copy_location(ast.parse(f"len({p}) + len({q})", mode="eval").body,
+                                         call.args[0])
+        dt = _dtype_arg(call)
+        if isinstance(dt, ast.Attribute) and dt.attr == "dtype" and _is_name(dt.value, a):
+            dt.value.id = p                     # a's dtype is its halves' (copies of it)
         ast.fix_missing_locations(alloc)
-    call.args[0] = ast.copy_location(ast.parse(f"len({p}) + len({q})", mode="eval").body,
-                                     call.args[0])
-    dt = _dtype_arg(call)
-    if isinstance(dt, ast.Attribute) and dt.attr == "dtype" and _is_name(dt.value, a):
-        dt.value.id = p                     # a's dtype is its halves' (copies of it)
-    ast.fix_missing_locations(alloc)
     value = ast.copy_location(ast.Return(ast.Tuple([ast.Name(out, ast.Load()),
                                                     *copy.deepcopy(sc)], ast.Load())
                                          if sc else ast.Name(out, ast.Load())), ret)

@@ -695,3 +695,134 @@ KEPT = {"drop_middle": ("not on a[:e] and a[e:]", drop_middle),
 
 #: combines with a scratch size known only at run time: a run-time arena each
 ARENAS = {"sort_square": sort_square, "sort_positives": sort_positives, "sort_short": sort_short}
+
+
+# ------------------------------------------------ combines that build their result as a list
+def merge_lists(left, right):
+    """The merge most Python tutorials write: a list grown by append, the tails by extend."""
+    result = []
+    i = j = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            result.append(left[i])
+            i += 1
+        else:
+            result.append(right[j])
+            j += 1
+    result.extend(left[i:])
+    result.extend(right[j:])
+    return result
+
+
+def sort_lists(arr):
+    if len(arr) <= 1:
+        return arr
+    mid = len(arr) // 2
+    left = sort_lists(arr[:mid])
+    right = sort_lists(arr[mid:])
+    return merge_lists(left, right)
+
+
+def _count_cross(p, q):
+    r = []
+    i = j = num_inversion = 0
+    while i < len(p) and j < len(q):
+        if p[i] > q[j]:
+            num_inversion += len(p) - i
+            r.append(q[j])
+            j += 1
+        else:
+            r.append(p[i])
+            i += 1
+    if i < len(p):
+        r.extend(p[i:])
+    else:
+        r.extend(q[j:])
+    return r, num_inversion
+
+
+def count_lists(arr):
+    """An inversion count as a public collection of Python algorithms writes it: the halves
+    named before the calls, the merge a list."""
+    if len(arr) <= 1:
+        return arr, 0
+    mid = len(arr) // 2
+    p = arr[0:mid]
+    q = arr[mid:]
+    a, inversion_p = count_lists(p)
+    b, inversions_q = count_lists(q)
+    c, cross_inversions = _count_cross(a, b)
+    num_inversions = inversion_p + inversions_q + cross_inversions
+    return c, num_inversions
+
+
+def sort_lists_inline(arr):
+    """The list merge written in the function, its tails added by += and by +."""
+    if len(arr) <= 1:
+        return arr
+    mid = len(arr) // 2
+    left = sort_lists_inline(arr[:mid])
+    right = sort_lists_inline(arr[mid:])
+    result = []
+    i = j = 0
+    while i < len(left) and j < len(right):
+        if left[i] < right[j]:
+            result.append(left[i])
+            i += 1
+        else:
+            result.append(right[j])
+            j += 1
+    result += left[i:]
+    result = result + right[j:]
+    return result
+
+
+def merge_union(left, right):
+    """Equal keys kept once: the list is shorter than the two halves together."""
+    out = []
+    i = j = 0
+    while i < len(left) and j < len(right):
+        if left[i] < right[j]:
+            out.append(left[i])
+            i += 1
+        elif left[i] > right[j]:
+            out.append(right[j])
+            j += 1
+        else:
+            out.append(left[i])
+            i += 1
+            j += 1
+    out.extend(left[i:])
+    out.extend(right[j:])
+    return out
+
+
+def union_lists(arr):
+    if len(arr) <= 1:
+        return arr
+    m = len(arr) // 2
+    return merge_union(union_lists(arr[:m]), union_lists(arr[m:]))
+
+
+def merge_last(left, right):
+    """Reads its list's last element: the device form's array is not the list."""
+    out = []
+    for v in left:
+        if not out or out[-1] != v:
+            out.append(v)
+    for v in right:
+        out.append(v)
+    return out
+
+
+def last_lists(arr):
+    if len(arr) <= 1:
+        return arr
+    m = len(arr) // 2
+    return merge_last(last_lists(arr[:m]), last_lists(arr[m:]))
+
+
+#: list in, list out: the combine's list is checked as it grows (all rewritten but last_lists)
+LISTS = {"sort_lists": sort_lists, "count_lists": count_lists,
+         "sort_lists_inline": sort_lists_inline, "union_lists": union_lists,
+         "last_lists": last_lists}

@@ -35,7 +35,8 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
 
 def decorated(name):
     if name not in _DECORATED:
-        fn = ex.REWRITTEN.get(name) or ex.ARENAS.get(name) or ex.KEPT[name][1]
+        fn = (ex.REWRITTEN.get(name) or ex.ARENAS.get(name) or ex.LISTS.get(name)
+              or ex.KEPT[name][1])
         _DECORATED[name] = hpu.divide_and_conquer(fn)
     return _DECORATED[name]
 
@@ -546,3 +547,110 @@ def test_a_negative_scratch_size_raises_the_value_error_as_written(device):
 def test_the_arena_option_is_checked(bad):
     with pytest.raises(ValueError, match=f"arena={bad!r} must be an int >= 1"):
         decorated("sort_square").options(arena=bad)
+
+
+# ------------------------------------------------ list in, list out
+def _same_list(got, want):
+    """The same numbers, of the same Python types, in the same order (and the scalars)."""
+    if isinstance(want, tuple):
+        return (isinstance(got, tuple) and len(got) == len(want) and _same_list(got[0], want[0])
+                and all(type(g) is type(w) and g == w for g, w in zip(got[1:], want[1:])))
+    return (type(got) is list and len(got) == len(want)
+            and all(type(g) is type(w) and (g == w or g != g and w != w)
+                    for g, w in zip(got, want)))
+
+
+def _keys(data, tail=0, n_max=300):
+    """A list of ints or of floats (one type: a list of both is converted, as documented),
+    then ``tail`` descending keys of the same type (large enough for the device)."""
+    ints = data.draw(st.booleans())
+    elems = st.integers(-10**6, 10**6) if ints else st.floats(-1e6, 1e6, allow_nan=False)
+    kind = int if ints else float
+    return (data.draw(st.lists(elems, min_size=1, max_size=n_max))
+            + [kind(v) for v in range(tail, 0, -1)])
+
+
+@pytest.mark.parametrize("device, alpha, y", PATHS, ids=str)
+@settings(COMPILES, max_examples=5)
+@given(data=st.data())
+def test_the_tutorials_list_mergesort_runs_on_every_path(device, alpha, y, data):
+    """``result = []``, append, extend: a list in, the plain function's list out, from the
+    device form (each combine's list checked as it grows)."""
+    f = decorated("sort_lists")
+    x = _keys(data, data.draw(st.sampled_from([0, 3000])))
+    keep = list(x)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = f.run(x, **options(device, alpha, y))
+    assert _same_list(run.value, f.py_func(keep)) and x == keep
+    assert run.fallbacks == [] and not [w for w in caught if "device form" in str(w.message)]
+    if device == "gpu":
+        assert run.gpu_tasks >= 1
+
+
+@pytest.mark.parametrize("name", ["count_lists", "sort_lists_inline"])
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
+@settings(COMPILES, max_examples=4)
+@given(data=st.data())
+def test_list_building_combines_as_published_run_on_the_device(name, device, alpha, y, data):
+    """The halves named before the calls (``p = arr[0:mid]``), the merge a list with a count
+    beside it, or written in the function with ``+=`` and ``+``."""
+    f = decorated(name)
+    x = _keys(data, 2000)
+    keep = list(x)
+    run = f.run(x, **options(device, alpha, y))
+    assert _same_list(run.value, ex.LISTS[name](keep)) and run.fallbacks == []
+    assert run.gpu_tasks >= 1 or device == "hybrid"
+
+
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
+def test_a_list_of_another_length_redoes_the_call_on_the_cpu(device, alpha, y):
+    """A merge that keeps equal keys once builds a shorter list: the device form finds that
+    as the list is checked, and the call is redone on the CPU as written -- recorded; with
+    no equal keys the device's answer stands."""
+    f = decorated("union_lists")
+    x = [5, 1, 5, 3, 1, 9, 9, 2] * 300
+    with pytest.warns(hpu.HpuPerformanceWarning, match="built a list of another length"):
+        run = f.run(x, **options(device, alpha, y))
+    assert _same_list(run.value, ex.union_lists(list(x))) and len(run.value) == 5
+    assert len(run.fallbacks) == 1 and run.gpu_tasks == 0
+    distinct = list(np.random.default_rng(4).permutation(4000).tolist())
+    run = f.run(distinct, **options(device, alpha, y))
+    assert _same_list(run.value, sorted(distinct)) and run.fallbacks == []
+
+
+def test_list_combines_on_a_device_with_its_own_memory(discrete):
+    f = decorated("count_lists")
+    x = np.random.default_rng(9).integers(-99, 99, 3001).tolist()
+    run = f.run(x, device="gpu")
+    assert _same_list(run.value, ex.count_lists(list(x))) and run.gpu_tasks > 0 and discrete
+    with pytest.warns(hpu.HpuPerformanceWarning, match="another length"):
+        run = decorated("union_lists").run([3, 3, 1] * 50, device="gpu")
+    assert run.value == [1, 3]
+
+
+def test_the_list_forms_combine_is_checked_as_it_grows():
+    """The rewritten combine: the list is an output array and a count; each append checks
+    the room left, the return checks the length (hpu._functional_dps._list_result)."""
+    import ast
+
+    rw = rewrite(decorated("sort_lists"))
+    assert rw.arena and rw.scalars == 0
+    h = next(v for k, v in rw.fn.__globals__.items() if k.startswith("merge_lists_into"))
+    src = ast.unparse(h.__hpu_tree__[0])
+    assert "result[hpu_k] = left[i]" in src and "if hpu_k != len(result):" in src
+    assert "append" not in src and "extend" not in src
+
+
+@pytest.mark.parametrize("device", ["gpu", "hybrid"])
+def test_a_combine_reading_its_list_keeps_the_cpu_path_and_says_why(device):
+    """``out[-1]`` is the last element appended in Python; the device form's array is not the
+    list, so the combine is refused (the CPU answers, with the reason)."""
+    f = decorated("last_lists")
+    why = "uses its list 'out' in `not out or out[-1] != v`"
+    with pytest.raises(NotRewritable, match=re.escape(why)):
+        rewrite(f)
+    x = [4, 4, 1, 2, 2, 7] * 20
+    with pytest.warns(hpu.HpuPerformanceWarning, match="device form"):
+        run = f.run(x, device=device)
+    assert _same_list(run.value, ex.last_lists(list(x))) and why in run.fallbacks[0]
