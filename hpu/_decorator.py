@@ -603,10 +603,12 @@ class DivideAndConquer:
             return err.with_traceback(None)
         return None
 
-    def _in_place_peak(self, plan, o, x):
+    def _in_place_peak(self, plan, o, x, listed: bool = False):
         """``plan`` (the in-place form's) with the host memory its run is predicted to
         allocate at the peak: probes of the same run (the same options) on prefixes of
-        ``x`` (:func:`hpu._functional_plan.predict_peak`), their warnings kept quiet."""
+        ``x`` (:func:`hpu._functional_plan.predict_peak`; as lists where the call's argument
+        is one, ``listed``: an array would be another signature), their warnings kept
+        quiet."""
         import dataclasses
         import warnings
 
@@ -622,7 +624,8 @@ class DivideAndConquer:
         def call(xs):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", HpuPerformanceWarning)
-                if not isinstance(self._run_in_place(probe_options, ((xs,), {})), Run):
+                arg = xs.tolist() if listed else xs
+                if not isinstance(self._run_in_place(probe_options, ((arg,), {})), Run):
                     raise RuntimeError("the device form did not run")
 
         peak, basis, _ = predict_peak(call, (x,), {}, x.size,
@@ -780,7 +783,10 @@ class DivideAndConquer:
         if o["device"] != "cpu" and o["cluster"] is None:
             ready = self._in_place_call(converted, o["arena"])
             if ready is not None:           # the in-place form's breadth-first plan
-                return self._in_place_peak(ready[0]._plan(o, ready[2], {}), o, ready[2][0])
+                listed = converted is not None and isinstance(
+                    (*converted[0], *converted[1].values())[0], list)
+                return self._in_place_peak(ready[0]._plan(o, ready[2], {}), o, ready[2][0],
+                                           listed)
         if converted is None:
             return plain(UNTYPED_REASON.format(name=self.__name__,
                                                what=untyped_what(args, kwargs)))

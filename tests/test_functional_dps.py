@@ -654,3 +654,16 @@ def test_a_combine_reading_its_list_keeps_the_cpu_path_and_says_why(device):
     with pytest.warns(hpu.HpuPerformanceWarning, match="device form"):
         run = f.run(x, device=device)
     assert _same_list(run.value, ex.last_lists(list(x))) and why in run.fallbacks[0]
+
+
+def test_the_plan_of_a_list_call_is_the_device_forms_and_leaves_the_function_compiled():
+    """``f.plan(list)`` probes the device form on lists, as the call will run (an array
+    would be another signature, one Numba cannot type for this function)."""
+    f = hpu.divide_and_conquer(ex.sort_lists)
+    x = np.random.default_rng(1).integers(0, 1000, 5000).tolist()
+    plan = f.plan(x, device="gpu")
+    assert plan.peak_memory and plan.peak_memory > 0 and f._not_compiled is None
+    run = f.run(x, device="gpu")
+    assert run.fallbacks == [] and run.gpu_tasks > 0 and _same_list(run.value, sorted(x))
+    run = f.run(x, device="cpu")
+    assert run.fallbacks == [] and _same_list(run.value, sorted(x))
