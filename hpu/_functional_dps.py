@@ -71,6 +71,12 @@ What is rewritten (else the function runs on the CPU as before, and the reason s
   and one that does not fit sets a flag and returns at once -- a work-item cannot
   allocate, nor stop its level -- after which the whole call is redone on the CPU, as a
   device's stack overflow is (:meth:`hpu._decorator.DivideAndConquer._run_in_place`);
+* a combine that builds its result as a list (``out = []``, ``append``, ``extend``, ``+=``;
+  :func:`_list_result`): the list becomes the output array and a count, checked as it
+  grows and at the return -- a list of another length than the two children's sets the
+  flag (the call is redone on the CPU), since its length is not known when hpu reads it;
+* the halves named before the calls (``p = arr[0:mid]`` then ``f(p)``) are the calls'
+  slices;
 * scalar assignments before the guards (``n = len(a)``) stay where they are;
 * the result type Numba gives the function is a 1-D array, or a tuple of one and scalars.
 

@@ -165,7 +165,7 @@ RUN_OPTIONS: dict[str, RunOption] = {o.name: o for o in (
               "span) before the run, to put it back when the call raises and to redo a failed "
               "device's share; False saves the copy: an error then leaves the arrays "
               "partially processed (guide §9)", _check_keep_inputs),
-    RunOption("arena", 4, "the device form of a functional function (guide §9): for each "
+    RunOption("arena", 4, "the device form of a functional function (guide §10): for each "
               "scratch array its combine allocates with a size known only at run time, the "
               "elements a task may use per element of its slice; a task that needs more "
               "redoes the call on the CPU, recorded in run.fallbacks", _check_arena),
