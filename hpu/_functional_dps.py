@@ -149,8 +149,11 @@ def _is_name(n, name=None) -> bool:
 
 
 def _copy_of(e, a: str, nps: set) -> bool:
-    """``a.copy()``, ``a``, ``a[:]``, ``np.copy(a)``."""
+    """``a.copy()``, ``a``, ``a[:]``, ``np.copy(a)``, ``list(a)``."""
     if _is_name(e, a):
+        return True
+    if (isinstance(e, ast.Call) and _is_name(e.func, "list") and len(e.args) == 1
+            and _is_name(e.args[0], a) and not e.keywords):
         return True
     if (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "copy"
             and _is_name(e.func.value, a) and not e.args and not e.keywords):
@@ -163,10 +166,39 @@ def _copy_of(e, a: str, nps: set) -> bool:
             and e.slice.lower is None and e.slice.upper is None and e.slice.step is None)
 
 
+def _one_of(e, a: str, nps: set) -> bool:
+    """``[a[0]]``, ``[a[-1]]``, ``np.array([a[0]])``: a's one element, in a new list or
+    array (under a test that ``a`` has one element: :func:`_one_test`)."""
+    if (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "array"
+            and _is_name(e.func.value) and e.func.value.id in nps and len(e.args) == 1
+            and not e.keywords):
+        e = e.args[0]
+    if not (isinstance(e, ast.List) and len(e.elts) == 1):
+        return False
+    x = e.elts[0]
+    return (isinstance(x, ast.Subscript) and _is_name(x.value, a)
+            and ast.dump(x.slice) in (ast.dump(ast.Constant(0)),
+                                      ast.dump(ast.UnaryOp(ast.USub(), ast.Constant(1)))))
+
+
+def _one_test(test, name: str) -> bool:
+    """``len(name) == 1`` (either way round), ``name.size == 1``."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq)):
+        return False
+    left, right = test.left, test.comparators[0]
+    if isinstance(left, ast.Constant):
+        left, right = right, left
+    return (_len_of(left) == name and isinstance(right, ast.Constant)
+            and type(right.value) is int and right.value == 1)
+
+
 def _empty_of(e, a: str, nps: set):
     """``(True, dtype is a's)`` for an empty array written as people write it --
     ``np.zeros(0, a.dtype)``, ``np.empty(0)``, ``np.array([], dtype=...)``, ``a[:0]``,
-    ``a[0:0]`` -- else None."""
+    ``a[0:0]``, or an empty list ``[]`` -- else None."""
+    if isinstance(e, ast.List) and not e.elts:
+        return True, False
     if (isinstance(e, ast.Subscript) and _is_name(e.value, a) and isinstance(e.slice, ast.Slice)
             and e.slice.step is None and isinstance(e.slice.upper, ast.Constant)
             and e.slice.upper.value == 0 and (e.slice.lower is None or (
@@ -949,6 +981,8 @@ def rewrite(dc) -> Rewritten:
             # `if len(a) == 0: return np.zeros(0, a.dtype)`: as long as its slice, as a copy
             # is; another dtype than a's leaves the result's dtype to Numba's typing
             other_dtype = other_dtype or not empty[1]
+        elif _one_of(arr, a, nps) and _one_test(g.test, a):
+            pass        # `if len(a) == 1: return [a[0]]`: a new copy of its one element
         elif _float_astype(arr, a, fn):
             # `a.astype(np.float64)`: a copy whose stores convert, as astype does from ints
             # or floats to floats; the result's dtype is left to Numba's typing
@@ -965,7 +999,7 @@ def rewrite(dc) -> Rewritten:
     if len(out_body) == leading:
         raise NotRewritable("it has no leading `if ...: return` base case")
 
-    body = _slice_names_inlined(body, node, a, name)
+    body = _slice_names_inlined(_pairs_split(body, name), node, a, name)
     # the recursive part: hoist the calls out of the combine and the return
     stmts = []
     tmp = iter(range(1_000_000))
@@ -1172,6 +1206,25 @@ def rewrite(dc) -> Rewritten:
     new_glb[name] = mfn
     return Rewritten(fn=mfn, scalars=scalars, same_dtype=same and not other_dtype,
                      scratch=tuple((scr.width, scr.dtype) for scr in scratch), arena=arena)
+
+
+def _pairs_split(body, name: str) -> list:
+    """``left, right = f(a[:m]), f(a[m:])`` as two assignments, in order (the same, as no
+    value reads a name the line assigns)."""
+    out = []
+    for st in body:
+        if (isinstance(st, ast.Assign) and len(st.targets) == 1
+                and isinstance(st.targets[0], ast.Tuple) and isinstance(st.value, ast.Tuple)
+                and len(st.targets[0].elts) == len(st.value.elts)
+                and all(_is_name(t) for t in st.targets[0].elts)
+                and _self_calls(st.value, name)
+                and not _mentions(st.value, {t.id for t in st.targets[0].elts})):
+            for t, v in zip(st.targets[0].elts, st.value.elts):
+                out.append(ast.copy_location(ast.Assign([copy.deepcopy(t)], copy.deepcopy(v)),
+                                             st))
+            continue
+        out.append(st)
+    return out
 
 
 def _slice_names_inlined(body, node, a: str, name: str) -> list:

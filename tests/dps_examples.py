@@ -675,6 +675,14 @@ def sort_square_late(a):
     return out, x + y + z
 
 
+def sort_one(a):
+    """The base case a new one-element array (``np.array([a[0]])`` under ``len(a) == 1``)."""
+    if len(a) == 1:
+        return np.array([a[0]])
+    m = len(a) // 2
+    return merge_sentinels(sort_one(a[:m]), sort_one(a[m:]))
+
+
 REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": sort_desc,
              "sort_floats": sort_floats, "count_inversions": count_inversions,
              "sort_inline": sort_inline, "count_inline": count_inline,
@@ -684,7 +692,8 @@ REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": 
              "count_empty_base": count_empty_base, "sort_empty_floats": sort_empty_floats,
              "sort_sentinels": sort_sentinels, "count_scratch": count_scratch,
              "sort_right_first": sort_right_first, "sort_inline_n": sort_inline_n,
-             "sort_inline_like": sort_inline_like, "sort_as_floats": sort_as_floats}
+             "sort_inline_like": sort_inline_like, "sort_as_floats": sort_as_floats,
+             "sort_one": sort_one}
 KEPT = {"drop_middle": ("not on a[:e] and a[e:]", drop_middle),
         "padded": ("not len(left) + len(right)", padded),
         "three_way": ("returns `np.sort(a)`", three_way),
@@ -822,7 +831,31 @@ def last_lists(arr):
     return merge_last(last_lists(arr[:m]), last_lists(arr[m:]))
 
 
+def sort_list_copy(arr):
+    """``list(arr)`` at the leaves, the merge's tails appended in loops."""
+    if len(arr) < 2:
+        return list(arr)
+    mid = len(arr) // 2
+    left, right = sort_list_copy(arr[:mid]), sort_list_copy(arr[mid:])
+    out = []
+    i = j = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            out.append(left[i])
+            i += 1
+        else:
+            out.append(right[j])
+            j += 1
+    while i < len(left):
+        out.append(left[i])
+        i += 1
+    while j < len(right):
+        out.append(right[j])
+        j += 1
+    return out
+
+
 #: list in, list out: the combine's list is checked as it grows (all rewritten but last_lists)
 LISTS = {"sort_lists": sort_lists, "count_lists": count_lists,
          "sort_lists_inline": sort_lists_inline, "union_lists": union_lists,
-         "last_lists": last_lists}
+         "last_lists": last_lists, "sort_list_copy": sort_list_copy}

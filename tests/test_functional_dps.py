@@ -30,7 +30,7 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
           "sort_empty_floats": np.float64, "sort_sentinels": np.float64,
           "count_scratch": np.int32, "sort_right_first": np.int64, "sort_inline_n": np.float32,
           "sort_inline_like": np.int16, "sort_as_floats": np.int32, "sort_square": np.int64,
-          "sort_positives": np.int64, "sort_short": np.float64}
+          "sort_positives": np.int64, "sort_short": np.float64, "sort_one": np.float32}
 
 
 def decorated(name):
@@ -588,7 +588,7 @@ def test_the_tutorials_list_mergesort_runs_on_every_path(device, alpha, y, data)
         assert run.gpu_tasks >= 1
 
 
-@pytest.mark.parametrize("name", ["count_lists", "sort_lists_inline"])
+@pytest.mark.parametrize("name", ["count_lists", "sort_lists_inline", "sort_list_copy"])
 @pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
 @settings(COMPILES, max_examples=4)
 @given(data=st.data())
