@@ -327,6 +327,7 @@ def _helper_into(h, arrays: tuple[int, int], used: set):
     if node.args.vararg or node.args.kwarg or node.args.kwonlyargs or node.args.defaults:
         raise NotRewritable(f"its combine {h.__name__}() has default, keyword-only or * parameters")
     nps = _numpy_names(h.__globals__)
+    _loops_indexed(node, params)
     listed = _list_result(node, params[arrays[0]], params[arrays[1]], h)
     if listed:
         nps = nps | {LISTED}
@@ -689,6 +690,39 @@ def _list_result(node, p: str, q: str, h) -> bool:
     return True
 
 
+def _loops_indexed(node, params) -> None:
+    """``for v in left:`` over a parameter (a child's array, or another the combine takes)
+    as ``for hpu_t0 in range(len(left)): v = left[hpu_t0]``: the loop a device runs, the
+    same elements in the same order while the body changes nothing of ``left`` (else the
+    loop is left as written, and the translator says why)."""
+    seq = iter(range(1_000_000))
+
+    class Index(ast.NodeTransformer):
+        def visit_For(self, st):
+            self.generic_visit(st)
+            x = st.iter
+            if not (_is_name(x) and x.id in params and _is_name(st.target)):
+                return st
+            inner = ast.Module(st.body + st.orelse, [])
+            if any((isinstance(n, ast.Name) and n.id == x.id and isinstance(n.ctx, ast.Store))
+                   or (isinstance(n, ast.Attribute) and _is_name(n.value, x.id))
+                   or (isinstance(n, ast.Subscript) and _is_name(n.value, x.id)
+                       and isinstance(n.ctx, ast.Store))
+                   for n in ast.walk(inner)):
+                return st
+            i = f"hpu_t{next(seq)}"
+            head = ast.parse(f"for {i} in range(len({x.id})):\n    {st.target.id} = "
+                             f"{x.id}[{i}]").body[0]
+            for n in ast.walk(head):
+                ast.copy_location(n, st)
+            head.body += st.body
+            head.orelse = st.orelse
+            return head
+
+    Index().visit(node)
+    ast.fix_missing_locations(node)
+
+
 def _grows(st, out: str):
     """The sequence ``out += s`` or ``out = out + s`` adds, else None."""
     if isinstance(st, ast.AugAssign) and _is_name(st.target, out) and isinstance(st.op, ast.Add):
@@ -820,6 +854,9 @@ def _child_write(node, children) -> int | None:
         if isinstance(n, ast.Call) and not _is_name(n.func, "len") and any(
                 _is_name(arg) and arg.id in children for arg in n.args):
             return n.lineno
+        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                and _is_name(n.func.value) and n.func.value.id in children):
+            return n.lineno         # left.pop(0), left.sort(): a method may change it
     return None
 
 

@@ -855,7 +855,28 @@ def sort_list_copy(arr):
     return out
 
 
+def _signed(left, right):
+    """Loops over the children's items (``for v in left``), a scalar from the list's length."""
+    out = []
+    for v in left:
+        out.append(v)
+    for v in right:
+        out.append(-v)
+    return out, len(out)
+
+
+def signed_lists(arr):
+    if len(arr) <= 1:
+        return arr, 0
+    mid = len(arr) // 2
+    a, x = signed_lists(arr[:mid])
+    b, y = signed_lists(arr[mid:])
+    c, z = _signed(a, b)
+    return c, x + y + z
+
+
 #: list in, list out: the combine's list is checked as it grows (all rewritten but last_lists)
 LISTS = {"sort_lists": sort_lists, "count_lists": count_lists,
          "sort_lists_inline": sort_lists_inline, "union_lists": union_lists,
-         "last_lists": last_lists, "sort_list_copy": sort_list_copy}
+         "last_lists": last_lists, "sort_list_copy": sort_list_copy,
+         "signed_lists": signed_lists}
