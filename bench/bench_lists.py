@@ -21,6 +21,14 @@ the per-round ratios.  Both results are checked against ``sorted``.
 ``--ks``: ``lsort`` with ``K`` given (the top K levels as Python, the 2**K subtrees
 compiled on Numba's threads) against ``K=0`` (one call, what hpu picks for list
 functions) and the plain function, the Ks in a rotating order each round.
+
+``--devices cpu,gpu,hybrid``: ``lsort`` on each device -- ``cpu`` the one compiled call,
+``gpu`` and ``hybrid`` its device form (the list merge written into one buffer, checked
+as it grows: guide §10), breadth-first on the OpenCL device and the CPU's threads --
+against the plain function, in a rotating order each round; each side's median and the
+median of its per-round ratio to ``cpu``::
+
+    python bench/bench_lists.py --n 1048576 --rounds 5 --devices cpu,gpu,hybrid
 """
 from __future__ import annotations
 
@@ -150,16 +158,57 @@ def measure_ks(xs, ks, rounds: int) -> dict:
     return {s: {"median_s": statistics.median(t), "all_s": t} for s, t in times.items()}
 
 
+def measure_devices(xs, devices, rounds: int) -> dict:
+    want = sorted(xs)
+    sides = list(devices) + ["plain"]
+    for d in devices:                       # compiles, and checks the device form ran
+        run = lsort.run(list(xs[:5000]), device=d)
+        assert run.value == sorted(xs[:5000]) and run.fallbacks == [], (d, run.fallbacks)
+    times = {s: [] for s in sides}
+    for r in range(rounds):
+        for side in sides[r % len(sides):] + sides[:r % len(sides)]:
+            ys = list(xs)
+            t0 = time.perf_counter()
+            out = lsort.py_func(ys) if side == "plain" else lsort.run(ys, device=side).value
+            times[side].append(time.perf_counter() - t0)
+            assert out == want, side
+    base = times.get("cpu")
+    report = {}
+    for side, t in times.items():
+        report[side] = {"median_s": statistics.median(t), "all_s": t}
+        if base is not None:
+            report[side]["cpu_over_this"] = statistics.median(
+                [c / x for c, x in zip(base, t)])
+    return report
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=10**6)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--json", action="store_true")
     p.add_argument("--ks", help="comma-separated K values: lsort fanned out at each")
+    p.add_argument("--devices", help="comma-separated devices (cpu, gpu, hybrid): lsort on each")
     args = p.parse_args(argv)
     if args.n < 1 or args.rounds < 1:
         p.error(f"--n {args.n} and --rounds {args.rounds} must be at least 1")
     xs = [int(v) for v in np.random.default_rng(0).integers(0, 10**9, args.n)]
+    if args.devices:
+        devices = args.devices.split(",")
+        bad = [d for d in devices if d not in ("cpu", "gpu", "hybrid")]
+        if bad or not devices:
+            p.error(f"--devices {args.devices!r}: expected cpu, gpu or hybrid separated by "
+                    "commas, e.g. cpu,gpu,hybrid")
+        report = {"n": args.n, "rounds": args.rounds,
+                  "lsort": measure_devices(xs, devices, args.rounds)}
+        if args.json:
+            print(json.dumps(report, indent=2))
+            return
+        print(f"lsort on {args.n:,} listed ints, {args.rounds} rotating rounds, medians")
+        for side, r in report["lsort"].items():
+            ratio = (f"   cpu/this {r['cpu_over_this']:.2f}" if "cpu_over_this" in r else "")
+            print(f"  {side:6s} {r['median_s']:.3f} s{ratio}")
+        return
     if args.ks:
         try:
             ks = [int(k) for k in args.ks.split(",")]

@@ -503,8 +503,9 @@ class DivideAndConquer:
 
         t = _numba_return_type(self._functional_compiled(), (x,), {}, strict=True)
         t = t.types[0] if isinstance(t, nt.BaseTuple) else t
-        if isinstance(t, (nt.List, nt.ListType)) and isinstance(t.dtype, nt.Number):
-            return np.dtype(str(t.dtype))
+        if isinstance(t, (nt.List, nt.ListType)):   # numbers only: not bools, not objects
+            return (np.dtype(str(t.dtype)) if isinstance(t.dtype, (nt.Integer, nt.Float))
+                    else None)
         if getattr(t, "ndim", None) != 1:
             return None
         return np.dtype(str(t.dtype))

@@ -38,3 +38,15 @@ def test_ks_times_lsort_at_each_k_and_the_plain_function(capsys):
     with pytest.raises(SystemExit):
         bench_lists.main(["--ks", "1,x"])
     assert "--ks '1,x'" in capsys.readouterr().err
+
+
+def test_devices_times_lsort_on_each_device_and_its_device_form_runs(capsys):
+    bench_lists.main(["--n", "6000", "--rounds", "2", "--devices", "cpu,gpu", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert set(report["lsort"]) == {"cpu", "gpu", "plain"}
+    assert all(len(r["all_s"]) == 2 and r["cpu_over_this"] > 0 for r in report["lsort"].values())
+    import pytest
+
+    with pytest.raises(SystemExit):
+        bench_lists.main(["--devices", "cpu,tpu"])
+    assert "--devices 'cpu,tpu'" in capsys.readouterr().err
