@@ -631,8 +631,14 @@ class DivideAndConquer:
 
         peak, basis, _ = predict_peak(call, (x,), {}, x.size,
                                       passthrough=(KeyboardInterrupt,), warm_each=True)
-        return dataclasses.replace(plan, peak_memory=peak,
-                                   memory_basis=basis.replace("probes", "device-form runs"))
+        basis = basis.replace("probes", "device-form runs")
+        rw = self._in_place()[1]
+        if getattr(rw, "arena", False):     # what the plan cannot know before the run
+            basis += (f"; checked as the tasks run: scratch sizes against arena="
+                      f"{o['arena']} elements per element of a slice, list results' lengths "
+                      "(a task that fails a check redoes the call on the CPU, in "
+                      "run.fallbacks)")
+        return dataclasses.replace(plan, peak_memory=peak, memory_basis=basis)
 
     def _plain_instead(self, o, args, kwargs, fallbacks) -> Run:
         """The plain Python function, on the converted arguments, when Numba cannot compile

@@ -664,6 +664,7 @@ def test_the_plan_of_a_list_call_is_the_device_forms_and_leaves_the_function_com
     x = np.random.default_rng(1).integers(0, 1000, 5000).tolist()
     plan = f.plan(x, device="gpu")
     assert plan.peak_memory and plan.peak_memory > 0 and f._not_compiled is None
+    assert "list results' lengths" in plan.memory_basis     # what only the run can check
     run = f.run(x, device="gpu")
     assert run.fallbacks == [] and run.gpu_tasks > 0 and _same_list(run.value, sorted(x))
     run = f.run(x, device="cpu")
