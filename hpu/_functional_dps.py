@@ -571,6 +571,8 @@ def _list_result(node, p: str, q: str, h) -> bool:
             arr = _split_result(r.value)[0]
             if _is_name(arr):
                 returned.add(arr.id)
+            elif _chain(arr) is not None:           # return out + left[i:] + right[j:]
+                returned.add(_chain(arr)[0])
     made = [(i, st) for i, st in enumerate(node.body)
             if isinstance(st, ast.Assign) and len(st.targets) == 1 and _is_name(st.targets[0])
             and st.targets[0].id in returned and isinstance(st.value, ast.List)
@@ -649,13 +651,24 @@ def _list_result(node, p: str, q: str, h) -> bool:
             return self.generic_visit(c)
 
         def visit_Return(self, st):
-            if st.value is None or not _is_name(_split_result(st.value)[0], out):
+            if st.value is None:
+                return st
+            arr, scalars = _split_result(st.value)
+            chain = _chain(arr)
+            grown = []
+            if chain is not None and chain[0] == out:   # out + s1 + s2: extended, returned
+                for e in chain[1]:
+                    grown += put(self._seq(e, st), st)
+                arr = ast.copy_location(ast.Name(out, ast.Load()), arr)
+                st.value = (ast.copy_location(ast.Tuple([arr, *scalars], ast.Load()), st.value)
+                            if scalars else arr)
+            elif not _is_name(arr, out):
                 return self.generic_visit(st)
             check = ast.parse(f"if {count} != len({out}):\n    pass").body[0]
             check.body = _bail(LIST_LENGTH, st)
             for n in ast.walk(check):
                 ast.copy_location(n, st)
-            return [check, self.generic_visit(st)]
+            return [*grown, check, self.generic_visit(st)]
 
     rest = [Grow().visit(st) for st in node.body[at + 1:]]
     body = []
@@ -721,6 +734,15 @@ def _loops_indexed(node, params) -> None:
 
     Index().visit(node)
     ast.fix_missing_locations(node)
+
+
+def _chain(e):
+    """``(name, [s1, s2, ...])`` of ``name + s1 + s2 ...``, else None."""
+    parts = []
+    while isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):
+        parts.append(e.right)
+        e = e.left
+    return (e.id, parts[::-1]) if parts and _is_name(e) else None
 
 
 def _grows(st, out: str):
@@ -1304,10 +1326,12 @@ def _outlined(stmts, last, children, a, before, name, fn, used, text, start):
     allocs = [(k, _alloc(s, nps)) for k, s in enumerate(section)]
     arr, sc = _split_result(ret.value)
     allocs = [(k, x) for k, x in allocs if x is not None and _is_name(arr, x[0])]
+    chain = _chain(arr)
     lists = [k for k, s in enumerate(section)
              if isinstance(s, ast.Assign) and len(s.targets) == 1 and _is_name(s.targets[0])
-             and _is_name(arr, s.targets[0].id) and isinstance(s.value, ast.List)
-             and not s.value.elts]
+             and (_is_name(arr, s.targets[0].id)
+                  or (chain is not None and chain[0] == s.targets[0].id))
+             and isinstance(s.value, ast.List) and not s.value.elts]
     if len(allocs) != 1 and len(lists) != 1:
         # (the others are scratch: the helper carves them, _scratch)
         raise NotRewritable("its children's arrays are not combined by a helper, nor by code "
@@ -1317,7 +1341,8 @@ def _outlined(stmts, last, children, a, before, name, fn, used, text, start):
     if len(allocs) == 1:
         k, (out, size, _) = allocs[0]
     else:           # a list: its length is checked at run time (_list_result)
-        k, out, size = lists[0], arr.id, None
+        k, size = lists[0], None
+        out = section[k].targets[0].id
     lengths = {ast.dump(ast.parse(f"len({a})", mode="eval").body)}
     for s in before:                        # n = len(a), assigned once
         if (isinstance(s, ast.Assign) and len(s.targets) == 1 and _is_name(s.targets[0])
@@ -1351,9 +1376,10 @@ def _outlined(stmts, last, children, a, before, name, fn, used, text, start):
         if isinstance(dt, ast.Attribute) and dt.attr == "dtype" and _is_name(dt.value, a):
             dt.value.id = p                     # a's dtype is its halves' (copies of it)
         ast.fix_missing_locations(alloc)
-    value = ast.copy_location(ast.Return(ast.Tuple([ast.Name(out, ast.Load()),
-                                                    *copy.deepcopy(sc)], ast.Load())
-                                         if sc else ast.Name(out, ast.Load())), ret)
+    # (out, or a list's `out + left[i:] + right[j:]`: _list_result reads it in the helper)
+    value = ast.copy_location(ast.Return(ast.Tuple([copy.deepcopy(arr), *copy.deepcopy(sc)],
+                                                   ast.Load())
+                                         if sc else copy.deepcopy(arr)), ret)
     body.append(value)
     defined = {a} | {n.id for s in before for n in ast.walk(s)
                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}

@@ -875,8 +875,51 @@ def signed_lists(arr):
     return c, x + y + z
 
 
+def _merge_concat(left, right):
+    """The tails added in the return: ``result + left[i:] + right[j:]``."""
+    result = []
+    i = j = 0
+    while i < len(left) and j < len(right):
+        if left[i] < right[j]:
+            result.append(left[i])
+            i += 1
+        else:
+            result.append(right[j])
+            j += 1
+    return result + left[i:] + right[j:]
+
+
+def sort_concat(arr):
+    if len(arr) <= 1:
+        return arr
+    mid = len(arr) // 2
+    return _merge_concat(sort_concat(arr[:mid]), sort_concat(arr[mid:]))
+
+
+def count_concat(arr):
+    """An inversion count with the merge inline, its list returned as ``out + l[i:] + r[j:]``
+    beside the count."""
+    if len(arr) < 2:
+        return arr, 0
+    m = len(arr) // 2
+    left, a = count_concat(arr[:m])
+    right, b = count_concat(arr[m:])
+    out = []
+    i = j = c = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            out.append(left[i])
+            i += 1
+        else:
+            out.append(right[j])
+            j += 1
+            c += len(left) - i
+    return out + left[i:] + right[j:], a + b + c
+
+
 #: list in, list out: the combine's list is checked as it grows (all rewritten but last_lists)
 LISTS = {"sort_lists": sort_lists, "count_lists": count_lists,
          "sort_lists_inline": sort_lists_inline, "union_lists": union_lists,
          "last_lists": last_lists, "sort_list_copy": sort_list_copy,
-         "signed_lists": signed_lists}
+         "signed_lists": signed_lists, "sort_concat": sort_concat,
+         "count_concat": count_concat}

@@ -589,7 +589,7 @@ def test_the_tutorials_list_mergesort_runs_on_every_path(device, alpha, y, data)
 
 
 @pytest.mark.parametrize("name", ["count_lists", "sort_lists_inline", "sort_list_copy",
-                                  "signed_lists"])
+                                  "signed_lists", "sort_concat", "count_concat"])
 @pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
 @settings(COMPILES, max_examples=4)
 @given(data=st.data())
