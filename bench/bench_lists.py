@@ -8,8 +8,10 @@ Three functions as tutorials print them, each given a Python list of ints:
 * ``merge_sort``: the in-place mergesort most tutorials print (``L = arr[:mid]``,
   both halves sorted, merged back into ``arr``), a list the function writes to.
 
-hpu compiles each with Numba as written, on the caller's lists (``hpu._functional``,
-guide §10): one call on the CPU.  The plain function is ``f.py_func`` (Python's own
+hpu compiles ``qsort`` and ``merge_sort`` with Numba as written, on the caller's lists
+(``hpu._functional``, guide §10): one call on the CPU; ``lsort`` has an in-place form
+(``hpu._functional_dps``: the list merge written into one buffer), which runs
+breadth-first on the CPU's threads on ``device="cpu"`` too.  The plain function is ``f.py_func`` (Python's own
 recursion).  Each round runs both on fresh copies of the same list, in alternating
 order; the table gives the medians after one warm-up (compilation) and the median of
 the per-round ratios.  Both results are checked against ``sorted``.

@@ -700,7 +700,7 @@ def test_list_functions_match_plain_python(name, xs, floats, device):
         assert [type(v) for v in run.value] == [type(v) for v in want]
     assert xs == keep                                        # the caller's list untouched
     assert f.sequential(list(xs)) == want
-    if device != "cpu" and name == "lsort":     # its device form (test_functional_dps.py)
+    if name == "lsort":     # its in-place form, on every device (test_functional_dps.py)
         assert run.fallbacks == [] and run.reason is None
     else:
         assert run.K == 0 and "builds Python lists" in run.reason
