@@ -421,9 +421,6 @@ class _Scratch:
     at: str
     width: int | None       #: None: a run-time arena (``arena=`` elements per element)
     dtype: object
-    #: a run-time arena's ``return`` when the size does not fit, its value filled in by
-    #: :func:`_helper_into` once the combine's result is known (:func:`_overflow_values`)
-    bail: object = None
 
 
 def _exact(e, children, names) -> dict | None:
@@ -507,7 +504,6 @@ def _scratch(node, result_at: int, children, nps, h, used) -> list:
         k = len(out)
         buf = _fresh(f"hpu_scr{k}", used)
         at = _fresh(f"hpu_o{k}", used)
-        bail = None
         if form is not None:
             src = f"{name} = {buf}[{at}:{at} + {ast.unparse(size)}]"
         else:   # a run-time arena: the size checked against the task's region, when known
@@ -516,23 +512,21 @@ def _scratch(node, result_at: int, children, nps, h, used) -> list:
             span = f"max(1, len({p}) + len({q}))"
             src = (f"{n} = {ast.unparse(size)}\n"
                    f"if {n} < 0 or {n} > {ARENA}[1] * (len({p}) + len({q})):\n"
-                   f"    {ARENA}[0] = 1\n"
                    f"    {ARENA}[2] = max({ARENA}[2], ({n} + {span} - 1) // {span})\n"
-                   f"    return\n"
+                   f"    pass\n"
                    f"{name} = {buf}[{at}:{at} + {n}]")
         if fill is not None:
             src += (f"\nfor {INDEX} in range(len({name})):\n"
                     f"    {name}[{INDEX}] = {fill}")
         carve = ast.parse(src).body
+        if form is None:        # the flag and the early return (_bail), in place of `pass`
+            carve[1].body[-1:] = _bail(ARENA_OVERFLOW, stmt)
         for c in carve:
             for n in ast.walk(c):
                 ast.copy_location(n, stmt)
-        if form is None:
-            bail = carve[1].body[-1]
-            bail.hpu_bail = True
         # at most (k + c) * len(a) for a task on a (len(a) >= 1): each child is a half of a
         out.append(_Scratch(stmt, carve, buf, at,
-                            None if form is None else max(1, sum(form.values())), dtype, bail))
+                            None if form is None else max(1, sum(form.values())), dtype))
     return out
 
 
