@@ -455,14 +455,15 @@ class DivideAndConquer:
         ``hybrid`` (not across a cluster), and on ``cpu`` for a list argument of a function
         that builds lists -- there the form's arrays on the CPU's threads beat Numba's
         reflected lists in one compiled call several times over (``bench_lists.py
-        --devices``: 0.21 s against 1.51 s for 2**20 ints on 2 cores); an array stays the
+        --devices``: 0.21 s against 1.51 s for 2**20 ints on 2 cores), unless ``K=`` is
+        given (it sets the compiled call's fan-out, as documented); an array stays the
         compiled function's (its fan-out is as fast, and its memory is measured)."""
         if o["cluster"] is not None:
             return False
         if o["device"] != "cpu":
             return True
-        if not self._lists or converted is None:
-            return False
+        if not self._lists or converted is None or o["K"] is not None:
+            return False            # (K= given: the compiled call fanned out, guide §10)
         values = (*converted[0], *converted[1].values())
         return len(values) == 1 and isinstance(values[0], list)
 

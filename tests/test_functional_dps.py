@@ -669,3 +669,16 @@ def test_the_plan_of_a_list_call_is_the_device_forms_and_leaves_the_function_com
     assert run.fallbacks == [] and run.gpu_tasks > 0 and _same_list(run.value, sorted(x))
     run = f.run(x, device="cpu")
     assert run.fallbacks == [] and _same_list(run.value, sorted(x))
+
+
+def test_a_list_on_the_cpu_runs_the_in_place_form_unless_k_is_given():
+    """On ``device="cpu"`` a list argument runs the in-place form on the CPU's threads
+    (several times faster than Numba's reflected lists); ``K=`` keeps the compiled call's
+    fan-out, as guide §10 documents it."""
+    f = decorated("sort_lists")
+    x = np.random.default_rng(6).integers(-99, 99, 5000).tolist()
+    run = f.run(list(x), device="cpu")
+    assert _same_list(run.value, sorted(x)) and run.gpu_tasks == 0 and run.fallbacks == []
+    assert hasattr(run.plan, "transfer_level") and not hasattr(run.plan, "K")
+    run = f.options(K=0).run(list(x), device="cpu")
+    assert _same_list(run.value, sorted(x)) and run.plan.K == 0
