@@ -462,10 +462,9 @@ class DivideAndConquer:
             return False
         if o["device"] != "cpu":
             return True
-        if not self._lists or converted is None or o["K"] is not None:
+        if not self._lists or o["K"] is not None:
             return False            # (K= given: the compiled call fanned out, guide §10)
-        values = (*converted[0], *converted[1].values())
-        return len(values) == 1 and isinstance(values[0], list)
+        return isinstance(_only_argument(converted), list)
 
     def _device_reason(self) -> str:
         """Why this functional function's run stays on the CPU (a sentence)."""
@@ -483,15 +482,12 @@ class DivideAndConquer:
         converted arguments (one non-empty 1-D array of numbers; the buffer is allocated
         here, in the dtype of the function's result), else None.  Numba's errors typing the
         function propagate."""
-        if converted is None:
-            return None
-        args, kwargs = converted
-        values = (*args, *kwargs.values())
-        if len(values) != 1 or not isinstance(values[0], (np.ndarray, list)):
+        given = _only_argument(converted)
+        if not isinstance(given, (np.ndarray, list)):
             return None
         # a list: the argument of a function that builds lists (hpu._functional._as_list),
         # its numbers as NumPy infers them, as Numba types the list
-        x = np.asarray(values[0]) if isinstance(values[0], list) else values[0]
+        x = np.asarray(given) if isinstance(given, list) else given
         if x.ndim != 1 or x.size == 0 or x.dtype.kind not in "iuf":
             return None
         dc, rw = self._in_place()
@@ -501,7 +497,7 @@ class DivideAndConquer:
         from hpu._functional import quiet_reflection
 
         with quiet_reflection():        # a list argument: Numba's notice is hpu's, not the user's
-            dtype = self._result_dtype(rw, values[0])
+            dtype = self._result_dtype(rw, given)
         if dtype is None:       # Numba cannot type the function: the CPU path says why
             return None
         # the combine's scratch arrays: a buffer each, width elements per input element
@@ -561,7 +557,7 @@ class DivideAndConquer:
         except Exception as err:
             # the user's error from some task: the one Python meets first is the function's
             # own, compiled, run as written on the same argument (which nothing wrote)
-            arg = (*converted[0], *converted[1].values())[0]    # a list: as given
+            arg = _only_argument(converted)     # a list: as given
             first = self._first_error(arg if isinstance(arg, list) else x) \
                 if _a_tasks_error(err) else None
             if first is not None:
@@ -579,8 +575,8 @@ class DivideAndConquer:
         if flag is not None and flag[0]:
             return self._arena_reason(o, flag)
         # a list in, a list out (of Python numbers, as Numba boxes a list's items)
-        out = buf[:x.size].tolist() if converted[0] and isinstance(
-            (*converted[0], *converted[1].values())[0], list) else buf[:x.size].copy()
+        out = (buf[:x.size].tolist() if isinstance(_only_argument(converted), list)
+               else buf[:x.size].copy())
         del buf, call
         value = (out if rw.scalars == 0 else (out, run.value) if rw.scalars == 1
                  else (out, *run.value))
@@ -610,8 +606,8 @@ class DivideAndConquer:
             fix = None
         else:
             what = (f"a task of {self.__name__}'s device form raised where the function as "
-                    "written does not, after a task's scratch did not fit its arena "
-                    f"(arena={o['arena']})")
+                    "written does not (it read what a task stopped by a run-time check left "
+                    "unwritten)")
             fix = f"{self.__name__}.options(arena={4 * o['arena']})"
         return (f"{what}, for an allocation whose size is known only at run time; the call "
                 "was redone on the CPU, where the function allocates as written"
@@ -812,10 +808,8 @@ class DivideAndConquer:
         if self._device_form_applies(o, converted):
             ready = self._in_place_call(converted, o["arena"])
             if ready is not None:           # the in-place form's breadth-first plan
-                listed = converted is not None and isinstance(
-                    (*converted[0], *converted[1].values())[0], list)
                 return self._in_place_peak(ready[0]._plan(o, ready[2], {}), o, ready[2][0],
-                                           listed)
+                                           isinstance(_only_argument(converted), list))
         if converted is None:
             return plain(UNTYPED_REASON.format(name=self.__name__,
                                                what=untyped_what(args, kwargs)))
@@ -1335,6 +1329,14 @@ def _elements(args, kwargs) -> int:
     return max((v.size if isinstance(v, np.ndarray) else len(v)
                 for v in (*args, *kwargs.values()) if isinstance(v, (np.ndarray, list))),
                default=0)
+
+
+def _only_argument(converted):
+    """The one argument of a call (converted, ``(args, kwargs)``), else None."""
+    if converted is None:
+        return None
+    values = (*converted[0], *converted[1].values())
+    return values[0] if len(values) == 1 else None
 
 
 def _one_call_run(o, value, t0, fallbacks, reason) -> Run:
