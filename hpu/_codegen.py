@@ -95,6 +95,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpu._frontend import Closure, DCSpec, Helper, check_array_params
+from hpu._reductions import EMPTY_MESSAGES, REDUCE_FIRST
 from hpu._views import SLICE_COPY, VIEW_INDEX, display, view_index
 
 __all__ = [
@@ -300,6 +301,10 @@ class _Checked(ast.NodeTransformer):
             node.func.id = "hpu__slice_copy_chk"
             node.args.append(where)
             return node
+        if isinstance(node.func, ast.Name) and node.func.id == REDUCE_FIRST:
+            node.func.id = "hpu__reduce_first_chk"
+            node.args.append(where)
+            return node
         if (isinstance(node.func, ast.Name) and node.func.id in self._CONV
                 and len(node.args) == 1 and not node.keywords):
             return ast.copy_location(ast.Call(ast.Name(self._CONV[node.func.id], ast.Load()),
@@ -402,7 +407,36 @@ def hpu__slice_copy_chk(nd, ns, site__):  # dst[...] = src[...] (hpu/_views.py):
     if ns != nd and ns != 1:
         hpu__broadcast(nd, ns, site__)
     return nd
+
+
+@njit(cache=True)
+def hpu__empty_reduction(kind, site__):
+    raise ValueError(hpu__SITES[site__] + ": " + hpu__EMPTY[kind])
+
+
+@njit(cache=True)
+def hpu__reduce_first_chk(n, kind, site__):  # min(a), np.max(a) (hpu/_reductions.py)
+    if n == 0:
+        hpu__empty_reduction(kind, site__)
+    return 0
+""" + f"""
+
+hpu__EMPTY = {EMPTY_MESSAGES!r}
 """
+
+_REDUCE_FIRST_DEF = f"""
+
+hpu__EMPTY = {EMPTY_MESSAGES!r}
+
+
+@njit(cache=True)
+def {REDUCE_FIRST}(n, kind):
+    \"\"\"min(a), np.max(a)... (hpu/_reductions.py): 0, the index of the first element, or
+    Python's or NumPy's ValueError when the array is empty (on the device, the OpenCL
+    translator records it).\"\"\"
+    if n == 0:
+        raise ValueError(hpu__EMPTY[kind])
+    return 0"""
 
 _SLICE_COPY_DEF = f"""
 
@@ -738,6 +772,8 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
         w(_VIEW_INDEX_DEF)
     if not checked and _has_slice_copies(spec, closure):
         w(_SLICE_COPY_DEF)
+    if not checked and _uses(spec, closure, REDUCE_FIRST):
+        w(_REDUCE_FIRST_DEF)
     for h in closure.helpers:
         w("")
         w("")
@@ -914,8 +950,13 @@ def _has_views(spec: DCSpec, closure: Closure) -> bool:
 
 def _has_slice_copies(spec: DCSpec, closure: Closure) -> bool:
     """Whether the function or a helper assigns to a slice (hpu/_views.py)."""
+    return _uses(spec, closure, SLICE_COPY)
+
+
+def _uses(spec: DCSpec, closure: Closure, name: str) -> bool:
+    """Whether the function or a helper uses the name ``name`` (one of hpu's checks)."""
     trees = [spec.tree] + [h.tree for h in closure.helpers if h.tree is not None]
-    return any(isinstance(n, ast.Name) and n.id == SLICE_COPY for t in trees for n in ast.walk(t))
+    return any(isinstance(n, ast.Name) and n.id == name for t in trees for n in ast.walk(t))
 
 
 def core_source(spec: DCSpec, closure: Closure, lay: Layout,

@@ -143,9 +143,6 @@ def _kids(e) -> list[tuple]:
     return out
 
 
-def _movable(e) -> bool:
-    """``e`` holds a list comprehension that is evaluated whenever ``e`` is."""
-    return isinstance(e, ast.ListComp) or any(_movable(c) for c, _ in _kids(e))
 
 
 def _trivial(e) -> bool:
@@ -165,9 +162,32 @@ class _Renamer(ast.NodeTransformer):
 
 
 class _Hoister:
+    """Takes the expressions :meth:`target` picks out of the statements that evaluate them
+    every time, into the statements :meth:`build` makes, before their statement.  List
+    comprehensions here; :mod:`hpu._reductions` takes whole-array reductions the same way."""
+
     def __init__(self):
         self.k = 0
         self.count = 0
+
+    def target(self, e) -> bool:
+        return isinstance(e, ast.ListComp)
+
+    def build(self, e, pre: list):
+        """The statements computing ``e`` appended to ``pre``; the expression standing for
+        it afterwards."""
+        out = self.fresh("lc")
+        pre.extend(self.loop(e, out))
+        name = ast.copy_location(ast.Name(out, ast.Load()), e)
+        name.hpu_text = ast.unparse(e)  # error messages show the comprehension
+        return name
+
+    def has(self, node) -> bool:
+        return any(isinstance(n, ast.expr) and self.target(n) for n in ast.walk(node))
+
+    def movable(self, e) -> bool:
+        """``e`` holds a target that is evaluated whenever ``e`` is."""
+        return self.target(e) or any(self.movable(c) for c, _ in _kids(e))
 
     def fresh(self, what: str) -> str:
         self.k += 1
@@ -180,9 +200,9 @@ class _Hoister:
         return out
 
     def stmt(self, s) -> list:
-        if not _has_comp(s):
+        if not self.has(s):
             return [s]
-        s = _split_conditional(s)
+        s = _split_conditional(s, self.has)
         if isinstance(s, ast.If):
             pre = self.before(s, "test")
             s.body, s.orelse = self.block(s.body), self.block(s.orelse)
@@ -213,21 +233,17 @@ class _Hoister:
         """The statements that take the movable comprehensions out of ``holder.name``
         (and, first, the calls evaluated before them)."""
         e = getattr(holder, name, None)
-        if not isinstance(e, ast.expr) or not _movable(e):
+        if not isinstance(e, ast.expr) or not self.movable(e):
             return []
         pre: list = []
         setattr(holder, name, self.take(e, pre))
         return pre
 
     def take(self, e, pre: list):
-        if isinstance(e, ast.ListComp):
-            out = self.fresh("lc")
-            pre.extend(self.loop(e, out))
-            name = ast.copy_location(ast.Name(out, ast.Load()), e)
-            name.hpu_text = ast.unparse(e)  # error messages show the comprehension
-            return name
+        if self.target(e):
+            return self.build(e, pre)
         kids = _kids(e)
-        last = max(i for i, (c, _) in enumerate(kids) if _movable(c))
+        last = max(i for i, (c, _) in enumerate(kids) if self.movable(c))
         for i, (c, put) in enumerate(kids):
             if i < last and not _trivial(c):
                 # evaluated before the last comprehension: first, into a name of its own
@@ -266,12 +282,12 @@ class _Hoister:
         return self.block(made)             # comprehensions inside it, in turn
 
 
-def _split_conditional(s):
-    """``return A if c else B`` (or ``x = ...``) holding a comprehension -> ``if c:
-    return A`` / ``else: return B``: each branch's comprehension is then evaluated
-    whenever its statement is."""
+def _split_conditional(s, has=_has_comp):
+    """``return A if c else B`` (or ``x = ...``) holding a comprehension (what ``has``
+    finds) -> ``if c: return A`` / ``else: return B``: each branch's comprehension is then
+    evaluated whenever its statement is."""
     if (isinstance(s, (ast.Return, ast.Assign)) and isinstance(s.value, ast.IfExp)
-            and (_has_comp(s.value.body) or _has_comp(s.value.orelse))):
+            and (has(s.value.body) or has(s.value.orelse))):
         def branch(v):
             t = copy.deepcopy(s)            # the targets: one copy for each branch
             t.value = v

@@ -90,6 +90,7 @@ import numpy as np
 from hpu import _functional, _views
 from hpu._errors import TranslationError
 from hpu._normalise import _is_rec, normalise, unroll_literal_loops
+from hpu._reductions import REDUCE_FIRST, reductions_as_loops
 from hpu._subset import EXPR_RULES, STMT_RULES, refuse_with
 
 __all__ = [
@@ -913,7 +914,8 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
                                  f"({', '.join(params)}); pass two of its scalar parameters")
         span = tuple(span)
     tree = _functional.rewrite_values(_strip(node))  # float("inf"), `if not arr`
-    _refusals_at_once(tree, where, name)
+    left = _lower_reductions(tree, fn.__globals__)  # a.sum(), np.max(a) -> loops
+    _refusals_at_once(tree, where, name, reductions=left)
     root_defaults = _root_defaults(tree, where)  # if hi is None: hi = len(a) -> at the call
     unroll_literal_loops(tree, where)  # for part in (a[:m], a[m:]): one copy per value
     view_info = _views.rewrite_main(tree, where)  # slices -> (array, offset, length)
@@ -1179,24 +1181,50 @@ def _float_bounds(tree) -> list:
     return out
 
 
-def _refusals_at_once(tree, where: _Where, name: str, sentinel: bool = True) -> None:
-    """The constructs that block a function whatever else it does, found in one pass over
-    its tree as written (before slices become views): whole-array builtins (``sum(a)``,
-    ``min(a)``, ``sorted(a)``), ``print``, ``a[i, j]``, slice bounds made with ``/`` (a float,
-    which Python refuses), ``return None`` beside values (``sentinel``: a
-    function's, not a helper's).  Two or more are
-    refused together, each with its line and fix, so that one edit does not just reveal the
-    next (the subset check further on names every construct it refuses at once too, but
-    only after slices have become views, and after the shape's checks)."""
+def _array_names(tree) -> set[str]:
+    """The names ``tree`` uses as arrays (indexed, sliced, measured), and the names bound
+    to slices of them (views)."""
     from hpu._functional import used_as_arrays
 
     arrays = used_as_arrays(tree)
-    for n in ast.walk(tree):        # names bound to slices of arrays: views
+    for n in ast.walk(tree):
         if (isinstance(n, ast.Assign) and len(n.targets) == 1
                 and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Subscript)
                 and isinstance(n.value.slice, ast.Slice) and isinstance(n.value.value, ast.Name)
                 and n.value.value.id in arrays):
             arrays.add(n.targets[0].id)
+    return arrays
+
+
+def _lower_reductions(tree, glb) -> list:
+    """``a.sum()``, ``np.max(a)``, ``min(a)``... -> loops (:mod:`hpu._reductions`); returns
+    those Python evaluates only under a condition inside an expression, which
+    :func:`_refusals_at_once` refuses."""
+    params = {a.arg for a in tree.args.args}
+    return reductions_as_loops(tree, glb, _array_names(tree) | params)
+
+
+def _refuse_conditional_reduction(where: _Where, node) -> None:
+    text = ast.unparse(node)
+    where.refuse(node, f"`{text}` inside a condition",
+                 "hpu computes a whole-array reduction by a loop before its statement, but "
+                 "Python evaluates this one only when the condition around it asks for it "
+                 "(a branch of `x if c else y`, after `and`/`or`, in a `while` test)",
+                 f"compute it in a statement of its own first: s = {text}")
+
+
+def _refusals_at_once(tree, where: _Where, name: str, sentinel: bool = True,
+                      reductions=()) -> None:
+    """The constructs that block a function whatever else it does, found in one pass over
+    its tree as written (before slices become views): whole-array builtins with no loop
+    form (``sorted(a)``, ``any(a)``), ``reductions`` left inside a condition
+    (:func:`_lower_reductions`), ``print``, ``a[i, j]``, slice bounds made with ``/`` (a
+    float, which Python refuses), ``return None`` beside values (``sentinel``: a
+    function's, not a helper's).  Two or more are
+    refused together, each with its line and fix, so that one edit does not just reveal the
+    next (the subset check further on names every construct it refuses at once too, but
+    only after slices have become views, and after the shape's checks)."""
+    arrays = _array_names(tree)
 
     def array_like(e) -> bool:
         if isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Slice):
@@ -1222,6 +1250,8 @@ def _refusals_at_once(tree, where: _Where, name: str, sentinel: bool = True) -> 
               and array_like(n.value)):
             collect(where.refuse, n, f"multi-dimensional indexing `{ast.unparse(n)}`",
                     "hpu's arrays are 1-D", "flatten the array and the index: a[i * width + j]")
+    for n in reductions:
+        collect(_refuse_conditional_reduction, where, n)
     for n, bound in _float_bounds(tree):
         collect(where.refuse, bound, f"the slice bound `{ast.unparse(bound)}` in "
                 f"`{ast.unparse(n)}`", "`/` always gives a float, and Python raises "
@@ -1442,8 +1472,8 @@ def resolve(fn, spec: DCSpec) -> Closure:
                      "the numeric subset")
 
     def resolve_name(n, node, glb, where: _Where, self_name):
-        if n == _views.SLICE_COPY:
-            return  # hpu's own check of a slice assignment (hpu/_views.py), in every module
+        if n in (_views.SLICE_COPY, REDUCE_FIRST):
+            return  # hpu's own checks (hpu/_views.py, hpu/_reductions.py), in every module
         if n in glb:
             obj = glb[n]
         elif hasattr(builtins, n):
@@ -1515,7 +1545,8 @@ def resolve(fn, spec: DCSpec) -> Closure:
         where = _Where(filename, f"helper {getattr(obj, '__hpu_shown__', n)!r}")
         _check_params(hnode, where)
         tree = _functional.rewrite_values(_strip(hnode))
-        _refusals_at_once(tree, where, tree.name, sentinel=False)
+        left = _lower_reductions(tree, obj.__globals__)
+        _refusals_at_once(tree, where, tree.name, sentinel=False, reductions=left)
         tree.name = n
         where.hidden = helper_views.rewrite(n, tree, where)  # slices -> (array, offset, length)
         _SubsetChecker(where).check_all(tree.body)

@@ -59,6 +59,7 @@ import numpy as np
 from hpu import model
 from hpu._errors import DeviceFault, StackOverflowError
 from hpu._opencl._levels import COMBINE, LEAF
+from hpu._reductions import empty_message
 from hpu._run import TransferRecord
 
 __all__ = ["OpenCLBackend", "compiled_for", "FAULT_ENV"]
@@ -651,6 +652,8 @@ def device_error(err: np.ndarray, sites) -> Exception | None:
     if code == 5:
         return ValueError(where + f": could not broadcast input array from shape ({value},) "
                           f"into shape ({extra},)")
+    if code == 6:
+        return ValueError(where + ": " + empty_message(value))
     return DeviceFault(f"the device reported an unknown error code {code}")  # pragma: no cover
 
 

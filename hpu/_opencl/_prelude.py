@@ -270,8 +270,8 @@ long hpu_index(long i, long n)
 # after the device's share and raises Python's exception (hpu/_opencl/_backend.py).
 _fixed("hpu_raise", """
 /* Record an error (code 1: // or % by zero, 2: NaN to int, 3: inf or out-of-range float
-   to int, 4: index out of bounds, 5: a slice assignment's lengths); only the first of the
-   run is kept. */
+   to int, 4: index out of bounds, 5: a slice assignment's lengths, 6: an empty array's
+   min/max); only the first of the run is kept. */
 void hpu_raise(__global long *err, int code, long site, long value, long extra)
 {
     if (atomic_cmpxchg((volatile __global int *)err, 0, code) == 0) {
@@ -291,6 +291,15 @@ long hpu_slice_copy_chk(long nd, long ns, long site, __global long *err)
         return 0L;
     }
     return nd;
+}""", ("hpu_raise",))
+_fixed("hpu_reduce_first_chk", """
+/* min(a), np.max(a)... (hpu/_reductions.py): 0, the index of the first element; an empty
+   array records Python's or NumPy's ValueError (code 6, the kind as the value). */
+long hpu_reduce_first_chk(long n, long kind, long site, __global long *err)
+{
+    if (n == 0L)
+        hpu_raise(err, 6, site, kind, 0L);
+    return 0L;
 }""", ("hpu_raise",))
 _fixed("hpu_index_chk", """
 /* Checked a[i] (bounds-checked mode): i, or i + n for a negative i; out of range

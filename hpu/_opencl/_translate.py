@@ -81,6 +81,7 @@ from hpu._opencl._scalars import (
     Array, Scalar, TupleType, abs_result, arith_result, compare_type, round_input,
 )
 from hpu._opencl._source import FunctionSource
+from hpu._reductions import REDUCE_FIRST
 from hpu._views import VIEW_INDEX
 from hpu._opencl._typeinfer import (
     BINOPS, CMPOPS, Context, FunctionTyping, Web, aug_key, infer,
@@ -863,6 +864,11 @@ class _FunctionEmitter:
         is_and = isinstance(node.op, ast.And)
         if all(t == BOOL for t in types):
             op, prec = ("&&", LAND) if is_and else ("||", LOR)
+            # an integer's `x != x` (folded to 0 by _compare) adds nothing to an `or`
+            kept = [p for p in parts if p.text != ("1" if is_and else "0")] or parts[-1:]
+            if len(kept) == 1:
+                return kept[0]
+            parts = kept
             inner = prec + 1 if is_and else LAND + 1  # (a && b) || c, for the reader
             return _E(f" {op} ".join(p.at(inner) for p in parts), prec)
         # Python returns the deciding operand itself, converted to the unified type
@@ -877,6 +883,13 @@ class _FunctionEmitter:
     def _compare(self, node: ast.Compare) -> _E:
         operands = [node.left] + list(node.comparators)
         types = [self.t.expr_types[id(o)] for o in operands]
+        if (len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq))
+                and isinstance(node.left, ast.Name) and isinstance(operands[1], ast.Name)
+                and node.left.id == operands[1].id and isinstance(types[0], Scalar)
+                and not types[0].is_float):
+            # `x != x` of an integer (np.max's NaN test, hpu/_reductions.py): what Python
+            # gives, without the C compiler's warning that it always does
+            return _E("1" if isinstance(node.ops[0], ast.Eq) else "0", ATOM)
         parts = []
         left = self._expr(operands[0])
         for k, op in enumerate(node.ops):
@@ -916,6 +929,14 @@ class _FunctionEmitter:
                 self._vsite = site
             return self._conv(_call(self._helper("hpu_vindex_chk"), i, n, site, _E("hpu_err")),
                               INT64, res)
+        if info.kind == "intrinsic" and info.name == REDUCE_FIRST:
+            # min(a), np.max(a) (hpu/_reductions.py): 0, or the empty array's ValueError
+            n, kind = (self._conv(self._expr(a), ty, INT64)
+                       for a, ty in zip(info.args, info.arg_types))
+            site = self._site(node)
+            if site is None:  # unchecked: the first element's index all the same
+                return _E("0L", ATOM)
+            return _call(self._helper("hpu_reduce_first_chk"), n, kind, site, _E("hpu_err"))
         if info.kind == "intrinsic":  # SLICE_COPY: len(dst), or NumPy's ValueError
             nd, ns = (self._conv(self._expr(a), ty, INT64)
                       for a, ty in zip(info.args, info.arg_types))

@@ -1,0 +1,209 @@
+"""Whole-array reductions -- ``a.sum()``, ``np.max(a)``, ``min(a)`` -- as the loops they stand for.
+
+Why
+===
+
+A base case is often written with NumPy or a builtin over the task's slice::
+
+    def total(a):
+        if len(a) <= 64:
+            return a.sum()                  # np.sum(a), sum(a) alike
+        m = len(a) // 2
+        return total(a[:m]) + total(a[m:])
+
+Device code has no array objects to call methods on, but each of these is a loop over the
+view's elements, which every backend already runs (the CPU module, the OpenCL translator
+and its bounds checks, views, helpers).  So :func:`reductions_as_loops` rewrites the
+function (and each helper) before anything else reads it: the reduction is computed by a
+loop before its statement, into a name that stands for it there.  The loops are taken out
+of their statements by :mod:`hpu._comprehensions`' hoister, which keeps Python's order of
+evaluation (the calls evaluated before the reduction in the statement are taken out first)
+and leaves in place a reduction evaluated only under a condition inside an expression (a
+branch of ``x if c else y`` that is not a whole ``return``/assignment, after ``and``/``or``,
+in a ``while`` test): those stay refused, with the fix (assign it to a name first).
+
+What each one computes, exactly as written
+------------------------------------------
+
+* ``sum(a)``, ``sum(a, start)``, ``np.sum(a)``, ``a.sum()``: ``s = 0`` (or ``start``), then
+  ``s = s + a[i]`` in order.  Integers and booleans give Python's/NumPy's int64 sum; floats
+  are added in order, as Numba's ``np.sum`` adds them -- NumPy's own ``np.sum`` adds floats
+  pairwise, so a float sum can differ from it in the last bits (guide §9).
+* ``np.prod(a)``, ``a.prod()``: ``p = 1``, then ``p = p * a[i]``.
+* ``min(a)``, ``max(a)`` (Python's): the first element, then each one that compares
+  smaller (larger) -- as Python's builtin does, so a NaN counts only where it comes first.
+* ``np.min``/``np.max``/``np.amin``/``np.amax(a)``, ``a.min()``, ``a.max()``: the same, but a
+  NaN anywhere is the result, as NumPy's.
+* An empty array: ``min``/``max`` raise Python's or NumPy's ``ValueError`` with its message
+  (:data:`REDUCE_FIRST`, an operation every backend checks: the device records it in its
+  error channel and nothing is lost); sums and products give 0 and 1.
+
+Not rewritten (the subset's refusal stands): keyword arguments (``axis=``, ``key=``,
+``default=``), ``mean``, ``any``/``all``, ``argmin``/``argmax``, reductions of anything but an
+array, a slice of one, or a name bound to one.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+
+from hpu._comprehensions import _Hoister
+
+__all__ = ["reductions_as_loops", "REDUCE_FIRST", "EMPTY_MESSAGES", "empty_message"]
+
+#: the operation that checks a min/max's array is not empty: ``REDUCE_FIRST(n, kind)`` gives
+#: 0 (the index of the first element) or raises ValueError (:data:`EMPTY_MESSAGES[kind]`)
+REDUCE_FIRST = "hpu__reduce_first"
+
+
+def _python_empty(f) -> str:
+    try:
+        f([])
+    except ValueError as e:
+        return str(e)
+    raise AssertionError(f)  # pragma: no cover
+
+
+#: the ValueError each empty reduction raises, by kind: Python's builtins (their text on
+#: this Python), then NumPy's
+EMPTY_MESSAGES = (
+    _python_empty(min),
+    _python_empty(max),
+    "zero-size array to reduction operation minimum which has no identity",
+    "zero-size array to reduction operation maximum which has no identity",
+)
+
+
+def empty_message(kind: int) -> str:
+    return EMPTY_MESSAGES[kind] if 0 <= kind < len(EMPTY_MESSAGES) else "empty reduction"
+
+
+_METHODS = {"sum": "sum", "prod": "prod", "min": "npmin", "max": "npmax"}
+_NUMPY = {"sum": "sum", "prod": "prod", "min": "npmin", "max": "npmax", "amin": "npmin",
+          "amax": "npmax", "product": "prod"}
+_BUILTINS = {"sum": "sum", "min": "min", "max": "max"}
+
+
+def _arrayish(e, arrays) -> bool:
+    """``a``, ``a[s:t]``, ``a[s:t][u:v]`` of an array ``a``."""
+    while isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Slice) \
+            and e.slice.step is None:
+        e = e.value
+    return isinstance(e, ast.Name) and e.id in arrays
+
+
+class _Reductions(_Hoister):
+    def __init__(self, arrays: set, numpy_names: set, used: set):
+        super().__init__()
+        self.arrays = arrays
+        self.np = numpy_names
+        self.used = used
+
+    def fresh(self, what: str) -> str:     # no '__': the subset refuses those as the user's
+        while True:
+            self.k += 1
+            name = f"hpu_{what}{self.k}"
+            if name not in self.used:
+                self.used.add(name)
+                return name
+
+    def kind(self, e):
+        """(what, array, start) when ``e`` is a reduction this module rewrites, else None."""
+        if not isinstance(e, ast.Call) or any(isinstance(a, ast.Starred) for a in e.args):
+            return None
+        f = e.func
+        if e.keywords:
+            return None
+        if isinstance(f, ast.Name) and f.id in _BUILTINS and f.id not in self.used_globals:
+            if len(e.args) == 1 or (f.id == "sum" and len(e.args) == 2):
+                if _arrayish(e.args[0], self.arrays):
+                    return _BUILTINS[f.id], e.args[0], (e.args[1] if len(e.args) == 2 else None)
+            return None
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
+                and f.value.id in self.np and f.attr in _NUMPY and len(e.args) == 1 \
+                and _arrayish(e.args[0], self.arrays):
+            return _NUMPY[f.attr], e.args[0], None
+        if isinstance(f, ast.Attribute) and f.attr in _METHODS and not e.args \
+                and _arrayish(f.value, self.arrays):
+            return _METHODS[f.attr], f.value, None
+        return None
+
+    used_globals: frozenset = frozenset()
+
+    def target(self, e) -> bool:
+        return self.kind(e) is not None
+
+    def build(self, e, pre: list):
+        what, arr, start = self.kind(e)
+        self.count += 1
+        text = ast.unparse(e)
+
+        def at(node):
+            for n in ast.walk(node):
+                ast.copy_location(n, e)
+                n.hpu_text = text             # messages name the reduction as written
+            return node
+
+        def name(n, store=False):
+            return ast.Name(n, ast.Store() if store else ast.Load())
+
+        def assign(n, value):
+            return ast.Assign([name(n, True)], value)
+
+        def item(v, i):
+            return ast.Subscript(name(v), name(i), ast.Load())
+
+        stmts: list = []
+        if isinstance(arr, ast.Name):
+            v = arr.id
+        else:                                  # a slice: bound once, a view of its array
+            v = self.fresh("view")
+            stmts.append(assign(v, copy.deepcopy(arr)))
+        r, i = self.fresh(what), self.fresh("i")
+        length = ast.Call(name("len"), [name(v)], [])
+        if what in ("sum", "prod"):
+            init = copy.deepcopy(start) if start is not None else ast.Constant(
+                0 if what == "sum" else 1)
+            op = ast.Add() if what == "sum" else ast.Mult()
+            stmts.append(assign(r, init))
+            stmts.append(ast.For(name(i, True), ast.Call(name("range"), [length], []),
+                                 [assign(r, ast.BinOp(name(r), op, item(v, i)))], []))
+        else:
+            kind = {"min": 0, "max": 1, "npmin": 2, "npmax": 3}[what]
+            first, x = self.fresh("first"), self.fresh("x")
+            stmts.append(assign(first, ast.Call(name(REDUCE_FIRST),
+                                                [copy.deepcopy(length), ast.Constant(kind)],
+                                                [])))
+            stmts.append(assign(r, item(v, first)))
+            better = ast.Compare(name(x), [ast.Lt() if kind in (0, 2) else ast.Gt()],
+                                 [name(r)])
+            if kind >= 2:                      # NumPy: a NaN anywhere is the result
+                better = ast.BoolOp(ast.Or(), [better, ast.Compare(name(x), [ast.NotEq()],
+                                                                   [name(x)])])
+            stmts.append(ast.For(name(i, True),
+                                 ast.Call(name("range"), [ast.Constant(1), copy.deepcopy(length)],
+                                          []),
+                                 [assign(x, item(v, i)),
+                                  ast.If(better, [assign(r, name(x))], [])], []))
+        pre.extend(at(s) for s in stmts)
+        out = ast.copy_location(name(r), e)
+        out.hpu_text = text
+        return out
+
+
+def reductions_as_loops(tree: ast.FunctionDef, glb: dict, arrays: set) -> list:
+    """Rewrites ``tree``'s body in place (see the module); returns the reductions left in
+    it, each evaluated only under a condition inside an expression (the caller refuses
+    them).  ``arrays``: the names that are arrays in ``tree``; ``glb`` its globals (which
+    names are NumPy, and builtins the module shadows)."""
+    import numpy as np
+
+    params = {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+    local = params | {n.id for n in ast.walk(tree)
+                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    used = local | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    h = _Reductions(arrays, {k for k, v in glb.items() if v is np} - local, used)
+    h.used_globals = frozenset(k for k in _BUILTINS if k in glb)
+    tree.body = h.block(tree.body)
+    ast.fix_missing_locations(tree)
+    return [n for n in ast.walk(tree) if isinstance(n, ast.expr) and h.target(n)]
