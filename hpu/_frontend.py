@@ -1200,8 +1200,7 @@ def _lower_reductions(tree, glb) -> list:
     """``a.sum()``, ``np.max(a)``, ``min(a)``... -> loops (:mod:`hpu._reductions`); returns
     those Python evaluates only under a condition inside an expression, which
     :func:`_refusals_at_once` refuses."""
-    params = {a.arg for a in tree.args.args}
-    return reductions_as_loops(tree, glb, _array_names(tree) | params)
+    return reductions_as_loops(tree, glb, _array_names(tree))
 
 
 def _refuse_conditional_reduction(where: _Where, node) -> None:

@@ -38,6 +38,12 @@ What each one computes, exactly as written
   (:data:`REDUCE_FIRST`, an operation every backend checks: the device records it in its
   error channel and nothing is lost); sums and products give 0 and 1.
 
+The argument may also be an element-wise expression over one array -- ``np.sum(a > 0)``,
+``(a[lo:hi] * a[lo:hi]).sum()``, ``np.max(np.abs(a - t))``: constants, scalar names,
+arithmetic, one comparison, ``abs``/``np.abs``, and the same array (or slice) wherever an
+array appears, so that there is one length and nothing to broadcast.  The loop computes it
+at each element (``a[i] > 0``), with no temporary array.
+
 Not rewritten (the subset's refusal stands): keyword arguments (``axis=``, ``key=``,
 ``default=``), ``mean``, ``any``/``all``, ``argmin``/``argmax``, reductions of anything but an
 array, a slice of one, or a name bound to one.
@@ -92,10 +98,51 @@ def _arrayish(e, arrays) -> bool:
     return isinstance(e, ast.Name) and e.id in arrays
 
 
+#: NumPy's element-wise functions an element-wise argument may call (as ``np.NAME``), each
+#: as the builtin that computes it on one element
+_UFUNCS = {"abs": "abs", "absolute": "abs"}
+
+
+def _elementwise(e, arrays, numpy_names):
+    """The one array ``e`` computes on element by element (``a > 0``, ``a * a``,
+    ``abs(a[lo:hi] - t)``), or None: its other leaves are constants and scalar names, and
+    every array in it is the same expression (one length: no broadcasting to check)."""
+    leaves: list = []
+
+    def ok(n) -> bool:
+        if _arrayish(n, arrays):
+            leaves.append(n)
+            return True
+        if isinstance(n, ast.Constant):
+            return isinstance(n.value, (int, float))
+        if isinstance(n, ast.Name):
+            return n.id not in numpy_names
+        if isinstance(n, ast.BinOp):
+            return ok(n.left) and ok(n.right)
+        if isinstance(n, ast.UnaryOp):
+            return ok(n.operand)
+        if isinstance(n, ast.Compare):
+            return len(n.ops) == 1 and ok(n.left) and ok(n.comparators[0])
+        if isinstance(n, ast.Call) and len(n.args) == 1 and not n.keywords:
+            f = n.func
+            if (isinstance(f, ast.Name) and f.id == "abs") or (
+                    isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+                    and f.value.id in numpy_names and f.attr in _UFUNCS):
+                return ok(n.args[0])
+        return False
+
+    if not isinstance(e, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call)) or not ok(e):
+        return None
+    if not leaves or any(ast.dump(x) != ast.dump(leaves[0]) for x in leaves[1:]):
+        return None
+    return leaves[0]
+
+
 class _Reductions(_Hoister):
-    def __init__(self, arrays: set, numpy_names: set, used: set):
+    def __init__(self, arrays: set, maybe: set, numpy_names: set, used: set):
         super().__init__()
-        self.arrays = arrays
+        self.arrays = arrays                # names used as arrays
+        self.maybe = arrays | maybe         # and the parameters, which may be
         self.np = numpy_names
         self.used = used
 
@@ -107,8 +154,17 @@ class _Reductions(_Hoister):
                 self.used.add(name)
                 return name
 
+    def array(self, e):
+        """(the array, the element-wise expression over it or None) of a reduction's
+        argument, or None."""
+        if _arrayish(e, self.maybe):
+            return e, None
+        leaf = _elementwise(e, self.arrays, self.np)
+        return None if leaf is None else (leaf, e)
+
     def kind(self, e):
-        """(what, array, start) when ``e`` is a reduction this module rewrites, else None."""
+        """(what, array, start, element-wise expression or None) when ``e`` is a reduction
+        this module rewrites, else None."""
         if not isinstance(e, ast.Call) or any(isinstance(a, ast.Starred) for a in e.args):
             return None
         f = e.func
@@ -116,16 +172,21 @@ class _Reductions(_Hoister):
             return None
         if isinstance(f, ast.Name) and f.id in _BUILTINS and f.id not in self.used_globals:
             if len(e.args) == 1 or (f.id == "sum" and len(e.args) == 2):
-                if _arrayish(e.args[0], self.arrays):
-                    return _BUILTINS[f.id], e.args[0], (e.args[1] if len(e.args) == 2 else None)
+                arr = self.array(e.args[0])
+                if arr is not None:
+                    return (_BUILTINS[f.id], arr[0], (e.args[1] if len(e.args) == 2 else None),
+                            arr[1])
             return None
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
-                and f.value.id in self.np and f.attr in _NUMPY and len(e.args) == 1 \
-                and _arrayish(e.args[0], self.arrays):
-            return _NUMPY[f.attr], e.args[0], None
-        if isinstance(f, ast.Attribute) and f.attr in _METHODS and not e.args \
-                and _arrayish(f.value, self.arrays):
-            return _METHODS[f.attr], f.value, None
+                and f.value.id in self.np and f.attr in _NUMPY and len(e.args) == 1:
+            arr = self.array(e.args[0])
+            if arr is not None:
+                return _NUMPY[f.attr], arr[0], None, arr[1]
+            return None
+        if isinstance(f, ast.Attribute) and f.attr in _METHODS and not e.args:
+            arr = self.array(f.value)
+            if arr is not None:
+                return _METHODS[f.attr], arr[0], None, arr[1]
         return None
 
     used_globals: frozenset = frozenset()
@@ -134,7 +195,7 @@ class _Reductions(_Hoister):
         return self.kind(e) is not None
 
     def build(self, e, pre: list):
-        what, arr, start = self.kind(e)
+        what, arr, start, each = self.kind(e)
         self.count += 1
         text = ast.unparse(e)
 
@@ -151,7 +212,23 @@ class _Reductions(_Hoister):
             return ast.Assign([name(n, True)], value)
 
         def item(v, i):
-            return ast.Subscript(name(v), name(i), ast.Load())
+            """Element ``i`` of the argument: of the array, or the element-wise expression
+            with the array's element in the array's place."""
+            elem = ast.Subscript(name(v), name(i), ast.Load())
+            if each is None:
+                return elem
+            key = ast.dump(arr)
+
+            class _Put(ast.NodeTransformer):
+                def visit(self, n):
+                    if isinstance(n, ast.expr) and ast.dump(n) == key:
+                        return copy.deepcopy(elem)
+                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+                            and n.func.attr in _UFUNCS:        # np.abs(x) of one element
+                        n.func = ast.Name(_UFUNCS[n.func.attr], ast.Load())
+                    return super().visit(n)
+
+            return _Put().visit(copy.deepcopy(each))
 
         stmts: list = []
         if isinstance(arr, ast.Name):
@@ -194,15 +271,17 @@ class _Reductions(_Hoister):
 def reductions_as_loops(tree: ast.FunctionDef, glb: dict, arrays: set) -> list:
     """Rewrites ``tree``'s body in place (see the module); returns the reductions left in
     it, each evaluated only under a condition inside an expression (the caller refuses
-    them).  ``arrays``: the names that are arrays in ``tree``; ``glb`` its globals (which
-    names are NumPy, and builtins the module shadows)."""
+    them).  ``arrays``: the names that are arrays in ``tree`` (a reduction of one of
+    ``tree``'s parameters counts it as an array, an element-wise argument's other names are
+    scalars); ``glb`` its globals (which names are NumPy, and builtins the module
+    shadows)."""
     import numpy as np
 
     params = {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
     local = params | {n.id for n in ast.walk(tree)
                       if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     used = local | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    h = _Reductions(arrays, {k for k, v in glb.items() if v is np} - local, used)
+    h = _Reductions(arrays, params, {k for k, v in glb.items() if v is np} - local, used)
     h.used_globals = frozenset(k for k in _BUILTINS if k in glb)
     tree.body = h.block(tree.body)
     ast.fix_missing_locations(tree)

@@ -1,0 +1,154 @@
+"""Divide and conquer with whole-array reductions in the base case or the combine, as people
+write them (hpu/_reductions.py); plain functions, decorated by the tests."""
+import numpy as np
+
+
+def sum_method(a):
+    if len(a) <= 8:
+        return a.sum()
+    m = len(a) // 2
+    return sum_method(a[:m]) + sum_method(a[m:])
+
+
+def sum_np(a):
+    if len(a) <= 5:
+        return np.sum(a)
+    mid = len(a) // 2
+    left = sum_np(a[:mid])
+    right = sum_np(a[mid:])
+    return left + right
+
+
+def sum_builtin(a):
+    if len(a) <= 3:
+        return sum(a)
+    m = len(a) // 2
+    return sum_builtin(a[:m]) + sum_builtin(a[m:])
+
+
+def max_np(a):
+    if len(a) <= 5:
+        return a.max()
+    m = len(a) // 2
+    return max(max_np(a[:m]), max_np(a[m:]))
+
+
+def min_builtin(a):
+    if len(a) <= 4:
+        return min(a)
+    m = len(a) // 2
+    return min(min_builtin(a[:m]), min_builtin(a[m:]))
+
+
+def lohi_max(a, lo, hi):
+    if hi - lo <= 6:
+        return np.max(a[lo:hi])
+    mid = (lo + hi) // 2
+    return max(lohi_max(a, lo, mid), lohi_max(a, mid, hi))
+
+
+def prod_mod(a):
+    if len(a) <= 4:
+        return np.prod(a) % 1000003
+    m = len(a) // 2
+    return prod_mod(a[:m]) * prod_mod(a[m:]) % 1000003
+
+
+def spread(v):
+    return v.max() - v.min()
+
+
+def widest_block(a):
+    """(largest max - min of a block of at most 7, total): a helper's reductions, a tuple."""
+    if len(a) <= 7:
+        return spread(a), sum(a, 0)
+    m = len(a) // 2
+    w1, s1 = widest_block(a[:m])
+    w2, s2 = widest_block(a[m:])
+    return max(w1, w2), s1 + s2
+
+
+def bump(v):
+    v[0] += 100
+    return 0
+
+
+def bumped_sum(a):
+    """The helper writes, then the sum reads: Python's order within one statement."""
+    if len(a) <= 4:
+        return bump(a) + a.sum()
+    m = len(a) // 2
+    return bumped_sum(a[:m]) + bumped_sum(a[m:])
+
+
+def halves_max_gap(a):
+    """Reductions in the combine, over the two halves' slices; the empty sum of the base
+    case is 0 of the array's kind (int or float), as NumPy's."""
+    if len(a) <= 2:
+        return np.sum(a[:0])
+    m = len(a) // 2
+    g = max(halves_max_gap(a[:m]), halves_max_gap(a[m:]))
+    return max(g, np.max(a[m:]) - np.min(a[:m]))
+
+
+def empty_block_max(a):
+    """np.max of an empty slice at length 3: NumPy's ValueError."""
+    if len(a) <= 4:
+        if len(a) == 3:
+            return np.max(a[3:])
+        return 0
+    m = len(a) // 2
+    return empty_block_max(a[:m]) + empty_block_max(a[m:])
+
+
+def empty_builtin_min(a):
+    if len(a) <= 4:
+        return min(a[len(a):]) if len(a) == 2 else 1
+    m = len(a) // 2
+    return empty_builtin_min(a[:m]) + empty_builtin_min(a[m:])
+
+
+#: name -> (function, the smallest length it takes, the argument tuple for an array)
+INT_EXAMPLES = {
+    "sum_method": (sum_method, 0, lambda x: (x,)),
+    "sum_np": (sum_np, 0, lambda x: (x,)),
+    "sum_builtin": (sum_builtin, 0, lambda x: (x,)),
+    "max_np": (max_np, 1, lambda x: (x,)),
+    "min_builtin": (min_builtin, 1, lambda x: (x,)),
+    "lohi_max": (lohi_max, 1, lambda x: (x, 0, len(x))),
+    "prod_mod": (prod_mod, 0, lambda x: (x,)),
+    "widest_block": (widest_block, 1, lambda x: (x,)),
+    "bumped_sum": (bumped_sum, 1, lambda x: (x,)),
+    "halves_max_gap": (halves_max_gap, 0, lambda x: (x,)),
+}
+def count_positive(a):
+    if len(a) <= 16:
+        return np.sum(a > 0)
+    m = len(a) // 2
+    return count_positive(a[:m]) + count_positive(a[m:])
+
+
+def sum_squares(a, lo, hi):
+    if hi - lo <= 8:
+        return (a[lo:hi] * a[lo:hi]).sum()
+    mid = (lo + hi) // 2
+    return sum_squares(a, lo, mid) + sum_squares(a, mid, hi)
+
+
+def largest_distance(a, t):
+    """max |a[i] - t|: an element-wise argument with a scalar parameter."""
+    if len(a) <= 5:
+        return np.max(np.abs(a - t))
+    m = len(a) // 2
+    return max(largest_distance(a[:m], t), largest_distance(a[m:], t))
+
+
+INT_EXAMPLES.update({
+    "count_positive": (count_positive, 0, lambda x: (x,)),
+    "sum_squares": (sum_squares, 0, lambda x: (x, 0, len(x))),
+    "largest_distance": (largest_distance, 1, lambda x: (x, 3)),
+})
+
+#: the examples whose answer NaN changes (NumPy's and Python's rules differ)
+NAN_EXAMPLES = ("sum_method", "max_np", "min_builtin", "lohi_max", "halves_max_gap",
+                "count_positive", "largest_distance")

@@ -1,0 +1,171 @@
+"""Whole-array reductions (hpu/_reductions.py): ``a.sum()``, ``np.max(a)``, ``min(a)``... in
+a base case, a combine or a helper give the plain function's answer on every path (CPU,
+device, hybrid at several alpha and y), NaN and empty arrays included, Hypothesis choosing
+the data; one Python evaluates only under a condition is refused at decoration."""
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reduction_examples import (INT_EXAMPLES, NAN_EXAMPLES, empty_block_max,
+                                empty_builtin_min)
+
+import hpu
+from hpu import TranslationError
+from hpu._reductions import EMPTY_MESSAGES, reductions_as_loops
+
+COMPILES = settings.get_profile("hpu-compiles")
+
+PATHS = [("cpu", None, None), ("gpu", None, None), ("hybrid", 0.5, 2), ("hybrid", 0.0, 1),
+         ("hybrid", 1.0, 3)]
+
+_DECORATED: dict = {}
+
+
+def _decorated(name):
+    if name not in _DECORATED:
+        _DECORATED[name] = hpu.divide_and_conquer(INT_EXAMPLES[name][0])
+    return _DECORATED[name]
+
+
+def _same(got, want) -> bool:
+    if isinstance(want, tuple):
+        return isinstance(got, tuple) and len(got) == len(want) and all(
+            _same(g, w) for g, w in zip(got, want))
+    if isinstance(want, (float, np.floating)) and math.isnan(want):
+        return isinstance(got, float) and math.isnan(got)
+    return got == want and isinstance(got, float) == isinstance(want, (float, np.floating))
+
+
+def _check(name, x):
+    fn, _, args = INT_EXAMPLES[name]
+    xp = x.copy()
+    want = fn(*args(xp))
+    f = _decorated(name)
+    for device, alpha, y in PATHS:
+        xd = x.copy()
+        opts = {"device": device}
+        if device == "hybrid":
+            opts.update(alpha=alpha, y=y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+            got = f.options(**opts)(*args(xd))
+        assert _same(got, want), (name, device, alpha, y, x.size, got, want)
+        assert np.array_equal(xd, xp, equal_nan=True), (name, device)
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("name", sorted(INT_EXAMPLES))
+@settings(COMPILES, max_examples=5)
+@given(data=st.data())
+def test_every_path_matches_the_plain_function(name, data):
+    low = INT_EXAMPLES[name][1]
+    n = data.draw(st.one_of(st.integers(low, 9), st.integers(low, 400)), label="n")
+    x = np.array(data.draw(st.lists(st.integers(-50, 50), min_size=n, max_size=n), label="x"),
+                 dtype=np.int64)
+    _check(name, x)
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("name", sorted(INT_EXAMPLES))
+@pytest.mark.parametrize("n", [1, 2, 7, 1025])
+def test_sizes(name, n):
+    x = np.random.default_rng(n).integers(-1000, 1000, n).astype(np.int64)
+    _check(name, x)
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("name", NAN_EXAMPLES)
+@settings(COMPILES, max_examples=5)
+@given(x=st.lists(st.one_of(st.floats(-1e3, 1e3, allow_nan=False), st.just(math.nan)),
+                  min_size=1, max_size=80))
+def test_floats_with_nan_follow_python_and_numpy(name, x):
+    """NumPy's max/min give NaN when any element is NaN, Python's max()/min() only where it
+    comes first: each rule on every path (the combines' max(l, r) keep Python's)."""
+    _check(name, np.array(x, dtype=np.float64))
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.float32])
+@pytest.mark.parametrize("name", ["sum_method", "sum_builtin", "max_np", "min_builtin"])
+def test_other_dtypes(name, dtype):
+    """Sums of small ints (exact in float32 too, whichever order adds them)."""
+    x = np.random.default_rng(3).integers(0, 9, 50).astype(dtype)
+    _check(name, x)
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+@pytest.mark.parametrize("fn,kind", [(empty_block_max, 3), (empty_builtin_min, 0)])
+def test_an_empty_arrays_min_or_max_raises_valueerror_at_its_line(fn, kind, device):
+    x = np.arange(40, dtype=np.int64)
+    with pytest.raises(ValueError) as plain:
+        fn(x.copy())
+    assert str(plain.value) == EMPTY_MESSAGES[kind]
+    f = hpu.divide_and_conquer(fn)
+    opts = {"device": device} if device != "hybrid" else {"device": device, "alpha": 0.0,
+                                                            "y": 1}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        with pytest.raises(ValueError) as got:
+            f.options(**opts)(x.copy())
+    text = str(got.value)
+    assert text.endswith(": " + EMPTY_MESSAGES[kind]), text
+    assert "reduction_examples.py:" in text and "hpu_" not in text, text
+
+
+def in_a_condition(a):
+    if len(a) <= 4:
+        return len(a) > 2 and a.sum() > 3  # cond-here
+    m = len(a) // 2
+    return in_a_condition(a[:m]) or in_a_condition(a[m:])
+
+
+def in_a_while(a):
+    if len(a) <= 4:
+        i = 0
+        while np.max(a) > i:  # while-here
+            i += 1
+        return i
+    m = len(a) // 2
+    return in_a_while(a[:m]) + in_a_while(a[m:])
+
+
+@pytest.mark.parametrize("fn,text", [(in_a_condition, "a.sum()"), (in_a_while, "np.max(a)")])
+def test_a_reduction_evaluated_only_under_a_condition_is_refused(fn, text):
+    with pytest.raises(TranslationError) as info:
+        hpu.divide_and_conquer(fn)
+    msg = str(info.value)
+    assert f"`{text}` inside a condition" in msg and f"s = {text}" in msg, msg
+    lines, start = inspect.getsourcelines(fn)
+    marker = "cond-here" if fn is in_a_condition else "while-here"
+    assert info.value.lineno == start + next(i for i, t in enumerate(lines) if marker in t)
+
+
+def test_the_loops_keep_pythons_order_and_names():
+    """The rewrite itself: calls before the reduction in its statement are taken out first;
+    a slice is bound once; names are fresh."""
+    tree = ast.parse("def f(a, hpu_sum1):\n"
+                     "    return g(a) + np.sum(a[1:]) + min(a)\n").body[0]
+    left = reductions_as_loops(tree, {"np": np}, {"a"})
+    assert left == []
+    text = ast.unparse(tree)
+    assert text.index("hpu_t") < text.index("hpu_view") < text.index("hpu__reduce_first")
+    assert "hpu_sum1 =" not in text           # the parameter's name is not reused
+    assert text.splitlines()[-1].strip().startswith("return hpu_t")
+
+
+def test_a_shadowed_builtin_or_keywords_are_left_alone():
+    tree = ast.parse("def f(a):\n    return max(a) + np.max(a, axis=0)\n").body[0]
+    before = ast.unparse(tree)
+    assert reductions_as_loops(tree, {"np": np, "max": max}, {"a"}) == []
+    assert ast.unparse(tree) == before        # the module's own max(); NumPy's axis=
+    tree = ast.parse("def f(a):\n    return max(a)\n").body[0]
+    reductions_as_loops(tree, {"np": np}, {"a"})
+    assert "max(a)" not in ast.unparse(tree)  # Python's max(): a loop
