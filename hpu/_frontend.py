@@ -89,6 +89,7 @@ import numpy as np
 
 from hpu import _functional, _views
 from hpu._errors import TranslationError
+from hpu._iteration import array_loops_indexed
 from hpu._normalise import _is_rec, normalise, unroll_literal_loops
 from hpu._reductions import REDUCE_FIRST, reductions_as_loops
 from hpu._subset import EXPR_RULES, STMT_RULES, refuse_with
@@ -1197,10 +1198,15 @@ def _array_names(tree) -> set[str]:
 
 
 def _lower_reductions(tree, glb) -> list:
-    """``a.sum()``, ``np.max(a)``, ``min(a)``... -> loops (:mod:`hpu._reductions`); returns
-    those Python evaluates only under a condition inside an expression, which
+    """``a.sum()``, ``np.max(a)``, ``min(a)``... -> loops (:mod:`hpu._reductions`), and
+    ``for v in a`` -> an index loop (:mod:`hpu._iteration`); returns the reductions Python
+    evaluates only under a condition inside an expression, which
     :func:`_refusals_at_once` refuses."""
-    return reductions_as_loops(tree, glb, _array_names(tree))
+    left = reductions_as_loops(tree, glb, _array_names(tree))
+    params = {a.arg for a in tree.args.args}
+    array_loops_indexed(tree, _array_names(tree) | params,
+                        frozenset(k for k in ("enumerate", "zip") if k in glb))
+    return left
 
 
 def _refuse_conditional_reduction(where: _Where, node) -> None:
