@@ -30,6 +30,8 @@ What each one computes, exactly as written
   are added in order, as Numba's ``np.sum`` adds them -- NumPy's own ``np.sum`` adds floats
   pairwise, so a float sum can differ from it in the last bits (guide §9).
 * ``np.prod(a)``, ``a.prod()``: ``p = 1``, then ``p = p * a[i]``.
+* ``np.mean(a)``, ``a.mean()``: the sum in float64 (``0.0`` plus each element, in order),
+  divided by the length; ``nan`` for an empty array (NumPy warns too; hpu does not).
 * ``min(a)``, ``max(a)`` (Python's): the first element, then each one that compares
   smaller (larger) -- as Python's builtin does, so a NaN counts only where it comes first.
 * ``np.min``/``np.max``/``np.amin``/``np.amax(a)``, ``a.min()``, ``a.max()``: the same, but a
@@ -45,13 +47,14 @@ array appears, so that there is one length and nothing to broadcast.  The loop c
 at each element (``a[i] > 0``), with no temporary array.
 
 Not rewritten (the subset's refusal stands): keyword arguments (``axis=``, ``key=``,
-``default=``), ``mean``, ``any``/``all``, ``argmin``/``argmax``, reductions of anything but an
+``default=``), ``any``/``all``, ``argmin``/``argmax``, reductions of anything but an
 array, a slice of one, or a name bound to one.
 """
 from __future__ import annotations
 
 import ast
 import copy
+import math
 
 from hpu._comprehensions import _Hoister
 
@@ -84,9 +87,9 @@ def empty_message(kind: int) -> str:
     return EMPTY_MESSAGES[kind] if 0 <= kind < len(EMPTY_MESSAGES) else "empty reduction"
 
 
-_METHODS = {"sum": "sum", "prod": "prod", "min": "npmin", "max": "npmax"}
+_METHODS = {"sum": "sum", "prod": "prod", "min": "npmin", "max": "npmax", "mean": "mean"}
 _NUMPY = {"sum": "sum", "prod": "prod", "min": "npmin", "max": "npmax", "amin": "npmin",
-          "amax": "npmax", "product": "prod"}
+          "amax": "npmax", "product": "prod", "mean": "mean"}
 _BUILTINS = {"sum": "sum", "min": "min", "max": "max"}
 
 
@@ -238,13 +241,18 @@ class _Reductions(_Hoister):
             stmts.append(assign(v, copy.deepcopy(arr)))
         r, i = self.fresh(what), self.fresh("i")
         length = ast.Call(name("len"), [name(v)], [])
-        if what in ("sum", "prod"):
+        if what in ("sum", "prod", "mean"):
             init = copy.deepcopy(start) if start is not None else ast.Constant(
-                0 if what == "sum" else 1)
-            op = ast.Add() if what == "sum" else ast.Mult()
+                {"sum": 0, "prod": 1, "mean": 0.0}[what])
+            op = ast.Mult() if what == "prod" else ast.Add()
             stmts.append(assign(r, init))
             stmts.append(ast.For(name(i, True), ast.Call(name("range"), [length], []),
                                  [assign(r, ast.BinOp(name(r), op, item(v, i)))], []))
+            if what == "mean":                 # NumPy: nan (and a warning) when empty
+                stmts.append(ast.If(
+                    ast.Compare(copy.deepcopy(length), [ast.Gt()], [ast.Constant(0)]),
+                    [assign(r, ast.BinOp(name(r), ast.Div(), copy.deepcopy(length)))],
+                    [assign(r, ast.Constant(math.nan))]))
         else:
             kind = {"min": 0, "max": 1, "npmin": 2, "npmax": 3}[what]
             first, x = self.fresh("first"), self.fresh("x")

@@ -149,6 +149,23 @@ INT_EXAMPLES.update({
     "largest_distance": (largest_distance, 1, lambda x: (x, 3)),
 })
 
+def mean_of_means(a):
+    """Means of halves weighted back together; an empty half's mean is nan."""
+    if len(a) <= 4:
+        return a.mean()
+    m = len(a) // 2
+    return (mean_of_means(a[:m]) * m + mean_of_means(a[m:]) * (len(a) - m)) / len(a)
+
+
+def empty_mean(a):
+    if len(a) <= 3:
+        return np.mean(a[len(a):])
+    m = len(a) // 2
+    return max(empty_mean(a[:m]), empty_mean(a[m:]))
+
+
+INT_EXAMPLES.update({"mean_of_means": (mean_of_means, 1, lambda x: (x,))})
+
 #: the examples whose answer NaN changes (NumPy's and Python's rules differ)
 NAN_EXAMPLES = ("sum_method", "max_np", "min_builtin", "lohi_max", "halves_max_gap",
-                "count_positive", "largest_distance")
+                "count_positive", "largest_distance", "mean_of_means")

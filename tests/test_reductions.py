@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reduction_examples import (INT_EXAMPLES, NAN_EXAMPLES, empty_block_max,
-                                empty_builtin_min)
+                                empty_builtin_min, empty_mean)
 
 import hpu
 from hpu import TranslationError
@@ -118,6 +118,21 @@ def test_an_empty_arrays_min_or_max_raises_valueerror_at_its_line(fn, kind, devi
     text = str(got.value)
     assert text.endswith(": " + EMPTY_MESSAGES[kind]), text
     assert "reduction_examples.py:" in text and "hpu_" not in text, text
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+def test_an_empty_arrays_mean_is_nan(device):
+    x = np.arange(20, dtype=np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)     # NumPy's "Mean of empty slice"
+        assert math.isnan(empty_mean(x))
+    opts = {"device": device} if device != "hybrid" else {"device": device, "alpha": 0.5,
+                                                            "y": 1}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        got = hpu.divide_and_conquer(empty_mean).options(**opts)(x)
+    assert isinstance(got, float) and math.isnan(got)
 
 
 def in_a_condition(a):
