@@ -794,7 +794,13 @@ def _guard_chain(stmt, where: _Where) -> list[ast.If]:
 
 
 def _check_pure_prefix(stmt, where: _Where):
-    """Statements before a guard run more than once: only assignments to names."""
+    """Statements before a guard run more than once: only assignments to names -- and the
+    loops a reduction in a guard's test became (``if a.max() == a.min():``,
+    :mod:`hpu._reductions`), which assign names only."""
+    if isinstance(stmt, (ast.For, ast.If)) and getattr(stmt, "hpu_text", None):
+        for sub in stmt.body + stmt.orelse:
+            _check_pure_prefix(sub, where)
+        return
     if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         for t in targets:

@@ -166,6 +166,29 @@ def empty_mean(a):
 
 INT_EXAMPLES.update({"mean_of_means": (mean_of_means, 1, lambda x: (x,))})
 
+def flat_blocks(a):
+    """A reduction in the first guard's test: computed before it, every time it is tested."""
+    if a.max() == a.min():
+        return 0
+    if len(a) <= 2:
+        return 1
+    m = len(a) // 2
+    return flat_blocks(a[:m]) + flat_blocks(a[m:])
+
+
+def second_guard(a):
+    """A reduction in the second guard's test: never of the empty array the first catches."""
+    if len(a) == 0:
+        return 0
+    if max(a) == min(a):
+        return 1
+    m = len(a) // 2
+    return second_guard(a[:m]) + second_guard(a[m:])
+
+
+INT_EXAMPLES.update({"flat_blocks": (flat_blocks, 1, lambda x: (x,)),
+                     "second_guard": (second_guard, 0, lambda x: (x,))})
+
 #: the examples whose answer NaN changes (NumPy's and Python's rules differ)
 NAN_EXAMPLES = ("sum_method", "max_np", "min_builtin", "lohi_max", "halves_max_gap",
                 "count_positive", "largest_distance", "mean_of_means")
