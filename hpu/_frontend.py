@@ -442,8 +442,6 @@ class _SubsetChecker(ast.NodeVisitor):
                     try:
                         if isinstance(s, ast.For):
                             self.visit_For(_HeadOnly(s))
-                        elif isinstance(s, ast.While) and s.orelse:
-                            refuse_with(self.where, s, "loop-else", construct="while ... else")
                         else:
                             self.visit(s.test)
                     except TranslationError as err:
@@ -525,15 +523,11 @@ class _SubsetChecker(ast.NodeVisitor):
         self.check(node.body)
         self.check(node.orelse)
 
-    def visit_While(self, node):
-        if node.orelse:
-            refuse_with(self.where, node, "loop-else", construct="while ... else")
+    def visit_While(self, node):          # (a loop's else is a flag by now: hpu._iteration)
         self.visit(node.test)
         self.check(node.body)
 
     def visit_For(self, node):
-        if node.orelse:
-            refuse_with(self.where, node, "loop-else", construct="for ... else")
         if not isinstance(node.target, ast.Name):
             self.where.refuse(node, "this loop target", ast.unparse(node.target),
                               "loop over one name: `for i in range(lo, hi):`")
@@ -1250,10 +1244,11 @@ def _refusals_at_once(tree, where: _Where, name: str, sentinel: bool = True,
         except TranslationError as err:
             found.append(err)
 
+    left = {id(n) for n in reductions}       # refused below, as inside a condition
     for n in ast.walk(tree):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
             if (n.func.id in _REDUCTIONS and len(n.args) == 1 and not n.keywords
-                    and array_like(n.args[0]) and n.func.id != name):
+                    and array_like(n.args[0]) and n.func.id != name and id(n) not in left):
                 collect(_refuse_reduction, where, n, ast.unparse(n))
             elif n.func.id == "print":
                 collect(refuse_with, where, n, "print")

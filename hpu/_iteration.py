@@ -1,4 +1,5 @@
-"""``for v in a``, ``for i, v in enumerate(a)``, ``for x, y in zip(a, b)`` as index loops.
+"""``for v in a``, ``for i, v in enumerate(a)``, ``for x, y in zip(a, b)`` as index loops;
+a loop's ``else`` as a flag.
 
 Why
 ===
@@ -24,6 +25,11 @@ shortest.  A slice (``for v in a[lo:hi]``) is bound once to a name first, as Pyt
 evaluates it once.  Left as written (the subset then refuses it, with its line): a loop
 whose body rebinds the array's name, a target that is not a name (or a pair for
 ``enumerate``/one name per array for ``zip``), anything that is not an array.
+
+A loop's ``else:`` block (``for``/``while``), which runs when the loop ends without a
+``break``, becomes ``hpu_brokeN = False`` before the loop, ``hpu_brokeN = True`` before each
+of the loop's own ``break``s (not a nested loop's), and ``if not hpu_brokeN:`` with the block
+after it -- the same statements in the same order, with no construct the device lacks.
 """
 from __future__ import annotations
 
@@ -129,5 +135,53 @@ def array_loops_indexed(tree: ast.FunctionDef, arrays: set, shadowed=frozenset()
             return out
 
     Index().visit(tree)
+    count += _loop_else_as_flag(tree, fresh)
     ast.fix_missing_locations(tree)
+    return count
+
+
+def _loop_else_as_flag(tree, fresh) -> int:
+    """``for ...: ... break ... else: E`` (``while`` too) as a flag the loop's own breaks
+    set, and ``if not flag: E`` after it: what Python runs, in the subset's terms."""
+    count = 0
+
+    class Breaks(ast.NodeTransformer):
+        """The loop's own breaks (not a nested loop's): set the flag first."""
+
+        def __init__(self, flag):
+            self.flag = flag
+
+        def visit_Break(self, node):
+            set_flag = ast.copy_location(ast.Assign([ast.Name(self.flag, ast.Store())],
+                                                    ast.Constant(True)), node)
+            return [set_flag, node]
+
+        def visit_For(self, node):           # a nested loop's breaks are its own
+            return node
+
+        visit_While = visit_For
+
+        def visit_FunctionDef(self, node):
+            return node
+
+    class Else(ast.NodeTransformer):
+        def visit_For(self, st):
+            nonlocal count
+            self.generic_visit(st)
+            if not st.orelse:
+                return st
+            flag = fresh("broke")
+            st.body = [Breaks(flag).visit(s) for s in st.body]
+            st.body = [x for s in st.body for x in (s if isinstance(s, list) else [s])]
+            orelse, st.orelse = st.orelse, []
+            init = ast.Assign([ast.Name(flag, ast.Store())], ast.Constant(False))
+            after = ast.If(ast.UnaryOp(ast.Not(), ast.Name(flag, ast.Load())), orelse, [])
+            for n in (init, after):
+                ast.copy_location(n, st)
+            count += 1
+            return [init, st, after]
+
+        visit_While = visit_For
+
+    Else().visit(tree)
     return count

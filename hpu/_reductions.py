@@ -36,7 +36,12 @@ What each one computes, exactly as written
   smaller (larger) -- as Python's builtin does, so a NaN counts only where it comes first.
 * ``np.min``/``np.max``/``np.amin``/``np.amax(a)``, ``a.min()``, ``a.max()``: the same, but a
   NaN anywhere is the result, as NumPy's.
-* An empty array: ``min``/``max`` raise Python's or NumPy's ``ValueError`` with its message
+* ``any(a)``, ``all(a)``, ``np.any``, ``np.all``, ``a.any()``, ``a.all()``: the loop up to
+  the first element that decides it (non-zero for ``any``, zero for ``all``; NaN counts as
+  true, as in Python); a bool.
+* ``np.argmin(a)``, ``np.argmax(a)``, ``a.argmin()``, ``a.argmax()``: the index of the first
+  smallest (largest) element, or of the first NaN, as NumPy's.
+* An empty array: ``min``/``max``/``argmin``/``argmax`` raise Python's or NumPy's ``ValueError`` with its message
   (:data:`REDUCE_FIRST`, an operation every backend checks: the device records it in its
   error channel and nothing is lost); sums and products give 0 and 1.
 
@@ -47,8 +52,8 @@ array appears, so that there is one length and nothing to broadcast.  The loop c
 at each element (``a[i] > 0``), with no temporary array.
 
 Not rewritten (the subset's refusal stands): keyword arguments (``axis=``, ``key=``,
-``default=``), ``any``/``all``, ``argmin``/``argmax``, reductions of anything but an
-array, a slice of one, or a name bound to one.
+``default=``), ``sorted``, reductions of anything but an array, a slice of one, a name
+bound to one, or an element-wise expression over one of these.
 """
 from __future__ import annotations
 
@@ -80,6 +85,8 @@ EMPTY_MESSAGES = (
     _python_empty(max),
     "zero-size array to reduction operation minimum which has no identity",
     "zero-size array to reduction operation maximum which has no identity",
+    "attempt to get argmin of an empty sequence",
+    "attempt to get argmax of an empty sequence",
 )
 
 
@@ -87,10 +94,14 @@ def empty_message(kind: int) -> str:
     return EMPTY_MESSAGES[kind] if 0 <= kind < len(EMPTY_MESSAGES) else "empty reduction"
 
 
-_METHODS = {"sum": "sum", "prod": "prod", "min": "npmin", "max": "npmax", "mean": "mean"}
+_METHODS = {"sum": "sum", "prod": "prod", "min": "npmin", "max": "npmax", "mean": "mean",
+            "any": "any", "all": "all", "argmin": "argmin", "argmax": "argmax"}
 _NUMPY = {"sum": "sum", "prod": "prod", "min": "npmin", "max": "npmax", "amin": "npmin",
-          "amax": "npmax", "product": "prod", "mean": "mean"}
-_BUILTINS = {"sum": "sum", "min": "min", "max": "max"}
+          "amax": "npmax", "product": "prod", "mean": "mean", "any": "any", "all": "all",
+          "argmin": "argmin", "argmax": "argmax"}
+_BUILTINS = {"sum": "sum", "min": "min", "max": "max", "any": "any", "all": "all"}
+#: REDUCE_FIRST's kind (the message's index) of each reduction that needs an element
+_KINDS = {"min": 0, "max": 1, "npmin": 2, "npmax": 3, "argmin": 4, "argmax": 5}
 
 
 def _arrayish(e, arrays) -> bool:
@@ -253,23 +264,37 @@ class _Reductions(_Hoister):
                     ast.Compare(copy.deepcopy(length), [ast.Gt()], [ast.Constant(0)]),
                     [assign(r, ast.BinOp(name(r), ast.Div(), copy.deepcopy(length)))],
                     [assign(r, ast.Constant(math.nan))]))
+        elif what in ("any", "all"):
+            # the first element that decides it ends the loop; NaN is true, as in Python
+            decided = ast.Compare(item(v, i), [ast.NotEq() if what == "any" else ast.Eq()],
+                                  [ast.Constant(0)])
+            stmts.append(assign(r, ast.Constant(what == "all")))
+            stmts.append(ast.For(name(i, True), ast.Call(name("range"), [length], []),
+                                 [ast.If(decided, [assign(r, ast.Constant(what == "any")),
+                                                   ast.Break()], [])], []))
         else:
-            kind = {"min": 0, "max": 1, "npmin": 2, "npmax": 3}[what]
+            kind = _KINDS[what]
             first, x = self.fresh("first"), self.fresh("x")
+            best = self.fresh("m") if what.startswith("arg") else r
             stmts.append(assign(first, ast.Call(name(REDUCE_FIRST),
                                                 [copy.deepcopy(length), ast.Constant(kind)],
                                                 [])))
-            stmts.append(assign(r, item(v, first)))
-            better = ast.Compare(name(x), [ast.Lt() if kind in (0, 2) else ast.Gt()],
-                                 [name(r)])
+            stmts.append(assign(best, item(v, first)))
+            if best != r:
+                stmts.append(assign(r, name(first)))
+            better = ast.Compare(name(x), [ast.Lt() if kind % 2 == 0 else ast.Gt()],
+                                 [name(best)])
             if kind >= 2:                      # NumPy: a NaN anywhere is the result
                 better = ast.BoolOp(ast.Or(), [better, ast.Compare(name(x), [ast.NotEq()],
                                                                    [name(x)])])
+            if kind >= 4:                      # the first NaN's index: then nothing beats it
+                better = ast.BoolOp(ast.And(), [ast.Compare(name(best), [ast.Eq()],
+                                                            [name(best)]), better])
+            found = [assign(best, name(x))] + ([assign(r, name(i))] if best != r else [])
             stmts.append(ast.For(name(i, True),
                                  ast.Call(name("range"), [ast.Constant(1), copy.deepcopy(length)],
                                           []),
-                                 [assign(x, item(v, i)),
-                                  ast.If(better, [assign(r, name(x))], [])], []))
+                                 [assign(x, item(v, i)), ast.If(better, found, [])], []))
         pre.extend(at(s) for s in stmts)
         out = ast.copy_location(name(r), e)
         out.hpu_text = text

@@ -70,8 +70,6 @@ RULES: dict[str, Rule] = {
                   "write a plain function and plain loops", "async for x in xs: ..."),
     "match": Rule("a match statement", "structural pattern matching needs Python objects",
                   "use if/elif on scalar comparisons", "match k: ..."),
-    "loop-else": Rule("a loop with an else clause", "the else branch of a loop is not in the subset",
-                      "set a flag in the loop and test it afterwards", "for ...: ... else: ..."),
     "print": Rule("print", "tasks and kernels cannot print",
                   "remove it, or debug with .py_func, the original function", "print(x)"),
     "alloc": Rule("allocating an array (np.empty, np.zeros, np.array, ...)",

@@ -189,6 +189,52 @@ def second_guard(a):
 INT_EXAMPLES.update({"flat_blocks": (flat_blocks, 1, lambda x: (x,)),
                      "second_guard": (second_guard, 0, lambda x: (x,))})
 
+def first_top(a, lo, hi):
+    """argmax of each block, the best of two kept (the first on ties): the index of the
+    first largest element, or of the first NaN, as np.argmax gives for the whole array."""
+    if hi - lo <= 6:
+        return lo + np.argmax(a[lo:hi])
+    mid = (lo + hi) // 2
+    i = first_top(a, lo, mid)
+    j = first_top(a, mid, hi)
+    if a[i] != a[i] or (a[j] == a[j] and a[i] >= a[j]):
+        return i
+    return j
+
+
+def low_index(a):
+    if len(a) <= 5:
+        return a.argmin()
+    m = len(a) // 2
+    i = low_index(a[:m])
+    j = low_index(a[m:]) + m
+    return i if a[i] <= a[j] else j
+
+
+def any_zero_block(a):
+    """How many blocks of at most 4 hold a zero, and whether all are non-zero."""
+    if len(a) <= 4:
+        return int(np.any(a == 0)), all(a)
+    m = len(a) // 2
+    c1, b1 = any_zero_block(a[:m])
+    c2, b2 = any_zero_block(a[m:])
+    return c1 + c2, b1 and b2
+
+
+INT_EXAMPLES.update({"first_top": (first_top, 1, lambda x: (x, 0, len(x))),
+                     "low_index": (low_index, 1, lambda x: (x,)),
+                     "any_zero_block": (any_zero_block, 1, lambda x: (x,))})
+
 #: the examples whose answer NaN changes (NumPy's and Python's rules differ)
 NAN_EXAMPLES = ("sum_method", "max_np", "min_builtin", "lohi_max", "halves_max_gap",
-                "count_positive", "largest_distance", "mean_of_means")
+                "count_positive", "largest_distance", "mean_of_means", "first_top",
+                "any_zero_block")
+
+
+def empty_argmax(a):
+    if len(a) <= 4:
+        if len(a) == 3:
+            return a[3:].argmax()
+        return 0
+    m = len(a) // 2
+    return empty_argmax(a[:m]) + empty_argmax(a[m:])

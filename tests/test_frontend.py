@@ -410,18 +410,6 @@ def bad_attribute(a, lo, hi):
     bad_attribute(a, lo, hi)
 
 
-def bad_for_over_array(a, lo, hi):
-    if hi - lo <= 1:
-        s = 0
-        for v in a:  # refused
-            s += v
-        return s
-    mid = (lo + hi) // 2
-    x = bad_for_over_array(a, lo, mid)
-    y = bad_for_over_array(a, mid, hi)
-    return x + y
-
-
 def bad_guard_without_return(a, lo, hi):
     if hi - lo <= 1:
         if lo == 0:
@@ -480,7 +468,6 @@ MALFORMED = [
     (bad_global_list, "(a list)"),
     (bad_nested_def, "nested function"),
     (bad_attribute, "attribute"),
-    (bad_for_over_array, "for ... in a"),
     (bad_guard_without_return, "guard that does not end in return"),
 ]
 

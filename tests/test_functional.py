@@ -101,7 +101,7 @@ def three_blockers(a, lo, hi):
     if hi - lo <= 1:
         return a[lo, 0]  # index-here
     mid = (lo + hi) // 2
-    x = any(a)  # any-here
+    x = len(sorted(a))  # sorted-here
     for i in range(lo, hi):
         x = x + (i > lo and a.sum())  # cond-here
     return three_blockers(a, lo, mid) + three_blockers(a, mid, hi) + x
@@ -130,10 +130,10 @@ def test_every_blocking_construct_is_named_at_once():
     err = info.value
     text = str(err)
     assert "3 constructs" in text
-    for marker in ("index-here", "any-here", "cond-here"):
+    for marker in ("index-here", "sorted-here", "cond-here"):
         assert f":{_line(three_blockers, marker)}: " in text, (marker, text)
     assert [e.lineno for e in err.errors] == [_line(three_blockers, m)
-                                            for m in ("index-here", "any-here", "cond-here")]
+                                            for m in ("index-here", "sorted-here", "cond-here")]
     assert "`a.sum()` inside a condition" in text and "s = a.sum()" in text
 
 
@@ -141,14 +141,14 @@ def sliced_blockers(a):
     if len(a) == 0:
         return None  # none2-here
     if len(a) == 1:
-        return all(a)  # all2-here
+        return len(sorted(a))  # sorted2-here
     m = len(a) // 2
     left = a[:m]
-    return max(sliced_blockers(left), sliced_blockers(a[m:])) + any(left)  # any2-here
+    return max(sliced_blockers(left), sliced_blockers(a[m:])) + len(sorted(left))  # s3-here
 
 
 def sum_helper(v, lo, hi):
-    return any(v[lo:hi])  # helper-any-here
+    return len(sorted(v[lo:hi]))  # helper-sorted-here
 
 
 def calls_sum_helper(a):
@@ -159,7 +159,7 @@ def calls_sum_helper(a):
 
 
 def test_blockers_of_a_sliced_function_are_named_at_once_as_written():
-    """Before slices become views: `all(a)` of a slice parameter, `any(left)` of a view and
+    """Before slices become views: `sorted(a)` of a slice parameter, `sorted(left)` of a view and
     `return None`, each with its line and as written (not hpu's view arguments)."""
     with pytest.raises(TranslationError) as info:
         hpu.divide_and_conquer(sliced_blockers)
@@ -167,12 +167,12 @@ def test_blockers_of_a_sliced_function_are_named_at_once_as_written():
     text = str(err)
     assert "3 constructs" in text and "__" not in text, text
     assert [e.lineno for e in err.errors] == [_line(sliced_blockers, m)
-                                            for m in ("none2-here", "all2-here", "any2-here")]
-    assert "`all(a)`" in text and "`any(left)`" in text and "sentinel" in text
+                                            for m in ("none2-here", "sorted2-here", "s3-here")]
+    assert "`sorted(a)`" in text and "`sorted(left)`" in text and "sentinel" in text
     with pytest.raises(TranslationError) as info:       # at decoration: the helper is known
         hpu.divide_and_conquer(calls_sum_helper)
-    assert info.value.lineno == _line(sum_helper, "helper-any-here")
-    assert "`any(v[lo:hi])`" in str(info.value) and "__" not in str(info.value)
+    assert info.value.lineno == _line(sum_helper, "helper-sorted-here")
+    assert "`sorted(v[lo:hi])`" in str(info.value) and "__" not in str(info.value)
 
 
 def halves_by_true_division(a):

@@ -93,7 +93,33 @@ def running(a):
     return running(a[:m]) + running(a[m:])
 
 
+def first_negative_blocks(a):
+    """for-else (a nested loop's break is its own) and while-else: blocks with no negative
+    element count 1."""
+    if len(a) <= 6:
+        c = 0
+        for v in a:
+            for k in range(3):
+                if k == 1:
+                    break
+            if v < 0:
+                break
+        else:
+            c += 1
+        i = 0
+        while i < len(a):
+            if a[i] == 7:
+                break
+            i += 1
+        else:
+            c += 10
+        return c
+    m = len(a) // 2
+    return first_negative_blocks(a[:m]) + first_negative_blocks(a[m:])
+
+
 EXAMPLES = {
+    "first_negative_blocks": (first_negative_blocks, lambda x: (x,)),
     "majority": (majority, lambda x: (x,)),
     "first_best": (first_best, lambda x: (x, 0)),
     "dot": (dot, lambda x: (x, x[::-1].copy())),

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reduction_examples import (INT_EXAMPLES, NAN_EXAMPLES, empty_block_max,
+from reduction_examples import (INT_EXAMPLES, NAN_EXAMPLES, empty_argmax, empty_block_max,
                                 empty_builtin_min, empty_mean)
 
 import hpu
@@ -102,7 +102,8 @@ def test_other_dtypes(name, dtype):
 
 @pytest.mark.opencl
 @pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
-@pytest.mark.parametrize("fn,kind", [(empty_block_max, 3), (empty_builtin_min, 0)])
+@pytest.mark.parametrize("fn,kind", [(empty_block_max, 3), (empty_builtin_min, 0),
+                                     (empty_argmax, 5)])
 def test_an_empty_arrays_min_or_max_raises_valueerror_at_its_line(fn, kind, device):
     x = np.arange(40, dtype=np.int64)
     with pytest.raises(ValueError) as plain:

@@ -424,9 +424,11 @@ class _Analysis:
             if refused is not None:
                 raise self.fail(node, *refused)
             if isinstance(node, (ast.For, ast.While)) and node.orelse:
-                r = rule("loop-else")
-                raise self.fail(node, r.construct, r.reason, r.rewrite[:1].upper()
-                                + r.rewrite[1:] + ".")
+                # the frontend makes it a flag first (hpu/_iteration.py); code given to the
+                # translator directly gets the rewrite to make
+                raise self.fail(node, "a loop with an else clause",
+                                "the translator takes the flag hpu's frontend makes of it",
+                                "Set a flag in the loop and test it afterwards.")
 
     # ------------------------------------------------------------ flow analysis
     def _new_def(self, node, name: str):
