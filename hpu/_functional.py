@@ -160,6 +160,57 @@ def rewrite_values(tree: ast.FunctionDef) -> ast.FunctionDef:
     return tree
 
 
+def _emptiness_tested(test):
+    """The name ``test`` says is empty (``not p``, ``len(p) == 0``, ``len(p) < 1``,
+    ``0 == len(p)``), else None."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) \
+            and isinstance(test.operand, ast.Name):
+        return test.operand.id
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if isinstance(left, ast.Constant):
+            left, right = right, left
+            op = {ast.Eq: ast.Eq(), ast.Gt: ast.Lt(), ast.GtE: ast.LtE()}.get(type(op), op)
+        if (isinstance(left, ast.Call) and isinstance(left.func, ast.Name)
+                and left.func.id == "len" and len(left.args) == 1
+                and isinstance(left.args[0], ast.Name) and isinstance(right, ast.Constant)
+                and ((isinstance(op, ast.Eq) and right.value == 0)
+                     or (isinstance(op, ast.Lt) and right.value == 1)
+                     or (isinstance(op, ast.LtE) and right.value == 0))):
+            return left.args[0].id
+    return None
+
+
+def _empty_lists_typed(tree) -> int:
+    """``if not arr: return []`` in a function written for lists (:func:`takes_lists`: its
+    list arguments stay lists), for Numba: ``[]`` alone has no element type (Numba refuses
+    to compile the function, which then ran as plain Python), but ``arr`` is empty there,
+    so ``arr[:0]`` -- a new empty list of ``arr``'s type -- is the same value, and its type
+    is the one the other returns have when the function sorts or filters ``arr``.  (Where
+    they do not, Numba still cannot type it and the plain function runs, as before.)"""
+    params = {a.arg for a in tree.args.args}
+    empties = []
+
+    def visit(stmts):
+        for st in stmts:
+            if isinstance(st, ast.If):
+                p = _emptiness_tested(st.test)
+                if p in params:
+                    for r in st.body:
+                        if (isinstance(r, ast.Return) and isinstance(r.value, ast.List)
+                                and not r.value.elts):
+                            empties.append((r, p))
+                visit(st.body)
+                visit(st.orelse)
+
+    visit(tree.body)
+    for r, p in empties:
+        r.value = ast.copy_location(ast.Subscript(
+            ast.Name(p, ast.Load()), ast.Slice(None, ast.Constant(0), None), ast.Load()),
+            r.value)
+    return len(empties)
+
+
 def list_to_array(v):
     """A list (or tuple) of numbers as the NumPy array NumPy infers, else ``v`` unchanged."""
     if isinstance(v, (list, tuple)) and all(
@@ -479,6 +530,8 @@ def _clone(f, glb, is_main: bool, checker=None):
     filename = inspect.getsourcefile(f) or f.__code__.co_filename
     tree.decorator_list = []
     comprehensions_as_loops(tree)       # before Numba sees them: see hpu._comprehensions
+    if getattr(checker, "lists", False):  # `if not arr: return []`: a list Numba can type
+        _empty_lists_typed(tree)
     if checker is not None:
         checker.filename = filename
         checker.context = "" if is_main else f"in {name}(): "

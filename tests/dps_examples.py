@@ -917,8 +917,22 @@ def count_concat(arr):
     return out + left[i:] + right[j:], a + b + c
 
 
+def sort_lists_guarded(arr):
+    """``if not arr: return []`` first, as many tutorials write it (Numba cannot type a bare
+    ``[]``: hpu gives it ``arr[:0]``, hpu._functional._empty_lists_typed)."""
+    if not arr:
+        return []
+    if len(arr) == 1:
+        return arr
+    mid = len(arr) // 2
+    left = sort_lists_guarded(arr[:mid])
+    right = sort_lists_guarded(arr[mid:])
+    return merge_lists(left, right)
+
+
 #: list in, list out: the combine's list is checked as it grows (all rewritten but last_lists)
 LISTS = {"sort_lists": sort_lists, "count_lists": count_lists,
+         "sort_lists_guarded": sort_lists_guarded,
          "sort_lists_inline": sort_lists_inline, "union_lists": union_lists,
          "last_lists": last_lists, "sort_list_copy": sort_list_copy,
          "signed_lists": signed_lists, "sort_concat": sort_concat,

@@ -589,7 +589,8 @@ def test_the_tutorials_list_mergesort_runs_on_every_path(device, alpha, y, data)
 
 
 @pytest.mark.parametrize("name", ["count_lists", "sort_lists_inline", "sort_list_copy",
-                                  "signed_lists", "sort_concat", "count_concat"])
+                                  "signed_lists", "sort_concat", "count_concat",
+                                  "sort_lists_guarded"])
 @pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
 @settings(COMPILES, max_examples=4)
 @given(data=st.data())
@@ -602,6 +603,18 @@ def test_list_building_combines_as_published_run_on_the_device(name, device, alp
     run = f.run(x, **options(device, alpha, y))
     assert _same_list(run.value, ex.LISTS[name](keep)) and run.fallbacks == []
     assert run.gpu_tasks >= 1 or device == "hybrid"
+
+
+def test_an_empty_list_returned_bare_is_compiled():
+    """``if not arr: return []``: compiled by Numba (no plain-Python fallback), the plain
+    function's answers, the empty list included."""
+    f = decorated("sort_lists_guarded")
+    x = np.random.default_rng(5).integers(-50, 50, 777).tolist()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert f.options(device="cpu")(list(x)) == sorted(x)
+        assert f.options(device="cpu")([]) == [] and f([7]) == [7]
+    assert not [w for w in caught if "cannot compile" in str(w.message)], caught
 
 
 @pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
