@@ -225,6 +225,35 @@ INT_EXAMPLES.update({"first_top": (first_top, 1, lambda x: (x, 0, len(x))),
                      "low_index": (low_index, 1, lambda x: (x,)),
                      "any_zero_block": (any_zero_block, 1, lambda x: (x,))})
 
+def elif_guard(a):
+    """A reduction in an elif guard: computed only when the first guard fails."""
+    if len(a) <= 1:
+        return 0
+    elif a.max() == a.min():
+        return 1
+    m = len(a) // 2
+    return elif_guard(a[:m]) + elif_guard(a[m:])
+
+
+def calls_then_sum(a):
+    """The recursive calls and a reduction in one return: the calls first, as Python."""
+    if len(a) <= 2:
+        return a.sum()
+    m = len(a) // 2
+    return calls_then_sum(a[:m]) + calls_then_sum(a[m:]) + a.sum()
+
+
+def best_of_three(a):
+    if len(a) <= 2:
+        return a[0]
+    m = len(a) // 2
+    return max(best_of_three(a[:m]), best_of_three(a[m:]), a[:m].max() + a[m:].min())
+
+
+INT_EXAMPLES.update({"elif_guard": (elif_guard, 1, lambda x: (x,)),
+                     "calls_then_sum": (calls_then_sum, 1, lambda x: (x,)),
+                     "best_of_three": (best_of_three, 1, lambda x: (x,))})
+
 #: the examples whose answer NaN changes (NumPy's and Python's rules differ)
 NAN_EXAMPLES = ("sum_method", "max_np", "min_builtin", "lohi_max", "halves_max_gap",
                 "count_positive", "largest_distance", "mean_of_means", "first_top",
