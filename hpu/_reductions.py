@@ -45,6 +45,10 @@ What each one computes, exactly as written
   (:data:`REDUCE_FIRST`, an operation every backend checks: the device records it in its
   error channel and nothing is lost); sums and products give 0 and 1.
 
+``sum(e for x in xs if c)`` (a ``start`` too), ``any(...)`` and ``all(...)`` of one ``for``:
+the generator's loops, its names renamed (they do not leak into the function, as in Python),
+``any``/``all`` stopping at the first element that decides them.
+
 The argument may also be an element-wise expression over one array -- ``np.sum(a > 0)``,
 ``(a[lo:hi] * a[lo:hi]).sum()``, ``np.max(np.abs(a - t))``: constants, scalar names,
 arithmetic, one comparison, ``abs``/``np.abs``, and the same array (or slice) wherever an
@@ -184,6 +188,13 @@ class _Reductions(_Hoister):
         f = e.func
         if e.keywords:
             return None
+        if (isinstance(f, ast.Name) and f.id in ("sum", "any", "all")
+                and f.id not in self.used_globals and e.args
+                and isinstance(e.args[0], ast.GeneratorExp)
+                and (len(e.args) == 1 or (f.id == "sum" and len(e.args) == 2))
+                and (f.id == "sum" or len(e.args[0].generators) == 1)
+                and not any(g.is_async for g in e.args[0].generators)):
+            return "gen" + f.id, e.args[0], (e.args[1] if len(e.args) == 2 else None), None
         if isinstance(f, ast.Name) and f.id in _BUILTINS and f.id not in self.used_globals:
             if len(e.args) == 1 or (f.id == "sum" and len(e.args) == 2):
                 arr = self.array(e.args[0])
@@ -204,6 +215,43 @@ class _Reductions(_Hoister):
         return None
 
     used_globals: frozenset = frozenset()
+
+    def generator(self, what: str, gen: ast.GeneratorExp, start) -> list:
+        """``sum(e for x in xs if c)`` (``any``/``all`` of one ``for``): the loops, their
+        variables renamed (a generator's do not leak into the function, as in Python), the
+        first iterable evaluated where the call is; the result in ``self.last``."""
+        from hpu._comprehensions import _Renamer
+
+        names = {}
+        for g in gen.generators:
+            for n in ast.walk(g.target):
+                if isinstance(n, ast.Name) and n.id not in names:
+                    names[n.id] = self.fresh("g")
+        rename = _Renamer(names)
+        gens = copy.deepcopy(gen.generators)
+        first_iter = gens[0].iter
+        gens = [rename.visit(g) for g in gens]
+        gens[0].iter = first_iter
+        elt = rename.visit(copy.deepcopy(gen.elt))
+        r = self.fresh(what)
+        self.last = r
+
+        def store(value):
+            return ast.Assign([ast.Name(r, ast.Store())], value)
+
+        if what == "sum":
+            init = copy.deepcopy(start) if start is not None else ast.Constant(0)
+            body = [store(ast.BinOp(ast.Name(r, ast.Load()), ast.Add(), elt))]
+        else:                                   # one for: the first deciding element breaks
+            init = ast.Constant(what == "all")
+            body = [ast.If(ast.Compare(elt, [ast.NotEq() if what == "any" else ast.Eq()],
+                                       [ast.Constant(0)]),
+                           [store(ast.Constant(what == "any")), ast.Break()], [])]
+        for g in reversed(gens):
+            for cond in reversed(g.ifs):
+                body = [ast.If(cond, body, [])]
+            body = [ast.For(g.target, g.iter, body, [])]
+        return self.block([store(init)] + body)   # reductions inside it, in turn
 
     def target(self, e) -> bool:
         return self.kind(e) is not None
@@ -245,6 +293,11 @@ class _Reductions(_Hoister):
             return _Put().visit(copy.deepcopy(each))
 
         stmts: list = []
+        if what.startswith("gen"):
+            pre.extend(at(st) for st in self.generator(what[3:], arr, start))
+            out = ast.copy_location(name(self.last), e)
+            out.hpu_text = text
+            return out
         if isinstance(arr, ast.Name):
             v = arr.id
         else:                                  # a slice: bound once, a view of its array
@@ -299,6 +352,7 @@ class _Reductions(_Hoister):
         out = ast.copy_location(name(r), e)
         out.hpu_text = text
         return out
+
 
 
 def reductions_as_loops(tree: ast.FunctionDef, glb: dict, arrays: set) -> list:

@@ -254,6 +254,27 @@ INT_EXAMPLES.update({"elif_guard": (elif_guard, 1, lambda x: (x,)),
                      "calls_then_sum": (calls_then_sum, 1, lambda x: (x,)),
                      "best_of_three": (best_of_three, 1, lambda x: (x,))})
 
+def dot_gen(a, b):
+    """A generator expression summed: the dot product as people write it in Python."""
+    if len(a) <= 8:
+        return sum(a[i] * b[i] for i in range(len(a)))
+    m = len(a) // 2
+    return dot_gen(a[:m], b[:m]) + dot_gen(a[m:], b[m:])
+
+
+def positives_gen(a):
+    """sum(1 for x in a if x > 0) and any(...): the generator's names do not leak (x)."""
+    if len(a) <= 6:
+        x = 0
+        c = sum(1 for x in a if x > 0)
+        return c + 100 * any(v < -40 for v in a[1:]) + x
+    m = len(a) // 2
+    return positives_gen(a[:m]) + positives_gen(a[m:])
+
+
+INT_EXAMPLES.update({"dot_gen": (dot_gen, 0, lambda x: (x, x[::-1].copy())),
+                     "positives_gen": (positives_gen, 0, lambda x: (x,))})
+
 #: the examples whose answer NaN changes (NumPy's and Python's rules differ)
 NAN_EXAMPLES = ("sum_method", "max_np", "min_builtin", "lohi_max", "halves_max_gap",
                 "count_positive", "largest_distance", "mean_of_means", "first_top",
