@@ -95,7 +95,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpu._frontend import Closure, DCSpec, Helper, check_array_params
-from hpu._reductions import EMPTY_MESSAGES, REDUCE_FIRST
+from hpu._reductions import EMPTY_MESSAGES, REDUCE_FIRST, REDUCE_PAIR
 from hpu._views import SLICE_COPY, VIEW_INDEX, display, view_index
 
 __all__ = [
@@ -305,6 +305,10 @@ class _Checked(ast.NodeTransformer):
             node.func.id = "hpu__reduce_first_chk"
             node.args.append(where)
             return node
+        if isinstance(node.func, ast.Name) and node.func.id == REDUCE_PAIR:
+            node.func.id = "hpu__reduce_pair_chk"
+            node.args.append(where)
+            return node
         if (isinstance(node.func, ast.Name) and node.func.id in self._CONV
                 and len(node.args) == 1 and not node.keywords):
             return ast.copy_location(ast.Call(ast.Name(self._CONV[node.func.id], ast.Load()),
@@ -419,6 +423,28 @@ def hpu__reduce_first_chk(n, kind, site__):  # min(a), np.max(a) (hpu/_reduction
     if n == 0:
         hpu__empty_reduction(kind, site__)
     return 0
+
+
+@njit(cache=True)
+def hpu__pair_mismatch(n1, n2, kind, site__):
+    if kind == 1:
+        raise ValueError(hpu__SITES[site__] + ": shapes (" + str(n1) + ",) and (" + str(n2)
+                         + ",) not aligned: " + str(n1) + " (dim 0) != " + str(n2)
+                         + " (dim 0)")
+    raise ValueError(hpu__SITES[site__] + ": operands could not be broadcast together with "
+                     "shapes (" + str(n1) + ",) (" + str(n2) + ",) ")
+
+
+@njit(cache=True)
+def hpu__reduce_pair_chk(n1, n2, kind, site__):  # np.dot(a, b), np.sum(a - b)
+    if n1 == n2:
+        return n1
+    if kind == 0 and n1 == 1:
+        return n2
+    if kind == 0 and n2 == 1:
+        return n1
+    hpu__pair_mismatch(n1, n2, kind, site__)
+    return 0
 """ + f"""
 
 hpu__EMPTY = {EMPTY_MESSAGES!r}
@@ -437,6 +463,26 @@ def {REDUCE_FIRST}(n, kind):
     if n == 0:
         raise ValueError(hpu__EMPTY[kind])
     return 0"""
+
+_REDUCE_PAIR_DEF = f"""
+
+
+@njit(cache=True)
+def {REDUCE_PAIR}(n1, n2, kind):
+    \"\"\"np.dot(a, b), np.sum(a - b)... (hpu/_reductions.py): how many elements the two
+    arrays give -- equal lengths, or (kind 0, NumPy's broadcasting) one of them 1 -- else
+    NumPy's ValueError.\"\"\"
+    if n1 == n2:
+        return n1
+    if kind == 0 and n1 == 1:
+        return n2
+    if kind == 0 and n2 == 1:
+        return n1
+    if kind == 1:
+        raise ValueError("shapes (" + str(n1) + ",) and (" + str(n2) + ",) not aligned: "
+                         + str(n1) + " (dim 0) != " + str(n2) + " (dim 0)")
+    raise ValueError("operands could not be broadcast together with shapes (" + str(n1)
+                     + ",) (" + str(n2) + ",) ")"""
 
 _SLICE_COPY_DEF = f"""
 
@@ -774,6 +820,8 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
         w(_SLICE_COPY_DEF)
     if not checked and _uses(spec, closure, REDUCE_FIRST):
         w(_REDUCE_FIRST_DEF)
+    if not checked and _uses(spec, closure, REDUCE_PAIR):
+        w(_REDUCE_PAIR_DEF)
     for h in closure.helpers:
         w("")
         w("")

@@ -91,7 +91,7 @@ from hpu import _functional, _views
 from hpu._errors import TranslationError
 from hpu._iteration import array_loops_indexed
 from hpu._normalise import _is_rec, normalise, unroll_literal_loops
-from hpu._reductions import REDUCE_FIRST, reductions_as_loops
+from hpu._reductions import REDUCE_FIRST, REDUCE_PAIR, reductions_as_loops
 from hpu._subset import EXPR_RULES, STMT_RULES, refuse_with
 
 __all__ = [
@@ -1478,7 +1478,7 @@ def resolve(fn, spec: DCSpec) -> Closure:
                      "the numeric subset")
 
     def resolve_name(n, node, glb, where: _Where, self_name):
-        if n in (_views.SLICE_COPY, REDUCE_FIRST):
+        if n in (_views.SLICE_COPY, REDUCE_FIRST, REDUCE_PAIR):
             return  # hpu's own checks (hpu/_views.py, hpu/_reductions.py), in every module
         if n in glb:
             obj = glb[n]

@@ -49,15 +49,19 @@ What each one computes, exactly as written
 the generator's loops, its names renamed (they do not leak into the function, as in Python),
 ``any``/``all`` stopping at the first element that decides them.
 
-The argument may also be an element-wise expression over one array -- ``np.sum(a > 0)``,
-``(a[lo:hi] * a[lo:hi]).sum()``, ``np.max(np.abs(a - t))``: constants, scalar names,
-arithmetic, one comparison, ``abs``/``np.abs``, and the same array (or slice) wherever an
-array appears, so that there is one length and nothing to broadcast.  The loop computes it
-at each element (``a[i] > 0``), with no temporary array.
+The argument may also be an element-wise expression over one or two arrays --
+``np.sum(a > 0)``, ``(a[lo:hi] * a[lo:hi]).sum()``, ``np.max(np.abs(a - t))``,
+``np.sum(a - b)``: constants, scalar names, arithmetic, one comparison, ``abs``/``np.abs``.
+The loop computes it at each element (``a[i] > 0``), with no temporary array.  Two arrays
+follow NumPy's broadcasting (equal lengths, or one of them 1, read at stride 0), and
+``np.dot(a, b)`` of two 1-D arrays is the sum of their products, its lengths equal; both
+checked by :data:`REDUCE_PAIR`, which raises NumPy's ``ValueError`` as
+:data:`REDUCE_FIRST` does.
 
 Not rewritten (the subset's refusal stands): keyword arguments (``axis=``, ``key=``,
-``default=``), ``sorted``, reductions of anything but an array, a slice of one, a name
-bound to one, or an element-wise expression over one of these.
+``default=``), ``sorted``, ``max``/``min`` of a generator expression, reductions of
+anything but an array, a slice of one, a name bound to one, or an element-wise expression
+over one or two of these.
 """
 from __future__ import annotations
 
@@ -67,7 +71,8 @@ import math
 
 from hpu._comprehensions import _Hoister
 
-__all__ = ["reductions_as_loops", "REDUCE_FIRST", "EMPTY_MESSAGES", "empty_message"]
+__all__ = ["reductions_as_loops", "REDUCE_FIRST", "REDUCE_PAIR", "EMPTY_MESSAGES",
+           "empty_message", "pair_message", "pair_count"]
 
 #: the operation that checks a min/max's array is not empty: ``REDUCE_FIRST(n, kind)`` gives
 #: 0 (the index of the first element) or raises ValueError (:data:`EMPTY_MESSAGES[kind]`)
@@ -92,6 +97,27 @@ EMPTY_MESSAGES = (
     "attempt to get argmin of an empty sequence",
     "attempt to get argmax of an empty sequence",
 )
+
+
+#: the operation that checks two arrays' lengths in one reduction: ``REDUCE_PAIR(n1, n2,
+#: kind)`` gives the count of elements (kind 0: NumPy's broadcasting -- equal, or one of
+#: them 1; kind 1: ``np.dot``'s -- equal) or raises NumPy's ValueError (:func:`pair_message`)
+REDUCE_PAIR = "hpu__reduce_pair"
+
+
+def pair_message(kind: int, n1: int, n2: int) -> str:
+    if kind == 1:
+        return f"shapes ({n1},) and ({n2},) not aligned: {n1} (dim 0) != {n2} (dim 0)"
+    return f"operands could not be broadcast together with shapes ({n1},) ({n2},) "
+
+
+def pair_count(n1: int, n2: int, kind: int) -> int | None:
+    """The elements two arrays of lengths n1, n2 give in one reduction, or None (an error)."""
+    if n1 == n2:
+        return n1
+    if kind == 0 and (n1 == 1 or n2 == 1):
+        return n2 if n1 == 1 else n1
+    return None
 
 
 def empty_message(kind: int) -> str:
@@ -122,9 +148,9 @@ _UFUNCS = {"abs": "abs", "absolute": "abs"}
 
 
 def _elementwise(e, arrays, numpy_names):
-    """The one array ``e`` computes on element by element (``a > 0``, ``a * a``,
-    ``abs(a[lo:hi] - t)``), or None: its other leaves are constants and scalar names, and
-    every array in it is the same expression (one length: no broadcasting to check)."""
+    """The arrays ``e`` computes on element by element (``a > 0``, ``a * a``,
+    ``abs(a[lo:hi] - t)``, ``a - b``): a list of one or two distinct array expressions, or
+    None; its other leaves are constants and scalar names."""
     leaves: list = []
 
     def ok(n) -> bool:
@@ -151,9 +177,10 @@ def _elementwise(e, arrays, numpy_names):
 
     if not isinstance(e, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call)) or not ok(e):
         return None
-    if not leaves or any(ast.dump(x) != ast.dump(leaves[0]) for x in leaves[1:]):
-        return None
-    return leaves[0]
+    distinct: dict = {}
+    for x in leaves:
+        distinct.setdefault(ast.dump(x), x)
+    return list(distinct.values()) if 1 <= len(distinct) <= 2 else None
 
 
 class _Reductions(_Hoister):
@@ -173,12 +200,14 @@ class _Reductions(_Hoister):
                 return name
 
     def array(self, e):
-        """(the array, the element-wise expression over it or None) of a reduction's
-        argument, or None."""
+        """(the array, the element-wise expression over it or None, a second array of it
+        or None) of a reduction's argument, or None."""
         if _arrayish(e, self.maybe):
-            return e, None
-        leaf = _elementwise(e, self.arrays, self.np)
-        return None if leaf is None else (leaf, e)
+            return e, None, None
+        leaves = _elementwise(e, self.arrays, self.np)
+        if leaves is None:
+            return None
+        return leaves[0], e, (leaves[1] if len(leaves) == 2 else None)
 
     def kind(self, e):
         """(what, array, start, element-wise expression or None) when ``e`` is a reduction
@@ -194,24 +223,32 @@ class _Reductions(_Hoister):
                 and (len(e.args) == 1 or (f.id == "sum" and len(e.args) == 2))
                 and (f.id == "sum" or len(e.args[0].generators) == 1)
                 and not any(g.is_async for g in e.args[0].generators)):
-            return "gen" + f.id, e.args[0], (e.args[1] if len(e.args) == 2 else None), None
+            return ("gen" + f.id, e.args[0], (e.args[1] if len(e.args) == 2 else None), None,
+                    None, 0)
         if isinstance(f, ast.Name) and f.id in _BUILTINS and f.id not in self.used_globals:
             if len(e.args) == 1 or (f.id == "sum" and len(e.args) == 2):
                 arr = self.array(e.args[0])
                 if arr is not None:
                     return (_BUILTINS[f.id], arr[0], (e.args[1] if len(e.args) == 2 else None),
-                            arr[1])
+                            arr[1], arr[2], 0)
             return None
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
+                and f.value.id in self.np and f.attr == "dot" and len(e.args) == 2 \
+                and all(_arrayish(a, self.maybe) for a in e.args):
+            a, b = e.args                      # np.dot of two 1-D arrays: NumPy's lengths
+            prod = ast.BinOp(copy.deepcopy(a), ast.Mult(), copy.deepcopy(b))
+            same = ast.dump(a) == ast.dump(b)
+            return "sum", a, None, prod, (None if same else b), 1
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
                 and f.value.id in self.np and f.attr in _NUMPY and len(e.args) == 1:
             arr = self.array(e.args[0])
             if arr is not None:
-                return _NUMPY[f.attr], arr[0], None, arr[1]
+                return _NUMPY[f.attr], arr[0], None, arr[1], arr[2], 0
             return None
         if isinstance(f, ast.Attribute) and f.attr in _METHODS and not e.args:
             arr = self.array(f.value)
             if arr is not None:
-                return _METHODS[f.attr], arr[0], None, arr[1]
+                return _METHODS[f.attr], arr[0], None, arr[1], arr[2], 0
         return None
 
     used_globals: frozenset = frozenset()
@@ -257,7 +294,7 @@ class _Reductions(_Hoister):
         return self.kind(e) is not None
 
     def build(self, e, pre: list):
-        what, arr, start, each = self.kind(e)
+        what, arr, start, each, other, pair = self.kind(e)
         self.count += 1
         text = ast.unparse(e)
 
@@ -273,18 +310,28 @@ class _Reductions(_Hoister):
         def assign(n, value):
             return ast.Assign([name(n, True)], value)
 
+        strides: dict = {}                    # a second array's views: (name, stride)
+
+        def element(v, i):
+            k = strides.get(v)
+            at_i = name(i) if k is None else ast.BinOp(name(i), ast.Mult(), name(k))
+            return ast.Subscript(name(v), at_i, ast.Load())
+
         def item(v, i):
             """Element ``i`` of the argument: of the array, or the element-wise expression
-            with the array's element in the array's place."""
-            elem = ast.Subscript(name(v), name(i), ast.Load())
+            with the arrays' elements in the arrays' places (a length-1 array broadcast)."""
+            elem = element(v, i)
             if each is None:
                 return elem
             key = ast.dump(arr)
+            put = {key: elem}
+            if other is not None:
+                put[ast.dump(other)] = element(v2, i)
 
             class _Put(ast.NodeTransformer):
                 def visit(self, n):
-                    if isinstance(n, ast.expr) and ast.dump(n) == key:
-                        return copy.deepcopy(elem)
+                    if isinstance(n, ast.expr) and ast.dump(n) in put:
+                        return copy.deepcopy(put[ast.dump(n)])
                     if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
                             and n.func.attr in _UFUNCS:        # np.abs(x) of one element
                         n.func = ast.Name(_UFUNCS[n.func.attr], ast.Load())
@@ -298,13 +345,30 @@ class _Reductions(_Hoister):
             out = ast.copy_location(name(self.last), e)
             out.hpu_text = text
             return out
-        if isinstance(arr, ast.Name):
-            v = arr.id
-        else:                                  # a slice: bound once, a view of its array
-            v = self.fresh("view")
-            stmts.append(assign(v, copy.deepcopy(arr)))
-        r, i = self.fresh(what), self.fresh("i")
+        def bound(x):
+            if isinstance(x, ast.Name):
+                return x.id
+            w = self.fresh("view")             # a slice: bound once, a view of its array
+            stmts.append(assign(w, copy.deepcopy(x)))
+            return w
+
+        v = bound(arr)
         length = ast.Call(name("len"), [name(v)], [])
+        v2 = None
+        if other is not None:                  # two arrays: NumPy's rule on their lengths
+            v2 = bound(other)
+            n = self.fresh("n")
+            stmts.append(assign(n, ast.Call(name(REDUCE_PAIR), [
+                copy.deepcopy(length), ast.Call(name("len"), [name(v2)], []),
+                ast.Constant(pair)], [])))
+            for w in (v, v2):                  # a length-1 array broadcast: stride 0
+                k = self.fresh("s")
+                strides[w] = k
+                stmts.append(assign(k, ast.IfExp(
+                    ast.Compare(ast.Call(name("len"), [name(w)], []), [ast.Eq()], [name(n)]),
+                    ast.Constant(1), ast.Constant(0))))
+            length = name(n)
+        r, i = self.fresh(what), self.fresh("i")
         if what in ("sum", "prod", "mean"):
             init = copy.deepcopy(start) if start is not None else ast.Constant(
                 {"sum": 0, "prod": 1, "mean": 0.0}[what])

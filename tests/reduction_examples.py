@@ -275,6 +275,25 @@ def positives_gen(a):
 INT_EXAMPLES.update({"dot_gen": (dot_gen, 0, lambda x: (x, x[::-1].copy())),
                      "positives_gen": (positives_gen, 0, lambda x: (x,))})
 
+def dot_np(a, b, lo, hi):
+    """np.dot of two arrays' slices: their lengths checked as NumPy checks them."""
+    if hi - lo <= 8:
+        return np.dot(a[lo:hi], b[lo:hi])
+    mid = (lo + hi) // 2
+    return dot_np(a, b, lo, mid) + dot_np(a, b, mid, hi)
+
+
+def above_first(a):
+    """np.max(a - a[:1]): a one-element slice broadcast against the block, as NumPy does."""
+    if len(a) <= 5:
+        return np.max(a - a[:1]) + np.sum(np.abs(a[1:] - a[:-1]))
+    m = len(a) // 2
+    return max(above_first(a[:m]), above_first(a[m:]))
+
+
+INT_EXAMPLES.update({"dot_np": (dot_np, 0, lambda x: (x, x[::-1].copy(), 0, len(x))),
+                     "above_first": (above_first, 1, lambda x: (x,))})
+
 #: the examples whose answer NaN changes (NumPy's and Python's rules differ)
 NAN_EXAMPLES = ("sum_method", "max_np", "min_builtin", "lohi_max", "halves_max_gap",
                 "count_positive", "largest_distance", "mean_of_means", "first_top",
@@ -288,3 +307,22 @@ def empty_argmax(a):
         return 0
     m = len(a) // 2
     return empty_argmax(a[:m]) + empty_argmax(a[m:])
+
+
+def misaligned_dot(a):
+    """np.dot of 3 and 4 elements at length 5: NumPy's ValueError."""
+    if len(a) <= 5:
+        if len(a) == 5:
+            return np.dot(a[:3], a[1:])
+        return 0
+    m = len(a) // 2
+    return misaligned_dot(a[:m]) + misaligned_dot(a[m:])
+
+
+def unbroadcast(a):
+    if len(a) <= 5:
+        if len(a) == 5:
+            return np.sum(a[:2] + a[2:])
+        return 0
+    m = len(a) // 2
+    return unbroadcast(a[:m]) + unbroadcast(a[m:])

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reduction_examples import (INT_EXAMPLES, NAN_EXAMPLES, empty_argmax, empty_block_max,
-                                empty_builtin_min, empty_mean)
+                                empty_builtin_min, empty_mean, misaligned_dot, unbroadcast)
 
 import hpu
 from hpu import TranslationError
@@ -118,6 +118,24 @@ def test_an_empty_arrays_min_or_max_raises_valueerror_at_its_line(fn, kind, devi
             f.options(**opts)(x.copy())
     text = str(got.value)
     assert text.endswith(": " + EMPTY_MESSAGES[kind]), text
+    assert "reduction_examples.py:" in text and "hpu_" not in text, text
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+@pytest.mark.parametrize("fn", [misaligned_dot, unbroadcast])
+def test_two_arrays_of_lengths_numpy_refuses_raise_its_valueerror(fn, device):
+    x = np.arange(40, dtype=np.int64)
+    with pytest.raises(ValueError) as plain:
+        fn(x.copy())
+    opts = {"device": device} if device != "hybrid" else {"device": device, "alpha": 0.0,
+                                                            "y": 1}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        with pytest.raises(ValueError) as got:
+            hpu.divide_and_conquer(fn).options(**opts)(x.copy())
+    text = str(got.value)
+    assert text.endswith(": " + str(plain.value)), (text, str(plain.value))
     assert "reduction_examples.py:" in text and "hpu_" not in text, text
 
 

@@ -59,7 +59,7 @@ import numpy as np
 from hpu import model
 from hpu._errors import DeviceFault, StackOverflowError
 from hpu._opencl._levels import COMBINE, LEAF
-from hpu._reductions import empty_message
+from hpu._reductions import empty_message, pair_message
 from hpu._run import TransferRecord
 
 __all__ = ["OpenCLBackend", "compiled_for", "FAULT_ENV"]
@@ -654,6 +654,8 @@ def device_error(err: np.ndarray, sites) -> Exception | None:
                           f"into shape ({extra},)")
     if code == 6:
         return ValueError(where + ": " + empty_message(value))
+    if code in (7, 8):
+        return ValueError(where + ": " + pair_message(code - 7, value, extra))
     return DeviceFault(f"the device reported an unknown error code {code}")  # pragma: no cover
 
 

@@ -271,7 +271,7 @@ long hpu_index(long i, long n)
 _fixed("hpu_raise", """
 /* Record an error (code 1: // or % by zero, 2: NaN to int, 3: inf or out-of-range float
    to int, 4: index out of bounds, 5: a slice assignment's lengths, 6: an empty array's
-   min/max); only the first of the run is kept. */
+   min/max, 7/8: two arrays' lengths in a reduction); only the first of the run is kept. */
 void hpu_raise(__global long *err, int code, long site, long value, long extra)
 {
     if (atomic_cmpxchg((volatile __global int *)err, 0, code) == 0) {
@@ -301,6 +301,29 @@ long hpu_reduce_first_chk(long n, long kind, long site, __global long *err)
         hpu_raise(err, 6, site, kind, 0L);
     return 0L;
 }""", ("hpu_raise",))
+_fixed("hpu_reduce_pair", """
+/* np.dot(a, b), np.sum(a - b)... (hpu/_reductions.py): the elements two arrays of lengths
+   n1, n2 give -- equal, or (kind 0, NumPy's broadcasting) one of them 1 -- else 0. */
+long hpu_reduce_pair(long n1, long n2, long kind)
+{
+    if (n1 == n2)
+        return n1;
+    if (kind == 0L && n1 == 1L)
+        return n2;
+    if (kind == 0L && n2 == 1L)
+        return n1;
+    return 0L;
+}""")
+_fixed("hpu_reduce_pair_chk", """
+/* The same, checked: a mismatch records NumPy's ValueError (code 7 + kind: 7 broadcasting,
+   8 np.dot's alignment; the two lengths as value and extra) and gives 0. */
+long hpu_reduce_pair_chk(long n1, long n2, long kind, long site, __global long *err)
+{
+    long n = hpu_reduce_pair(n1, n2, kind);
+    if (n == 0L && n1 != n2 && !(kind == 0L && (n1 == 1L || n2 == 1L)))
+        hpu_raise(err, 7 + (int)kind, site, n1, n2);
+    return n;
+}""", ("hpu_raise", "hpu_reduce_pair"))
 _fixed("hpu_index_chk", """
 /* Checked a[i] (bounds-checked mode): i, or i + n for a negative i; out of range
    records IndexError and gives 0 (a read of element 0, never outside the buffer). */

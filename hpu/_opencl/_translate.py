@@ -81,7 +81,7 @@ from hpu._opencl._scalars import (
     Array, Scalar, TupleType, abs_result, arith_result, compare_type, round_input,
 )
 from hpu._opencl._source import FunctionSource
-from hpu._reductions import REDUCE_FIRST
+from hpu._reductions import REDUCE_FIRST, REDUCE_PAIR
 from hpu._views import VIEW_INDEX
 from hpu._opencl._typeinfer import (
     BINOPS, CMPOPS, Context, FunctionTyping, Web, aug_key, infer,
@@ -937,6 +937,15 @@ class _FunctionEmitter:
             if site is None:  # unchecked: the first element's index all the same
                 return _E("0L", ATOM)
             return _call(self._helper("hpu_reduce_first_chk"), n, kind, site, _E("hpu_err"))
+        if info.kind == "intrinsic" and info.name == REDUCE_PAIR:
+            # np.dot(a, b), np.sum(a - b) (hpu/_reductions.py): the elements, or ValueError
+            n1, n2, kind = (self._conv(self._expr(a), ty, INT64)
+                            for a, ty in zip(info.args, info.arg_types))
+            site = self._site(node)
+            if site is None:  # unchecked: a mismatch reduces nothing (never past a buffer)
+                return _call(self._helper("hpu_reduce_pair"), n1, n2, kind)
+            return _call(self._helper("hpu_reduce_pair_chk"), n1, n2, kind, site,
+                         _E("hpu_err"))
         if info.kind == "intrinsic":  # SLICE_COPY: len(dst), or NumPy's ValueError
             nd, ns = (self._conv(self._expr(a), ty, INT64)
                       for a, ty in zip(info.args, info.arg_types))

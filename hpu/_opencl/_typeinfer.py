@@ -47,7 +47,7 @@ from hpu._opencl._scalars import (
 )
 from hpu._opencl._source import FunctionSource
 from hpu._subset import rule, rule_for_node
-from hpu._reductions import REDUCE_FIRST
+from hpu._reductions import REDUCE_FIRST, REDUCE_PAIR
 from hpu._views import SLICE_COPY
 
 __all__ = [
@@ -220,7 +220,7 @@ class CallInfo:
     """What a call node calls."""
 
     kind: str                 # helper | builtin | math | math2 | mathround | mathpred | cast |
-    #                           empty | intrinsic (SLICE_COPY, REDUCE_FIRST)
+    #                           empty | intrinsic (SLICE_COPY, REDUCE_FIRST, REDUCE_PAIR)
     name: str                 # builtin/math name, or the helper's Python name
     args: tuple = ()          # argument nodes, in parameter order (helper: with defaults)
     arg_types: tuple = ()
@@ -1128,10 +1128,11 @@ class _Analysis:
 
     def _call(self, node: ast.Call, allow_void):
         func = node.func
-        if isinstance(func, ast.Name) and func.id in (SLICE_COPY, REDUCE_FIRST):
-            # a slice assignment's check (hpu/_views.py): an operation of the translator,
-            # not a helper (its Python definition raises, which device code cannot)
-            args = self._positional(node, 2, func.id)
+        if isinstance(func, ast.Name) and func.id in (SLICE_COPY, REDUCE_FIRST, REDUCE_PAIR):
+            # hpu's checks (hpu/_views.py, hpu/_reductions.py): operations of the
+            # translator, not helpers (their Python definitions raise, which device code
+            # cannot)
+            args = self._positional(node, 3 if func.id == REDUCE_PAIR else 2, func.id)
             types = [self._scalar(a) for a in args]
             if any(t is None for t in types):
                 return None
