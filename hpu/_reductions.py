@@ -210,8 +210,9 @@ class _Reductions(_Hoister):
         return leaves[0], e, (leaves[1] if len(leaves) == 2 else None)
 
     def kind(self, e):
-        """(what, array, start, element-wise expression or None) when ``e`` is a reduction
-        this module rewrites, else None."""
+        """``(what, array, start, element-wise expression or None, second array or None,
+        REDUCE_PAIR's kind)`` when ``e`` is a reduction this module rewrites, else None
+        (for a generator expression, ``array`` is the generator)."""
         if not isinstance(e, ast.Call) or any(isinstance(a, ast.Starred) for a in e.args):
             return None
         f = e.func
