@@ -143,8 +143,6 @@ def _kids(e) -> list[tuple]:
     return out
 
 
-
-
 def _trivial(e) -> bool:
     return isinstance(e, (ast.Constant, ast.Name))
 

@@ -1202,9 +1202,9 @@ def _lower_reductions(tree, glb) -> list:
     ``for v in a`` -> an index loop (:mod:`hpu._iteration`); returns the reductions Python
     evaluates only under a condition inside an expression, which
     :func:`_refusals_at_once` refuses."""
-    left = reductions_as_loops(tree, glb, _array_names(tree))
-    params = {a.arg for a in tree.args.args}
-    array_loops_indexed(tree, _array_names(tree) | params,
+    arrays = _array_names(tree)
+    left = reductions_as_loops(tree, glb, arrays)
+    array_loops_indexed(tree, arrays | {a.arg for a in tree.args.args},
                         frozenset(k for k in ("enumerate", "zip") if k in glb))
     return left
 

@@ -36,14 +36,9 @@ from __future__ import annotations
 import ast
 import copy
 
+from hpu._reductions import _arrayish
+
 __all__ = ["array_loops_indexed"]
-
-
-def _arrayish(e, arrays) -> bool:
-    while isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Slice) \
-            and e.slice.step is None:
-        e = e.value
-    return isinstance(e, ast.Name) and e.id in arrays
 
 
 def _base(e) -> str:

@@ -72,7 +72,7 @@ import math
 from hpu._comprehensions import _Hoister
 
 __all__ = ["reductions_as_loops", "REDUCE_FIRST", "REDUCE_PAIR", "EMPTY_MESSAGES",
-           "empty_message", "pair_message", "pair_count"]
+           "empty_message", "pair_message"]
 
 #: the operation that checks a min/max's array is not empty: ``REDUCE_FIRST(n, kind)`` gives
 #: 0 (the index of the first element) or raises ValueError (:data:`EMPTY_MESSAGES[kind]`)
@@ -109,15 +109,6 @@ def pair_message(kind: int, n1: int, n2: int) -> str:
     if kind == 1:
         return f"shapes ({n1},) and ({n2},) not aligned: {n1} (dim 0) != {n2} (dim 0)"
     return f"operands could not be broadcast together with shapes ({n1},) ({n2},) "
-
-
-def pair_count(n1: int, n2: int, kind: int) -> int | None:
-    """The elements two arrays of lengths n1, n2 give in one reduction, or None (an error)."""
-    if n1 == n2:
-        return n1
-    if kind == 0 and (n1 == 1 or n2 == 1):
-        return n2 if n1 == 1 else n1
-    return None
 
 
 def empty_message(kind: int) -> str:
@@ -296,7 +287,6 @@ class _Reductions(_Hoister):
 
     def build(self, e, pre: list):
         what, arr, start, each, other, pair = self.kind(e)
-        self.count += 1
         text = ast.unparse(e)
 
         def at(node):

@@ -319,10 +319,9 @@ _fixed("hpu_reduce_pair_chk", """
    8 np.dot's alignment; the two lengths as value and extra) and gives 0. */
 long hpu_reduce_pair_chk(long n1, long n2, long kind, long site, __global long *err)
 {
-    long n = hpu_reduce_pair(n1, n2, kind);
-    if (n == 0L && n1 != n2 && !(kind == 0L && (n1 == 1L || n2 == 1L)))
+    if (n1 != n2 && !(kind == 0L && (n1 == 1L || n2 == 1L)))
         hpu_raise(err, 7 + (int)kind, site, n1, n2);
-    return n;
+    return hpu_reduce_pair(n1, n2, kind);
 }""", ("hpu_raise", "hpu_reduce_pair"))
 _fixed("hpu_index_chk", """
 /* Checked a[i] (bounds-checked mode): i, or i + n for a negative i; out of range
