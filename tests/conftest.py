@@ -83,8 +83,10 @@ def pytest_unconfigure(config):
 @pytest.fixture
 def discrete(monkeypatch):
     """The OpenCL backend as on a discrete GPU: its own buffers, explicit copies (PoCL shares
-    the host's memory, so the copy path is tested by turning ``unified`` off).  Returns the
-    backends built while the fixture is active."""
+    the host's memory, so the copy path is tested by turning ``unified`` off), and a GPU's
+    launches (work-groups of several tasks, the global size padded past the last task:
+    :func:`hpu._opencl._backend.launch_shape`).  Returns the backends built while the
+    fixture is active."""
     from hpu._opencl._backend import OpenCLBackend
 
     built = []
@@ -93,6 +95,7 @@ def discrete(monkeypatch):
     def init(self, *args, **kwargs):
         original(self, *args, **kwargs)
         self.unified = False
+        self._cpu_device = False
         built.append(self)
 
     monkeypatch.setattr(OpenCLBackend, "__init__", init)

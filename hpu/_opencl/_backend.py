@@ -232,9 +232,9 @@ class OpenCLBackend:
         self.queue, self.k_leaf, self.k_combine = built.for_this_thread()
         self.LEAF, self.COMBINE = LEAF, COMBINE
         self.unified = self.unified_memory(device)
-        # a work-group runs on one thread of a CPU device: groups of one task spread tasks
-        # over its cores; on a GPU the driver picks the group size
-        self.local = (1,) if device.type & cl.device_type.CPU else None
+        self._cpu_device = bool(device.type & cl.device_type.CPU)
+        self._units = max(1, int(device.max_compute_units))
+        self._group_limit: dict = {}   # kernel -> its largest work-group on this device
         self.inject_fault = os.environ.get(FAULT_ENV, "") not in ("", "0")
         self._enqueued = 0
         self._bufs: dict = {}
@@ -376,8 +376,10 @@ class OpenCLBackend:
                 wait = self._upload_piece(*ups[j]) if first else None
                 args = self.translated.kernel_args(name, values, t0, t1)
                 kernel.set_args(*args)
-                ev = self._cl.enqueue_nd_range_kernel(self.queue, kernel, (t1 - t0,),
-                                                      self.local, wait_for=wait)
+                glob, local = launch_shape(t1 - t0, self._units, cpu=self._cpu_device,
+                                           group_limit=self._largest_group(kernel))
+                ev = self._cl.enqueue_nd_range_kernel(self.queue, kernel, glob, local,
+                                                      wait_for=wait)
                 self._events.setdefault((lv.index, phase), []).append(ev)
                 if self._first is None:  # to set the device's clock against the host's
                     self._first = (time.perf_counter(), ev)
@@ -386,6 +388,17 @@ class OpenCLBackend:
             self._enqueued += 1
         except Exception as err:  # noqa: BLE001
             self._fail(f"level {lv.index} {phase} failed on the device: {err}")
+
+    def _largest_group(self, kernel) -> int:
+        got = self._group_limit.get(kernel)
+        if got is None:
+            try:
+                got = int(kernel.get_work_group_info(
+                    self._cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device))
+            except Exception:  # noqa: BLE001 - a driver that cannot say: groups of one
+                got = 1
+            got = self._group_limit[kernel] = max(1, got)
+        return got
 
     # -- pipelined copies (devices with their own memory) -------------------------
     def _task_span(self, lv, t0: int, t1: int):
@@ -657,6 +670,33 @@ def device_error(err: np.ndarray, sites) -> Exception | None:
     if code in (7, 8):
         return ValueError(where + ": " + pair_message(code - 7, value, extra))
     return DeviceFault(f"the device reported an unknown error code {code}")  # pragma: no cover
+
+
+#: the largest work-group hpu asks a GPU for: two warps (NVIDIA) or one wavefront (AMD);
+#: more tasks than ``GROUP_CAP`` per compute unit fill a unit with several groups
+GROUP_CAP = 64
+
+
+def launch_shape(tasks: int, units: int, *, cpu: bool,
+                 group_limit: int = GROUP_CAP) -> tuple[tuple[int], tuple[int]]:
+    """``(global size, work-group size)`` of a launch of ``tasks`` work-items (one per task).
+
+    Why hpu chooses the group size instead of the driver: a task is a long serial
+    piece of work (a merge, a subtree), so what matters is how many compute units
+    the tasks land on.  A GPU runs a work-group on one compute unit; left to choose,
+    NVIDIA's driver put a level's 128 tasks in one group, on one of 132 units, and
+    each of them ran ~5x slower than a task alone (H100, 2026-11-27).  So tasks are
+    spread: groups of ``tasks // units`` (a power of two, at least 1, at most
+    ``GROUP_CAP`` and the kernel's own limit), as many groups as cover the tasks; the
+    kernel's ``index < hpu_stop`` test idles the work-items past the last task.  A CPU
+    device (PoCL) runs a group on one thread: groups of one spread tasks over its cores.
+    """
+    tasks = int(tasks)
+    if cpu or tasks <= 0:
+        return (max(tasks, 0),), (1,)
+    per_unit = max(1, tasks // max(1, int(units)))
+    local = 1 << (min(per_unit, GROUP_CAP, max(1, int(group_limit))).bit_length() - 1)
+    return (-(-tasks // local) * local,), (local,)
 
 
 def _pieces(start: int, stop: int, chunks: int) -> list[tuple[int, int]]:
