@@ -341,6 +341,10 @@ class Machine:
     combine_factors: tuple[tuple[float, float], ...] = ()
     #: one device core's speed on combines relative to one CPU core's (None: ``gamma``)
     combine_gamma: float | None = None
+    #: ``((tasks, relative time), ...)``: a device level of ``tasks`` equal tasks takes
+    #: ``relative time`` times one such task alone (calibration's solver sweep on a GPU,
+    #: :func:`device_rounds`); ``()``: 004's ``⌈tasks/g⌉``
+    device_occupancy: tuple[tuple[float, float], ...] = ()
 
     def __post_init__(self):
         p = _as_number(self.p, "p", "a number >= 1 (CPU cores)", "pass p = os.cpu_count()")
@@ -392,6 +396,38 @@ class Machine:
                                  "expected a number > 0 (one device core's speed on combines "
                                  "relative to one CPU core); pass None to use gamma")
             object.__setattr__(self, "combine_gamma", float(cg))
+        object.__setattr__(self, "device_occupancy", _check_occupancy(self.device_occupancy))
+
+    def device_rounds(self, tasks: float) -> float:
+        """How many times one task's time a device level of ``tasks`` equal tasks takes.
+
+        Without a measured table, 004's ``⌈tasks/g⌉``: ``g`` work-items each at speed γ,
+        whatever their number.  A GPU is not like that for hpu's tasks, which are long
+        serial merges and subtree solvers: one task per compute unit runs at the speed
+        of one task alone, several share a unit's issue slots and memory, and the
+        whole device's throughput levels off long before the element-wise sum's knee
+        (an H200: 157 ns per key per task up to 2 tasks per unit, 323 ns at 8).  The
+        table (``device_occupancy``, measured by calibration with hpu's own solver) is
+        interpolated in log-log between its points and, past its last one, grows in
+        proportion to the tasks (the device is saturated).
+        """
+        if tasks <= 0:
+            return 0.0
+        table = self.device_occupancy
+        if not table:
+            return _rounds(tasks, self.g)
+        t0, r0 = table[0]
+        if tasks <= t0:
+            return r0
+        tl, rl = table[-1]
+        if tasks >= tl:
+            return rl * tasks / tl
+        x = math.log(tasks)
+        for (ta, ra), (tb, rb) in zip(table, table[1:]):
+            if tasks <= tb:
+                w = (x - math.log(ta)) / (math.log(tb) - math.log(ta))
+                return math.exp(math.log(ra) + w * (math.log(rb) - math.log(ra)))
+        return rl  # pragma: no cover - the loop always returns
 
     @property
     def device_combine_speed(self) -> float:
@@ -426,6 +462,30 @@ def _check_factors(table) -> tuple[tuple[float, float], ...]:
         raise ValueError(f"combine_factors = {table!r} names one size twice: expected one "
                          f"factor per size; {fix}")
     return tuple(pairs)
+
+
+def _check_occupancy(table) -> tuple[tuple[float, float], ...]:
+    """``Machine.device_occupancy`` checked, sorted by tasks and made non-decreasing (a
+    level of more tasks never takes less time than one of fewer: it does their work too;
+    a measured dip is noise)."""
+    fix = "pass device_occupancy=() for 004's ceil(tasks/g)"
+    try:
+        pairs = sorted((float(t), float(r)) for t, r in table)
+    except (TypeError, ValueError):
+        raise ValueError(f"device_occupancy = {table!r} is not a sequence of (tasks, relative "
+                         f"time) pairs: expected e.g. ((1, 1.0), (1024, 2.1)); {fix}") from None
+    for t, r in pairs:
+        if not (math.isfinite(t) and t >= 1 and math.isfinite(r) and r > 0):
+            raise ValueError(f"device_occupancy has the pair ({t!r}, {r!r}): expected tasks >= 1 "
+                             f"and a relative time > 0, both finite; {fix}")
+    if len({t for t, _ in pairs}) != len(pairs):
+        raise ValueError(f"device_occupancy = {table!r} names one task count twice: expected "
+                         f"one time per count; {fix}")
+    out, top = [], 0.0
+    for t, r in pairs:
+        top = max(top, r)
+        out.append((t, top))
+    return tuple(out)
 
 
 def combine_factor(machine: Machine, nbytes: float) -> float:
@@ -1060,8 +1120,11 @@ def tasks_on_cpu(alpha: float, m: int) -> int:
     return int(math.ceil(x))
 
 
-def _rounds(tasks: int, workers: float) -> float:
-    """Rounds of equal tasks on ``workers`` parallel units: ``⌈tasks/workers⌉`` (0 for none)."""
+def _rounds(tasks: int, workers) -> float:
+    """Rounds of equal tasks on ``workers`` parallel units: ``⌈tasks/workers⌉`` (0 for none);
+    ``workers`` may instead be a function of the tasks (:meth:`Machine.device_rounds`)."""
+    if callable(workers):
+        return workers(tasks)
     return 0.0 if tasks <= 0 else float(math.ceil(tasks / workers - 1e-12))
 
 
@@ -1116,34 +1179,42 @@ def cutoff_level(problem: Problem, machine: Machine, y: int, cpu_tasks: int, dev
     return t.D
 
 
-def _side_time(it: _Integer, a: int, tasks: int, y: int, K: int, workers: float,
+def _level_rounds(m: int, workers, pieces: int) -> float:
+    """:func:`_rounds` of a level launched in ``pieces`` consecutive kernels (the pieces a
+    pipelined copy cuts the cut-off level and level ``y`` into; one queue runs them one
+    after another, so each piece costs its own rounds: a level of 84 merges in four
+    launches took four merges' time on an H200, not one)."""
+    c = max(1, min(int(pieces), int(m)))
+    if c == 1:
+        return _rounds(m, workers)
+    cuts = [(m * j) // c for j in range(c + 1)]
+    return sum(_rounds(b - a, workers) for a, b in zip(cuts, cuts[1:]))
+
+
+def _side_time(it: _Integer, a: int, tasks: int, y: int, K: int, workers,
                speed: float, combine: tuple[float, ...] | None = None,
-               combine_speed: float | None = None) -> tuple[float, float]:
+               combine_speed: float | None = None, pieces: int = 1) -> tuple[float, float]:
     """(time, work) of one share: levels ``K−1..y`` level by level, subtrees at ``K``.
 
     ``combine[i]``: the time of one task of level ``i`` at speed 1 (default ``f(n/b**i)``;
     :func:`_combine_costs` adds the size-dependent rate); ``combine_speed`` the side's speed
     on combines (default ``speed``).  ``work`` is f-work, whatever the rates.
+    ``pieces``: levels ``y`` and ``K`` run in that many launches (:func:`_level_rounds`).
     """
     if tasks == 0:
         return 0.0, 0.0
-    combine = it.f if combine is None else combine
-    cs = speed if combine_speed is None else combine_speed
     time = work = 0.0
-    for i in range(y, K):
-        m = tasks * a ** (i - y)
-        time += _rounds(m, workers) * combine[i] / cs
-        work += m * it.f[i]
-    m = tasks * a ** (K - y)
-    time += _rounds(m, workers) * it.subtree[K] / speed
-    work += m * it.subtree[K]
+    for lt in _side_levels(it, a, tasks, y, K, workers, speed, "", 1.0, combine,
+                           combine_speed, pieces):
+        time += lt.seconds
+        work += lt.tasks * (it.f[lt.level] if lt.level < K else it.subtree[K])
     return time, work
 
 
-def _side_levels(it: _Integer, a: int, tasks: int, y: int, K: int, workers: float,
+def _side_levels(it: _Integer, a: int, tasks: int, y: int, K: int, workers,
                  speed: float, side: str, factor: float,
                  combine: tuple[float, ...] | None = None,
-                 combine_speed: float | None = None) -> list[LevelTime]:
+                 combine_speed: float | None = None, pieces: int = 1) -> list[LevelTime]:
     """:func:`_side_time`'s terms one level at a time, each scaled by ``factor``."""
     if tasks == 0:
         return []
@@ -1153,8 +1224,8 @@ def _side_levels(it: _Integer, a: int, tasks: int, y: int, K: int, workers: floa
     for i in range(y, K + 1):
         m = tasks * a ** (i - y)
         cost = combine[i] / cs if i < K else it.subtree[K] / speed
-        out.append(LevelTime(i, "combine" if i < K else "leaf", side, m,
-                             factor * _rounds(m, workers) * cost))
+        r = _level_rounds(m, workers, pieces) if i in (y, K) else _rounds(m, workers)
+        out.append(LevelTime(i, "combine" if i < K else "leaf", side, m, factor * r * cost))
     return out
 
 
@@ -1274,7 +1345,8 @@ def _simulate(problem: Problem, machine: Machine, cpu_tasks: int, y: int, K: int
     comb = _combine_costs(problem, machine, element_bytes)
     dcs = machine.device_combine_speed
     cpu_t, _ = _side_time(it, a, cpu_tasks, y, K, machine.p, 1.0, comb)
-    dev_t, dev_w = _side_time(it, a, dev_tasks, y, K, machine.g, machine.gamma, comb, dcs)
+    dev_t, dev_w = _side_time(it, a, dev_tasks, y, K, machine.device_rounds, machine.gamma,
+                              comb, dcs, chunks)
     cpu_t *= scale
     dev_t *= scale
     if dev_tasks > 0:
@@ -1310,8 +1382,8 @@ def _simulate(problem: Problem, machine: Machine, cpu_tasks: int, y: int, K: int
         _side_levels(it, a, cpu_tasks, y, K, machine.p, 1.0, "cpu", scale, comb),
         0.0, (lead, dev_end) if dev_tasks > 0 else (0.0, 0.0), contention, cpu_end)
     levels += contended_levels(
-        _side_levels(it, a, dev_tasks, y, K, machine.g, machine.gamma, "device", scale, comb,
-                     dcs),
+        _side_levels(it, a, dev_tasks, y, K, machine.device_rounds, machine.gamma, "device",
+                     scale, comb, dcs, pieces=chunks),
         lead, (0.0, cpu_end) if cpu_tasks > 0 else (0.0, 0.0), contention, dev_end - lead)
     return Schedule(
         alpha=cpu_tasks / m, y=y, K=K, cpu_tasks=cpu_tasks, device_tasks=dev_tasks,

@@ -818,3 +818,57 @@ def test_splits_within_the_calibrations_uncertainty_are_a_tie_settled_the_same_w
     # a lone fastest split is no tie: nothing is said
     m = M.Machine(p=1, g=1, gamma=0.83, combine_gamma=0.7, seconds_per_unit=5e-9)
     assert "tie" not in M.plan(pr, m, element_bytes=8, contention=1.01, rel_error=1e-6).reason
+
+
+# ----------------------------------------------------- a GPU's measured occupancy
+
+OCC = ((1, 1.0), (128, 1.0), (1024, 2.0), (4096, 4.0))
+
+
+def test_without_an_occupancy_table_a_device_level_takes_ceil_tasks_over_g():
+    m = M.Machine(p=4, g=100, gamma=0.1)
+    assert [m.device_rounds(t) for t in (0, 1, 100, 101, 1000)] == [0.0, 1.0, 1.0, 2.0, 10.0]
+
+
+def test_an_occupancy_table_is_interpolated_in_log_log_and_saturates_past_its_end():
+    m = M.Machine(p=4, g=1024, gamma=0.1, device_occupancy=OCC)
+    assert m.device_rounds(1) == 1.0 and m.device_rounds(64) == 1.0
+    assert m.device_rounds(1024) == pytest.approx(2.0)
+    # halfway between 1024 and 4096 in log2: halfway between 2 and 4 in log2
+    assert m.device_rounds(2048) == pytest.approx(2 * math.sqrt(2))
+    assert m.device_rounds(8192) == pytest.approx(8.0)      # saturated: proportional
+    assert m.device_rounds(3 * 4096) == pytest.approx(12.0)
+
+
+@given(st.lists(st.tuples(st.integers(1, 10**6), st.floats(0.01, 1e4)), min_size=1,
+                max_size=12, unique_by=lambda p: p[0]),
+       st.integers(1, 10**7), st.integers(1, 10**7))
+def test_an_occupancy_table_never_makes_more_tasks_faster(table, t1, t2):
+    m = M.Machine(p=4, g=64, gamma=0.1, device_occupancy=table)
+    lo, hi = sorted((t1, t2))
+    assert m.device_rounds(lo) <= m.device_rounds(hi) * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (((0, 1.0),), "tasks >= 1"), (((1, 0.0),), "relative time > 0"),
+    (((1, 1.0), (1, 2.0)), "twice"), ((1, 2), "not a sequence")])
+def test_a_bad_occupancy_table_is_refused_saying_what_is_expected(bad, match):
+    with pytest.raises(ValueError, match=match):
+        M.Machine(p=4, g=64, gamma=0.1, device_occupancy=bad)
+
+
+def test_the_plan_prices_each_piece_of_a_pipelined_level_as_its_own_launch():
+    """Level y's device tasks run in ``chunks`` launches one after another when its
+    download is pipelined: 8 long merges in 4 launches take 4 merges' time, not 1."""
+    prob = M.Problem(a=2, b=2, cost="n", n=2**20)
+    m = M.Machine(p=4, g=1024, gamma=0.5, seconds_per_unit=1e-9, latency_s=1e-5,
+                  seconds_per_byte=1e-10, device_occupancy=OCC)
+    one = M.simulate(prob, m, alpha=0.5, y=4, chunks=1)
+    four = M.simulate(prob, m, alpha=0.5, y=4, chunks=4)
+    dev1 = [t for t in one.level_times if t.level == 4 and t.side == "device"][0]
+    dev4 = [t for t in four.level_times if t.level == 4 and t.side == "device"][0]
+    assert dev1.tasks == dev4.tasks == 8
+    assert dev4.seconds == pytest.approx(4 * dev1.seconds, rel=0.05)
+    assert M._level_rounds(8, m.device_rounds, 4) == 4.0
+    assert M._level_rounds(8, 2, 4) == 4.0 and M._level_rounds(8, 2, 1) == 4.0
+    assert M._level_rounds(3, 10, 4) == 3.0      # never more pieces than tasks
