@@ -181,7 +181,9 @@ class Sweeps:
     Kept so that the figures of 004 §6.4 can be redrawn and the estimates
     re-derived: ``g`` (x = work-items, summing two arrays of ``g_elements``
     float32), ``merge_cpu``/``merge_device`` (x = elements merged by one task),
-    ``h2d``/``d2h`` (x = bytes copied host->device / device->host).
+    ``h2d``/``d2h`` (x = bytes copied host->device / device->host), ``occupancy``
+    (x = subtree sorts run at once on a GPU; :func:`hpu.calibrate._solver_occupancy`;
+    ``()`` for other devices and older profiles).
     """
 
     g_elements: int = 0
@@ -190,9 +192,11 @@ class Sweeps:
     merge_device: Pairs = ()
     h2d: Pairs = ()
     d2h: Pairs = ()
+    occupancy: Pairs = ()
 
 
-_PAIR_FIELDS = ("g", "merge_cpu", "merge_device", "h2d", "d2h")
+_REQUIRED_PAIRS = ("g", "merge_cpu", "merge_device", "h2d", "d2h")
+_PAIR_FIELDS = _REQUIRED_PAIRS + ("occupancy",)
 
 
 @dataclass(frozen=True)
@@ -252,6 +256,10 @@ class Profile:
     combine_rates: tuple[tuple[int, float], ...] = ()
     #: one device work-item's combine speed relative to one CPU core's (None: ``gamma``)
     combine_gamma: float | None = None
+    #: ``((tasks, relative time), ...)``: a device level of ``tasks`` subtree sorts against
+    #: one alone (a GPU's occupancy sweep; :attr:`hpu.model.Machine.device_occupancy`);
+    #: ``()``: not measured (004's ``⌈tasks/g⌉``)
+    device_occupancy: tuple[tuple[int, float], ...] = ()
 
     # -- derived --------------------------------------------------------------
     @property
@@ -330,7 +338,8 @@ class Profile:
                              seconds_per_byte=self.seconds_per_byte,
                              seconds_per_unit=self.cpu_seconds_per_element,
                              combine_factors=self.combine_factors,
-                             combine_gamma=self.combine_gamma)
+                             combine_gamma=self.combine_gamma,
+                             device_occupancy=self.device_occupancy)
 
     @property
     def combine_factors(self) -> tuple[tuple[float, float], ...]:
@@ -517,10 +526,11 @@ def _from_dict(data) -> Profile:
     sw = data["sweeps"]
     if not isinstance(sw, dict):
         raise _Invalid(f"field 'sweeps' is {sw!r}; expected an object")
-    sw_missing = [k for k in ("g_elements",) + _PAIR_FIELDS if k not in sw]
+    sw_missing = [k for k in ("g_elements",) + _REQUIRED_PAIRS if k not in sw]
     if sw_missing:
         raise _Invalid(f"field(s) {', '.join('sweeps.' + k for k in sw_missing)} missing")
-    sweeps = Sweeps(g_elements=_int(sw, "g_elements", 0), **{k: _pairs(sw, k) for k in _PAIR_FIELDS})
+    sweeps = Sweeps(g_elements=_int(sw, "g_elements", 0),
+                    **{k: _pairs(sw, k) for k in _PAIR_FIELDS if k in sw})
     return _check_physical(Profile(
         p=_int(data, "p", 1),
         g=_int(data, "g", 1),
@@ -549,7 +559,28 @@ def _from_dict(data) -> Profile:
         device_launch_s=_optional_seconds(data, "device_launch_s"),
         combine_rates=_optional_rates(data),
         combine_gamma=_optional_positive(data, "combine_gamma"),
+        device_occupancy=_optional_occupancy(data),
     ))
+
+
+def _optional_occupancy(data) -> tuple[tuple[int, float], ...]:
+    value = data.get("device_occupancy", [])
+    if not isinstance(value, list):
+        raise _Invalid(f"field 'device_occupancy' is {value!r}; expected a list of "
+                       "[tasks, relative time]")
+    out = []
+    for item in value:
+        ok = (isinstance(item, list) and len(item) == 2
+              and isinstance(item[0], int) and not isinstance(item[0], bool) and item[0] >= 1
+              and isinstance(item[1], (int, float)) and not isinstance(item[1], bool)
+              and math.isfinite(item[1]) and 0 < item[1] <= 1e9)
+        if not ok:
+            raise _Invalid(f"field 'device_occupancy' has {item!r}; expected [tasks >= 1, "
+                           "relative time > 0]")
+        out.append((item[0], float(item[1])))
+    if len({t for t, _ in out}) != len(out):
+        raise _Invalid(f"field 'device_occupancy' names a task count twice: {value!r}")
+    return tuple(sorted(out))
 
 
 def _optional_rates(data) -> tuple[tuple[int, float], ...]:

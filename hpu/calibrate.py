@@ -169,6 +169,9 @@ class CalibrationSettings:
     ``merge_sizes``; :func:`hpu._stats.interleaved_ratios`): the cores' speed
     drifts over hundreds of milliseconds, and a γ taken within less repeated
     no better than 30 % here.
+    ``occupancy_tasks``, ``occupancy_step``: a GPU's occupancy sweep launches 1 and then
+    ``2**(occupancy_step·k)`` subtree sorts at once, up to ``occupancy_tasks``
+    (:func:`_solver_occupancy`).
     """
 
     sum_elements: int
@@ -182,6 +185,8 @@ class CalibrationSettings:
     target_rel_error: float = 0.02
     combine_sizes: tuple[int, ...] = ()
     gamma_seconds: float = 0.0
+    occupancy_tasks: int = 1 << 14
+    occupancy_step: int = 2
 
     def __post_init__(self):
         def need(ok, what):
@@ -207,6 +212,10 @@ class CalibrationSettings:
              "top-level merge), or () to skip")
         need(isinstance(self.gamma_seconds, (int, float)) and 0 <= self.gamma_seconds <= 600,
              f"gamma_seconds={self.gamma_seconds!r}; expected seconds in [0, 600], e.g. 2")
+        need(isinstance(self.occupancy_tasks, int) and self.occupancy_tasks >= 1,
+             f"occupancy_tasks={self.occupancy_tasks!r}; expected an integer >= 1, e.g. 16384")
+        need(isinstance(self.occupancy_step, int) and 1 <= self.occupancy_step <= 8,
+             f"occupancy_step={self.occupancy_step!r}; expected an integer in [1, 8], e.g. 2")
         need(0 < self.target_rel_error < 1,
              f"target_rel_error={self.target_rel_error!r}; expected a fraction in (0, 1), e.g. 0.02")
 
@@ -220,7 +229,7 @@ class CalibrationSettings:
         """2^22-element sum, merges of 2^12..2^18 elements, copies of 1 KiB..64 MiB, 7 repeats, γ over 6 s."""
         return cls(sum_elements=1 << 22, merge_sizes=_pow2_range(12, 18),
                    transfer_bytes=_pow2_range(10, 26), repeats=7, contention_keys=1 << 21,
-                   combine_sizes=_pow2_range(16, 22, 2), gamma_seconds=6.0)
+                   combine_sizes=_pow2_range(16, 22, 2), gamma_seconds=6.0, occupancy_step=1)
 
     @classmethod
     def quick(cls) -> "CalibrationSettings":
@@ -411,6 +420,14 @@ class _OpenCLBench:
 
         return _combine_rates(_make_sorter(), self.device, sizes, settings, rng,
                               around=self._same_core())
+
+    def solver_occupancy(self, settings: "CalibrationSettings", rng):
+        """``((tasks, seconds), ...)`` of one device level of ``tasks`` subtree sorts (see
+        :func:`_solver_occupancy`), for the tasks counts :func:`occupancy_counts` gives."""
+        from hpu._calib_merge import _make_sorter
+
+        counts = occupancy_counts(settings, self.max_alloc)
+        return _solver_occupancy(_make_sorter(), self.device, counts, settings, rng)
 
     def _same_core(self):
         """For a CPU device: each round of γ's pairs with every thread on one core
@@ -769,6 +786,7 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
             "too small to measure transfer costs")
     combine_sizes = sorted(set(settings.combine_sizes)) if hasattr(bench, "combine_rates") else []
     total = (len(counts) + 2 * len(merge_sizes) + 2 * len(xfer) + hasattr(bench, "solver_ratio")
+             + (bench.kind != "CPU" and hasattr(bench, "solver_occupancy"))
              + bool(combine_sizes)
              + (bench.kind == "CPU" and hasattr(bench, "contention")))
     R = settings.repeats
@@ -834,6 +852,13 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
             bar.begin("γ: one-task sort by hpu's solver")
             solver_gamma, solver_unit = bench.solver_ratio(merge_sizes, settings, rng)
             bar.step("γ: one-task sort by hpu's solver")
+        # a GPU's width for hpu's tasks: one level of 1..2^14 subtree sorts (see
+        # _solver_occupancy); a CPU device's width is its cores (below)
+        occupancy = ()
+        if bench.kind != "CPU" and hasattr(bench, "solver_occupancy"):
+            bar.begin("g: tasks per level, hpu's solver")
+            occupancy = bench.solver_occupancy(settings, rng)
+            bar.step("g: tasks per level, hpu's solver")
         # the combines: the unit above is a whole sort of cache-sized inputs, but the merges
         # near the root are single tasks over megabytes, slower per element (issue 14)
         combine = None
@@ -862,9 +887,15 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
 
     outside = _load.outside_share(load_start, _load.sample())
     sweeps = Sweeps(g_elements=settings.sum_elements, g=tuple(g_pairs), merge_cpu=tuple(cpu_pairs),
-                    merge_device=tuple(dev_pairs), h2d=tuple(h2d_pairs), d2h=tuple(d2h_pairs))
+                    merge_device=tuple(dev_pairs), h2d=tuple(h2d_pairs), d2h=tuple(d2h_pairs),
+                    occupancy=tuple(occupancy))
     est = estimates(sweeps)
     g = est.g
+    table = occupancy_table(occupancy)
+    if table:
+        # the sum's knee stays Figure 5's measurement; the model's g is the width the
+        # device shows for hpu's own tasks (_solver_occupancy)
+        g = occupancy_g(table)
     if bench.kind == "CPU":
         # A CPU device runs one work-item per core at a time, and the model's g counts
         # the cores a task-parallel level can use.  The streaming sum's knee says how
@@ -896,6 +927,7 @@ def _measure(bench, settings: CalibrationSettings, *, quick: bool, progress, p: 
         combine_rates=(() if combine is None else
                        tuple((int(b), float(e.value)) for b, e in combine[0])),
         combine_gamma=None if combine is None else float(combine[1].value),
+        device_occupancy=table,
         **_overheads.measure_quietly(getattr(bench, "device", None)),  # fixed costs (issue 13)
     )
 
@@ -1008,6 +1040,94 @@ def _solver_ratio(sorter, device, sizes, settings: CalibrationSettings, rng, aro
 
 #: Bytes a calibration sort's task touches per key: the int32 keys and the int32 scratch.
 SORT_BYTES_PER_KEY = 8
+
+#: Keys of each subtree sort in the occupancy sweep (:func:`_solver_occupancy`).
+OCCUPANCY_KEYS = 512
+def occupancy_counts(settings: CalibrationSettings, max_alloc: int) -> tuple[int, ...]:
+    """The task counts of the occupancy sweep: 1, then powers of two (×4 for a quick
+    calibration, ×2 for a full one) up to ``settings.occupancy_tasks`` (2^14 subtrees
+    of 512 keys: 8 Mi keys), fewer where the device's largest buffer cannot hold
+    their keys."""
+    fit = max(1, int(max_alloc) // (4 * OCCUPANCY_KEYS))
+    top = min(settings.occupancy_tasks, 1 << (fit.bit_length() - 1))
+    return tuple(t for t in _pow2_range(0, 30, settings.occupancy_step) if t <= top)
+
+
+def _solver_occupancy(sorter, device, counts, settings: CalibrationSettings, rng):
+    """Per task count ``t``, the device time of one level of ``t`` sorts of
+    :data:`OCCUPANCY_KEYS` keys each, by hpu's translated solver (the cut-off level
+    ``K = log2 t`` of a hybrid run that gives the device exactly that level).
+
+    Why: the model's ``g`` work-items at speed γ each is not how a GPU runs hpu's
+    tasks.  A task is a long serial solver or merge; a GPU runs one per compute unit
+    at the speed of one alone, but several on a unit share its issue slots, and the
+    device's throughput levels off far below the element-wise sum's knee (an H200:
+    sum knee 131 072 work-items; its mergesort levels ran 2x slower per task at 1 024
+    tasks than at 128, and the plan that believed the sum lost to the CPU alone).  So
+    the device's time per level is measured with the application's own code, as γ is
+    (004 footnote 6), from one task to a saturated device.  Each block of keys holds
+    its own range of values, so the merges above ``K`` find their runs in order and
+    cost nothing; the device's leaf phase is what is timed.  The result is checked.
+    """
+    import warnings
+
+    pairs = []
+    keys = OCCUPANCY_KEYS
+
+    def one(t):
+        n = t * keys
+        base = np.repeat(np.arange(t, dtype=np.int64) * keys, keys)
+        x = (base + rng.integers(0, keys, n)).astype(np.int32)
+        a, tmp = x.copy(), np.empty_like(x)
+        K = t.bit_length() - 1
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run = sorter.run(a, tmp, 0, n, device="hybrid", alpha=0.0, y=K, K=K,
+                             cl_device=device)
+        if run.fallbacks:
+            raise DeviceUnavailableError(
+                f"the OpenCL device failed during calibration: {run.fallbacks[0]}; "
+                "choose another device with --device")
+        if not np.array_equal(a, np.sort(x)):
+            raise DeviceUnavailableError(
+                f"the device sorted wrongly during calibration ({t} tasks of {keys} keys); "
+                "choose another device with --device / HPU_DEVICE")
+        return sum(r.gpu_seconds for r in run.levels if r.phase == "leaf")
+
+    from hpu._opencl._backend import OpenCLBackend
+
+    # one launch per level: a device with its own memory would otherwise launch the
+    # leaves in pieces, one after another, and the level's time would be the pieces'
+    saved = OpenCLBackend.transfer_chunks
+    OpenCLBackend.transfer_chunks = 1
+    try:
+        for t in counts:
+            one(t)                          # first launch of this shape: specialisation
+            for sec in _after_warmup(lambda t=t: one(t), settings.repeats, settings):
+                pairs.append((t, sec))
+    finally:
+        OpenCLBackend.transfer_chunks = saved
+    return tuple(pairs)
+
+
+def occupancy_table(pairs) -> tuple[tuple[int, float], ...]:
+    """``((tasks, relative time), ...)`` from the sweep's ``(tasks, seconds)`` pairs: each
+    count's median over the one-task median (:attr:`hpu.model.Machine.device_occupancy`)."""
+    by: dict[int, list[float]] = {}
+    for t, sec in pairs:
+        by.setdefault(int(t), []).append(float(sec))
+    if 1 not in by:
+        return ()
+    one = float(np.median(by[1]))
+    if not one > 0:
+        return ()
+    return tuple((t, float(np.median(v)) / one) for t, v in sorted(by.items()))
+
+
+def occupancy_g(table) -> int:
+    """The device's width for 004's formulas from an occupancy table: its best throughput,
+    ``max(tasks / relative time)``, in tasks running at the speed of one alone."""
+    return max(1, int(round(max(t / r for t, r in table))))
 
 
 #: Pairs of one combine size may take this many times :func:`combine_run_limit`.

@@ -1005,3 +1005,81 @@ def test_contention_rounds_spread_over_gamma_seconds(seconds):
         assert took >= seconds or rounds == 16 * settings.repeats
     else:
         assert rounds <= settings.repeat_cap
+
+
+# ------------------------------------------------- a GPU's width for hpu's own tasks
+
+class OccupancyBench(SyntheticBench):
+    """A GPU whose level of ``t`` subtree sorts takes ``max(1, t / WIDTH)`` times one
+    alone, whatever the element-wise sum's knee says."""
+
+    WIDTH = 48
+    T1 = 2e-4
+
+    def solver_occupancy(self, settings, rng):
+        counts = cal.occupancy_counts(settings, self.max_alloc)
+        return tuple((t, self.T1 * max(1.0, t / self.WIDTH)) for t in counts
+                     for _ in range(settings.repeats))
+
+
+def test_a_gpus_g_and_level_times_come_from_its_occupancy_sweep_not_the_sum(monkeypatch):
+    monkeypatch.setattr(cal, "_OpenCLBench", lambda device=None: OccupancyBench(device))
+    settings = dataclasses.replace(TINY, occupancy_tasks=1024, occupancy_step=1)
+    prof = cal.calibrate(settings=settings, progress=False)
+    assert SyntheticBench.G != OccupancyBench.WIDTH
+    assert prof.g == OccupancyBench.WIDTH         # the best throughput, in tasks alone
+    assert [t for t, _ in prof.device_occupancy] == [1 << e for e in range(11)]
+    assert dict(prof.device_occupancy)[1024] == pytest.approx(1024 / 48)
+    assert prof.sweeps.occupancy and prof.sweeps.g    # both sweeps kept
+    machine = prof.machine()
+    assert machine.device_rounds(32) == pytest.approx(1.0)
+    assert machine.device_rounds(4096) == pytest.approx(4096 / 48)
+    assert Profile.from_json(prof.to_json()) == prof
+
+
+def test_the_occupancy_sweep_fits_the_devices_largest_buffer():
+    s = dataclasses.replace(TINY, occupancy_tasks=1 << 14, occupancy_step=2)
+    assert cal.occupancy_counts(s, 1 << 40) == (1, 4, 16, 64, 256, 1024, 4096, 16384)
+    assert cal.occupancy_counts(s, 4 * cal.OCCUPANCY_KEYS * 100) == (1, 4, 16, 64)
+    assert cal.occupancy_counts(s, 1) == (1,)
+    with pytest.raises(ValueError, match="occupancy_step"):
+        dataclasses.replace(TINY, occupancy_step=0)
+    with pytest.raises(ValueError, match="occupancy_tasks"):
+        dataclasses.replace(TINY, occupancy_tasks=0)
+
+
+def test_the_occupancy_table_is_each_counts_median_over_one_tasks():
+    pairs = ((1, 2.0), (1, 2.2), (1, 1.8), (8, 2.0), (8, 6.0), (8, 4.0), (64, 16.0))
+    table = cal.occupancy_table(pairs)
+    assert table == ((1, 1.0), (8, 2.0), (64, 8.0))
+    assert cal.occupancy_g(table) == 8
+    assert cal.occupancy_table(((4, 1.0),)) == ()          # no one-task time: no table
+
+
+@pytest.mark.opencl
+def test_the_occupancy_sweep_runs_hpus_solver_on_the_real_device():
+    """On the real device (PoCL here, a GPU where there is one): each count's level of
+    subtree sorts runs as the device's only work of a hybrid run, checked against NumPy."""
+    _real_device_or_skip()
+    from hpu._calib_merge import _make_sorter
+    from hpu._opencl._device import select_device
+
+    from hpu._opencl._backend import OpenCLBackend
+
+    rng = np.random.default_rng(3)
+    sorter = _make_sorter()
+    pieces = []
+
+    class Spy:
+        def run(self, *args, **kwargs):
+            pieces.append(OpenCLBackend.transfer_chunks)
+            return sorter.run(*args, **kwargs)
+
+    saved = OpenCLBackend.transfer_chunks
+    pairs = cal._solver_occupancy(Spy(), select_device(None), (1, 4, 16), TINY, rng)
+    # each level in one launch while measuring (not a pipelined copy's pieces), then as before
+    assert pieces and set(pieces) == {1} and OpenCLBackend.transfer_chunks == saved
+    assert sorted({t for t, _ in pairs}) == [1, 4, 16]
+    assert len(pairs) >= 3 * TINY.repeats and all(sec > 0 for _, sec in pairs)
+    table = cal.occupancy_table(pairs)
+    assert table[0] == (1, 1.0) and cal.occupancy_g(table) >= 1

@@ -405,3 +405,25 @@ def test_malformed_numbers_and_nesting_are_profile_errors(make, reason):
     msg = str(err.value)
     assert f"profile {path} is corrupt" in msg and "hpu calibrate" in msg
     assert re.search(reason, msg), msg[:300]
+
+
+def test_a_profile_without_an_occupancy_table_reads_as_004s_device():
+    """Profiles written before the occupancy sweep (and every CPU device's) have neither
+    ``device_occupancy`` nor ``sweeps.occupancy``: they read, and the model's device
+    level is ``ceil(tasks / g)``."""
+    prof = _profile.Profile.builtin()
+    data = json.loads(prof.to_json())
+    del data["device_occupancy"]
+    del data["sweeps"]["occupancy"]
+    back = _profile.Profile.from_json(json.dumps(data))
+    assert back.device_occupancy == () and back.sweeps.occupancy == ()
+    assert back.machine().device_rounds(3 * back.g) == 3.0
+
+
+@pytest.mark.parametrize("bad", [[[0, 1.0]], [[1, -1.0]], [[1, 1.0], [1, 2.0]], "x",
+                                 [[1.5, 1.0]]])
+def test_a_profile_with_a_bad_occupancy_table_is_corrupt(bad):
+    data = json.loads(_profile.Profile.builtin().to_json())
+    data["device_occupancy"] = bad
+    with pytest.raises(_profile.ProfileError, match="device_occupancy"):
+        _profile.Profile.from_json(json.dumps(data))
