@@ -308,6 +308,24 @@ def test_summary_shows_each_numbers_error_and_the_confidence(tmp_path):
     assert "confidence  predicted times ± 5.1 %" in out and "a tie" in out
 
 
+def test_summary_says_where_a_gpus_g_comes_from(tmp_path):
+    from dataclasses import replace
+
+    from hpu._commands.calibrate import format_summary
+    from hpu.calibrate import Profile
+
+    base = Profile(p=16, g=3700, gamma=0.08, latency_s=2e-5, seconds_per_byte=8e-11,
+                   cpu_seconds_per_element=6e-9, device="G", platform="P", driver_version="1",
+                   device_kind="GPU", compute_units=132, device_shares_cpu=False, host="h",
+                   hpu_version="0", created="2026-01-01T00:00:00+00:00", quick=True)
+    assert "g           3700  work-items that saturate the device" in \
+        format_summary(base, tmp_path / "p.json")
+    occ = replace(base, device_occupancy=((1, 1.0), (256, 1.03), (16384, 4.43)))
+    out = format_summary(occ, tmp_path / "p.json")
+    assert ("g           3700  tasks at the speed of one alone, at best (hpu's solver, "
+            "1..16384 tasks at once: 256: 1.03x, 16384: 4.43x one task's time)") in out
+
+
 @pytest.mark.parametrize("units,p,cores,disjoint", [(1, 1, 2, True), (1, 2, 2, False),
                                                     (2, 2, 4, True), (None, 1, 2, False)])
 def test_summary_says_whether_a_sub_device_has_cores_of_its_own(monkeypatch, units, p, cores,

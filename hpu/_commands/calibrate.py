@@ -84,7 +84,12 @@ def format_summary(profile, path, wall_s: float | None = None) -> str:
         f"{profile.compute_units} compute units)",
         f"shares CPU  {shares}",
         f"p           {profile.p}  CPU cores Numba uses",
-        f"g           {profile.g}  work-items that saturate the device",
+        (f"g           {profile.g}  work-items that saturate the device"
+         if not getattr(profile, "device_occupancy", ()) else
+         f"g           {profile.g}  tasks at the speed of one alone, at best (hpu's solver, "
+         f"1..{int(profile.device_occupancy[-1][0])} tasks at once: "
+         + ", ".join(f"{int(t)}: {r:.3g}x" for t, r in profile.device_occupancy[1:])
+         + " one task's time)"),
         f"gamma       {profile.gamma:.4g}{_pm(profile, 'gamma')}  (1/gamma = {profile.inv_gamma:.4g}; "
         f"one device work-item vs one CPU core)",
         f"lambda      {_fmt_seconds(profile.latency_s)}{_pm(profile, 'latency_s')}  transfer latency",
