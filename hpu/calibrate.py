@@ -31,6 +31,15 @@ g
     than the CPU.  On a CPU device g is its cores (compute units: the sum's knee
     measures the memory bus there, not the cores a level of tasks uses), and the slowdown
     of both sides running at once is measured (``measured_contention``).
+g of a GPU
+    the sum's knee is not how a GPU runs hpu's tasks (an H200's read 131 072; its
+    mergesort levels levelled off near 3 700 tasks, and the plan built on the sum lost
+    to the CPU alone).  So a GPU's level times are measured like γ, with hpu's own
+    solver: one level of 1, 4, 16, ... 2^14 subtree sorts at once
+    (:func:`_solver_occupancy`); their times over one task's are the profile's
+    ``device_occupancy`` (the model's :meth:`hpu.model.Machine.device_rounds`) and
+    the best throughput, in tasks at the speed of one alone, is g.  The sum's sweep
+    stays as Figure 5's measurement.
 combines
     the unit above is whole sorts of cache-sized inputs, but the merges above
     a split are single tasks over megabytes: per size (``combine_sizes``), the

@@ -60,6 +60,10 @@ The paper's model is continuous: a level of ``m ≥ p`` tasks costs ``m/p``
 task-times.  The simulator counts whole tasks: ``m`` equal tasks on ``w``
 parallel units take ``⌈m/w⌉`` task-times (exact for equal tasks under any
 greedy scheduler), which matters at the top of the tree and for small shares.
+On a GPU whose calibration measured it, a device level of ``m`` tasks takes
+the measured ``device_rounds(m)`` task-times instead (``Machine.device_occupancy``:
+a GPU runs one long serial task per compute unit at full speed, more of them
+share a unit, and its throughput levels off far below ``g`` work-items at γ each).
 Each share expands to a cut-off level ``K`` whose tasks solve their subtrees
 (DESIGN §3); by default ``K`` is the first level where every non-empty share
 has 16 tasks per core, so that whole-task rounding costs at most a few
