@@ -323,7 +323,11 @@ class DivideAndConquer:
         """The original compiled by Numba, on one core (004's baseline); returns its value."""
         if _disabled():
             return self.py_func(*args, **kwargs)
-        value = self._sequential(args, kwargs)
+        try:
+            value = self._sequential(args, kwargs)
+        except Exception as err:
+            self._note_raise_site(err)
+            raise
         if self._int_results:
             from hpu._kinds import restore
 
@@ -869,7 +873,11 @@ class DivideAndConquer:
         return self._run(opts, args, user)
 
     def _run(self, options, args, kwargs, checked=None) -> Run:
-        run = self._run_any(options, args, kwargs, checked)
+        try:
+            run = self._run_any(options, args, kwargs, checked)
+        except Exception as err:
+            self._note_raise_site(err)
+            raise
         if run.device != "python" and self._int_results:
             import dataclasses
 
@@ -899,7 +907,27 @@ class DivideAndConquer:
             own[k] = plain
         return plain
 
+    def _note_raise_site(self, err: BaseException) -> None:
+        """The user's ``raise``/``assert`` that ``err`` came from, named in a note (compiled
+        code and the device raise Python's exception without its line; hpu._raises)."""
+        from hpu._raises import add_site_note
+
+        try:
+            add_site_note(err, self._raise_sites)
+        except Exception:  # noqa: BLE001 - a note is not worth hiding the user's error
+            pass
+
     # facts read once from the source (of the function and its helpers)
+    @functools.cached_property
+    def _raise_sites(self):
+        """``(class, arguments, "file:line")`` of each ``raise``/``assert`` (hpu._raises)."""
+        from hpu._raises import raise_sites
+
+        try:
+            return raise_sites(self.py_func)
+        except Exception:  # noqa: BLE001 - a source hpu cannot read: no notes
+            return ()
+
     @functools.cached_property
     def _int_results(self) -> bool:
         """Whether Python's result is an int wherever the compiled one is a finite integral

@@ -91,6 +91,7 @@ from hpu import _functional, _views
 from hpu._errors import TranslationError
 from hpu._iteration import array_loops_indexed
 from hpu._normalise import _is_rec, normalise, unroll_literal_loops
+from hpu._raises import lower_raises, raise_refusal
 from hpu._reductions import REDUCE_FIRST, REDUCE_PAIR, reductions_as_loops
 from hpu._subset import EXPR_RULES, STMT_RULES, refuse_with
 
@@ -569,7 +570,17 @@ class _SubsetChecker(ast.NodeVisitor):
         """Statements refused everywhere: the one table in :mod:`hpu._subset`."""
         refuse_with(self.where, node, STMT_RULES[type(node)])
 
-    visit_With = visit_AsyncWith = visit_Try = visit_Raise = visit_Assert = _table
+    def visit_Raise(self, node):
+        """``raise E(constant...)`` of a built-in class runs on every path (:mod:`hpu._raises`)."""
+        why = raise_refusal(node)
+        if why is not None:
+            shown = getattr(node, "hpu_shown", None) or ast.unparse(node)
+            self.where.refuse(node, f"`{shown}`", why,
+                              "raise one of Python's built-in exceptions with a constant "
+                              "message, e.g. raise ValueError(\"hi < lo\"), and check the "
+                              "arguments before the call for a message that names values")
+
+    visit_With = visit_AsyncWith = visit_Try = visit_Assert = _table
     visit_Import = visit_ImportFrom = visit_Global = visit_Nonlocal = _table
     visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = visit_Delete = _table
     visit_Match = visit_AsyncFor = visit_TryStar = _table
@@ -795,6 +806,13 @@ def _check_pure_prefix(stmt, where: _Where):
         for sub in stmt.body + stmt.orelse:
             _check_pure_prefix(sub, where)
         return
+    if isinstance(stmt, ast.Raise):   # a check of the arguments (hpu._raises): no effect
+        return                        # but the exception, whenever it is evaluated
+    if isinstance(stmt, ast.If) and _always_raises(stmt.body) and (
+            not stmt.orelse or _always_raises(stmt.orelse)):
+        for sub in stmt.body + stmt.orelse:
+            _check_pure_prefix(sub, where)
+        return
     if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         for t in targets:
@@ -845,11 +863,23 @@ def _return_arity(ret: ast.Return) -> int:
     return 1
 
 
+def _always_raises(stmts) -> bool:
+    """The block ends in ``raise`` on every path (an argument check: ``if hi < lo: raise``)."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, ast.Raise):
+        return True
+    if isinstance(last, ast.If):
+        return _always_raises(last.body) and _always_raises(last.orelse)
+    return False
+
+
 def _always_returns(stmts) -> bool:
     if not stmts:
         return False
     last = stmts[-1]
-    if isinstance(last, ast.Return):
+    if isinstance(last, (ast.Return, ast.Raise)):   # a raise ends the block too
         return True
     if isinstance(last, ast.If):
         return _always_returns(last.body) and _always_returns(last.orelse)
@@ -915,6 +945,7 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
                                  f"({', '.join(params)}); pass two of its scalar parameters")
         span = tuple(span)
     tree = _functional.rewrite_values(_strip(node))  # float("inf"), `if not arr`
+    lower_raises(tree, fn.__globals__)  # assert -> if/raise; raise E("...") marked
     left = _lower_reductions(tree, fn.__globals__)  # a.sum(), np.max(a) -> loops
     _refusals_at_once(tree, where, name, reductions=left)
     root_defaults = _root_defaults(tree, where)  # if hi is None: hi = len(a) -> at the call
@@ -1428,8 +1459,14 @@ def resolve(fn, spec: DCSpec) -> Closure:
                        is_main: bool):
         local = _function_locals(node)
         my_calls: list[tuple[str, ast.Call]] = []
+        # the class of an accepted raise is Python's own (hpu/_raises.py), not a global
+        raised = {id(r.exc.func) for r in ast.walk(node)
+                  if isinstance(r, ast.Raise) and raise_refusal(r) is None}
         for sub in ast.walk(node):
-            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
+            if id(sub) in raised:
+                continue
+            if (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name)
+                    and id(sub.func) not in raised):
                 if sub.func.id not in local:
                     my_calls.append((sub.func.id, sub))
             if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name):
@@ -1551,6 +1588,7 @@ def resolve(fn, spec: DCSpec) -> Closure:
         where = _Where(filename, f"helper {getattr(obj, '__hpu_shown__', n)!r}")
         _check_params(hnode, where)
         tree = _functional.rewrite_values(_strip(hnode))
+        lower_raises(tree, obj.__globals__)
         left = _lower_reductions(tree, obj.__globals__)
         _refusals_at_once(tree, where, tree.name, sentinel=False, reductions=left)
         tree.name = n

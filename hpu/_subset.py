@@ -45,11 +45,18 @@ RULES: dict[str, Rule] = {
     # ---- statements
     "try": Rule("a try statement", "exceptions cannot be caught inside a task or on a device",
                 "check the condition with an if before the operation", "try: ... except: ..."),
-    "raise": Rule("a raise statement", "tasks and kernels cannot raise exceptions",
-                  "check the arguments before calling the decorated function",
-                  "raise ValueError(...)"),
-    "assert": Rule("an assert statement", "tasks and kernels cannot raise exceptions",
-                   "check the arguments before calling the decorated function", "assert n > 0"),
+    "raise": Rule("a raise of a message computed at run time, of a class of one's own, "
+                  "`raise ... from ...` or a bare `raise`",
+                  "a task on the OpenCL device cannot build a string or hold a Python object; "
+                  "Python's built-in exceptions with constant arguments are raised on every "
+                  "path (`raise ValueError(\"hi < lo\")`, `assert hi >= lo, \"...\"`)",
+                  "raise a built-in exception with a constant message, or check the "
+                  "arguments before calling the decorated function",
+                  "raise ValueError(f\"bad {x}\")"),
+    "assert": Rule("an assert with a message computed at run time",
+                   "a task on the OpenCL device cannot build a string",
+                   "give the assert a constant message (`assert n > 0, \"n > 0\"`)",
+                   "assert n > 0, f\"n = {n}\""),
     "with": Rule("a with statement", "context managers need Python objects at run time",
                  "remove the with block and keep its body", "with lock: ..."),
     "import": Rule("an import statement", "imports run in Python, not inside a task",
@@ -203,6 +210,10 @@ ACCEPTED: tuple[tuple[str, str, str], ...] = (
     ("base case as a conditional expression", "return a[lo] if hi - lo == 1 else f(..) + f(..)",
      "guard + return"),
     ("pure scalar code before the guard", "n = hi - lo\nif n <= 1: return", "as written"),
+    ("raise and assert with constant messages",
+     "if hi < lo: raise ValueError(\"empty range\")\nassert hi >= lo, \"empty range\"",
+     "Python's built-in exception with its arguments, on every device, with a note naming "
+     "the line"),
     ("a loop of calls over a constant range", "for i in range(4): s += f(a, lo + i * q, ...)",
      "unrolled; the loop variable is replaced by 0, 1, 2, 3"),
     ("a None default computed first", "def f(a, lo=0, hi=None):\n    if hi is None: hi = len(a)",

@@ -193,7 +193,7 @@ def bad_print(a, lo, hi):
 
 def bad_raise(a, lo, hi):
     if hi < lo:
-        raise ValueError  # refused
+        raise ValueError(f"hi={hi} < lo={lo}")  # refused: a message made at run time
     if hi - lo <= 1:
         return
     bad_raise(a, lo, hi)
@@ -445,7 +445,7 @@ MALFORMED = [
     (bad_import, "import"),
     (bad_global, "global"),
     (bad_print, "print"),
-    (bad_raise, "raise"),
+    (bad_raise, "computed at run time"),
     (bad_recursion_through_helper, "recursion through a helper"),
     (bad_recursive_helper, "a recursive helper"),
     (bad_mutual_helpers, "recursion among helpers"),

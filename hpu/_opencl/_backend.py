@@ -669,6 +669,12 @@ def device_error(err: np.ndarray, sites) -> Exception | None:
         return ValueError(where + ": " + empty_message(value))
     if code in (7, 8):
         return ValueError(where + ": " + pair_message(code - 7, value, extra))
+    if code == 9:   # the user's raise statement (hpu/_raises.py): Python's exception
+        from hpu._raises import exception_from_site
+
+        made = exception_from_site(where)
+        if made is not None:
+            return made
     return DeviceFault(f"the device reported an unknown error code {code}")  # pragma: no cover
 
 

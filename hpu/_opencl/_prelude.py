@@ -271,7 +271,8 @@ long hpu_index(long i, long n)
 _fixed("hpu_raise", """
 /* Record an error (code 1: // or % by zero, 2: NaN to int, 3: inf or out-of-range float
    to int, 4: index out of bounds, 5: a slice assignment's lengths, 6: an empty array's
-   min/max, 7/8: two arrays' lengths in a reduction); only the first of the run is kept. */
+   min/max, 7/8: two arrays' lengths in a reduction, 9: the user's raise statement at the
+   site); only the first of the run is kept. */
 void hpu_raise(__global long *err, int code, long site, long value, long extra)
 {
     if (atomic_cmpxchg((volatile __global int *)err, 0, code) == 0) {

@@ -494,6 +494,8 @@ class _FunctionEmitter:
             self._line(f"{e.text};" if isinstance(stmt.value, ast.Call) else f"(void)({e.text});")
         elif isinstance(stmt, ast.Return):
             self._return(stmt)
+        elif isinstance(stmt, ast.Raise):
+            self._raise(stmt)
         elif isinstance(stmt, ast.While):
             cond = self._cond(stmt.test)
             self._line(f"while ({cond}) {{")
@@ -708,6 +710,26 @@ class _FunctionEmitter:
             self._line(f"return {_call(_tuple_c(rt) + '_make', *parts).text};")
             return
         self._line(f"return {self._conv(self._expr(stmt.value), vt, rt).text};")
+
+    def _raise(self, stmt: ast.Raise):
+        """``raise E(c...)`` (hpu/_raises.py): error code 9 at the statement's site -- the
+        host rebuilds Python's exception from the site's text -- and the function returns
+        (a value of its type, which nobody reads: the host raises after the share)."""
+        site = self._site(stmt)
+        if site is None:
+            raise self.fail(stmt, "a raise statement outside hpu's error channel",
+                            "the exception is recorded in the checked mode's error buffer",
+                            "Translate with checked= (hpu's levels always are).")
+        self._line(f"{self._helper('hpu_raise')}(hpu_err, 9, {site.text}, 0L, 0L);")
+        rt = self.t.return_type
+        if rt is None:
+            self._line("return;")
+        elif isinstance(rt, TupleType):
+            self._ctype(rt)
+            zeros = [_E(f"({item.c})0") for item in rt.items]
+            self._line(f"return {_call(_tuple_c(rt) + '_make', *zeros).text};")
+        else:
+            self._line(f"return ({self._ctype(rt)})0;")
 
     # ------------------------------------------------------------------ for
     def _for(self, stmt: ast.For):

@@ -46,6 +46,7 @@ from hpu._opencl._scalars import (
     range_type, round_input, scalar_of, unify,
 )
 from hpu._opencl._source import FunctionSource
+from hpu._raises import device_raise
 from hpu._subset import rule, rule_for_node
 from hpu._reductions import REDUCE_FIRST, REDUCE_PAIR
 from hpu._views import SLICE_COPY
@@ -420,6 +421,8 @@ class _Analysis:
         """Refuse constructs outside the subset anywhere in the body (decorators and
         annotations are Python's business, not the device's)."""
         for node in (n for stmt in fn.body for n in ast.walk(stmt)):
+            if isinstance(node, ast.Raise) and device_raise(node) is not None:
+                continue   # raise E(constant...): the error channel's code 9 (hpu/_raises.py)
             refused = _refused(node)
             if refused is not None:
                 raise self.fail(node, *refused)
@@ -525,6 +528,8 @@ class _Analysis:
         elif isinstance(stmt, ast.Return):
             self._uses_in(stmt.value, env)
             self.return_nodes.append(stmt)
+            return None
+        elif isinstance(stmt, ast.Raise):   # ends the path, as a return does
             return None
         elif isinstance(stmt, ast.If):
             self._uses_in(stmt.test, env)
@@ -683,6 +688,8 @@ class _Analysis:
         elif isinstance(stmt, ast.Return):
             if stmt.value is not None:
                 self._expr(stmt.value, allow_tuple=True)
+        elif isinstance(stmt, ast.Raise):
+            pass   # its class and constant arguments are the host's (hpu/_raises.py)
         elif isinstance(stmt, ast.If):
             self._test(stmt.test)
             self._block(stmt.body)

@@ -9,7 +9,6 @@ multiple of the group on the real device, with the GPU shape forced.
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
