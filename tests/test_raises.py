@@ -222,3 +222,20 @@ def test_constant_arguments_may_be_expressions_and_module_constants(config):
              if t.strip().startswith("raise OverflowError(MESSAGE")]
     assert info.value.__notes__ == [
         "raised at " + " or ".join(f"test_raises.py:{n}" for n in lines)]
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=IDS)
+def test_a_functional_sort_that_raises_runs_its_device_form(config):
+    x = np.random.default_rng(6).standard_normal(4001)
+    run = ex.fsort.options(**config).run(x)
+    assert np.array_equal(run.value, np.sort(x))
+    assert not run.fallbacks
+    if config["device"] == "gpu":
+        assert run.gpu_tasks > 0
+    y = x.copy()
+    y[2024] = np.nan
+    with pytest.raises(ValueError) as info:
+        ex.fsort.options(**config)(y)
+    assert info.value.args == ("NaN in fsort",)
+    assert info.value.__notes__ == [f"raised at raise_examples.py:{_line_of('NaN in fsort')}"]
+    assert np.array_equal(y[:2024], x[:2024]) and np.isnan(y[2024])
