@@ -94,23 +94,40 @@ PROBLEM = model.Problem(a=2, b=2, cost="n", n=1 << 20)
        y=st.integers(0, 6))
 def test_the_simulated_pipeline_follows_the_documented_overlap_term(latency, per_byte, chunks,
                                                                    alpha, y):
+    """The device's span is ``overlapped_device_time(upload, compute, download, chunks)``,
+    where ``compute`` is the share's levels with level y and the cut-off level launched in
+    ``chunks`` pieces, one after another (:func:`hpu.model._level_rounds`): never less than
+    in one launch, and more when a piece's tasks cannot fill the device."""
     machine = model.Machine(p=4, g=1024, gamma=1 / 50, latency_s=latency,
                             seconds_per_byte=per_byte, seconds_per_unit=1e-9)
     one = model.simulate(PROBLEM, machine, alpha=alpha, y=y, chunks=1)
     piped = model.simulate(PROBLEM, machine, alpha=alpha, y=y, chunks=chunks)
-    assert piped.total_time <= one.total_time * (1 + 1e-12)
     assert piped.transfer_bytes == one.transfer_bytes
     up = [p for p in one.phases if p.name == "upload"]
     if not up:
         return
     u = up[0].end - up[0].start
-    d = one.device_share_time
+
+    def compute(pieces):
+        it = model._integer(PROBLEM)
+        comb = model._combine_costs(PROBLEM, machine, 4)
+        t, _ = model._side_time(it, PROBLEM.a, one.device_tasks, y, one.K,
+                                machine.device_rounds, machine.gamma, comb,
+                                machine.device_combine_speed, pieces)
+        return t * machine.unit_scale
+
+    d, d_piped = compute(1), compute(chunks)
+    if one.cpu_share_time <= u:      # uncontended: the share is its compute
+        assert one.device_share_time == pytest.approx(d, rel=1e-9, abs=1e-15)
+    assert d_piped >= d * (1 - 1e-12)
     span = [p for p in piped.phases if p.unit in ("link", "device")]
     first, last = min(p.start for p in span), max(p.end for p in span)
     if one.cpu_share_time <= u:  # no contention while both compute: the formula exactly
-        want = u / chunks + max((chunks - 1) / chunks * 2 * u, d) + u / chunks
+        want = u / chunks + max((chunks - 1) / chunks * 2 * u, d_piped) + u / chunks
         assert last - first == pytest.approx(want, rel=1e-9, abs=1e-15)
-        assert want == pytest.approx(model.overlapped_device_time(u, d, u, chunks))
+        assert want == pytest.approx(model.overlapped_device_time(u, d_piped, u, chunks))
+        if d_piped == pytest.approx(d):    # pieces that cost no more: pipelining only helps
+            assert piped.total_time <= one.total_time * (1 + 1e-9)
 
 
 def test_chunks_must_be_a_positive_int():
