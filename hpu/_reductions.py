@@ -217,6 +217,10 @@ class _Reductions(_Hoister):
                 and not any(g.is_async for g in e.args[0].generators)):
             return ("gen" + f.id, e.args[0], (e.args[1] if len(e.args) == 2 else None), None,
                     None, 0)
+        if (isinstance(f, ast.Name) and f.id in ("max", "min") and f.id not in self.used_globals
+                and len(e.args) == 1 and isinstance(e.args[0], ast.GeneratorExp)
+                and self._first_of(e.args[0]) is not None):
+            return "gen" + f.id, e.args[0], None, None, None, 0
         if isinstance(f, ast.Name) and f.id in _BUILTINS and f.id not in self.used_globals:
             if len(e.args) == 1 or (f.id == "sum" and len(e.args) == 2):
                 arr = self.array(e.args[0])
@@ -245,6 +249,27 @@ class _Reductions(_Hoister):
 
     used_globals: frozenset = frozenset()
 
+    def _first_of(self, gen: ast.GeneratorExp):
+        """``max(e for t in it)``/``min``: ``"range"`` when ``it`` is ``range(b)`` or
+        ``range(a, b)``, ``"array"`` when it is an array or a slice of one -- the shapes
+        whose first element is known before the loop (a typed first value: the device
+        needs every name assigned before it is read) -- else None (left refused).  One
+        ``for``, no ``if``, a name as target."""
+        if len(gen.generators) != 1:
+            return None
+        g = gen.generators[0]
+        if g.ifs or g.is_async or not isinstance(g.target, ast.Name):
+            return None
+        it = g.iter
+        if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                and "range" not in self.used_globals and not it.keywords
+                and 1 <= len(it.args) <= 2
+                and not any(isinstance(a, ast.Starred) for a in it.args)):
+            return "range"
+        if _arrayish(it, self.maybe):
+            return "array"
+        return None
+
     def generator(self, what: str, gen: ast.GeneratorExp, start) -> list:
         """``sum(e for x in xs if c)`` (``any``/``all`` of one ``for``): the loops, their
         variables renamed (a generator's do not leak into the function, as in Python), the
@@ -268,6 +293,9 @@ class _Reductions(_Hoister):
         def store(value):
             return ast.Assign([ast.Name(r, ast.Store())], value)
 
+        if what in ("max", "min"):
+            return self.block(self._first_then_rest(what, gen, gens[0].target, first_iter,
+                                                    elt, store, r))
         if what == "sum":
             init = copy.deepcopy(start) if start is not None else ast.Constant(0)
             body = [store(ast.BinOp(ast.Name(r, ast.Load()), ast.Add(), elt))]
@@ -281,6 +309,55 @@ class _Reductions(_Hoister):
                 body = [ast.If(cond, body, [])]
             body = [ast.For(g.target, g.iter, body, [])]
         return self.block([store(init)] + body)   # reductions inside it, in turn
+
+    def _first_then_rest(self, what, gen, target, it, elt, store, r) -> list:
+        """``max(e for t in it)``: ``it`` evaluated once, Python's ValueError when it is
+        empty (``REDUCE_FIRST``), ``r`` = ``e`` at the first ``t``, then each later ``e``
+        that compares larger (smaller) -- a NaN counts only where it comes first, as in
+        Python."""
+        def name(n, store_=False):
+            return ast.Name(n, ast.Store() if store_ else ast.Load())
+
+        def assign(n, value):
+            return ast.Assign([name(n, True)], value)
+
+        t = target.id
+        x, first = self.fresh("x"), self.fresh("first")
+        kind = _KINDS[what]
+        better = ast.If(ast.Compare(name(x), [ast.Gt() if what == "max" else ast.Lt()],
+                                    [name(r)]), [store(name(x))], [])
+        out = []
+        if self._first_of(gen) == "range":
+            lo, hi = self.fresh("a"), self.fresh("b")
+            if len(it.args) == 2:
+                out.append(assign(lo, copy.deepcopy(it.args[0])))
+            else:
+                out.append(assign(lo, ast.Constant(0)))
+            out.append(assign(hi, copy.deepcopy(it.args[-1])))
+            count = ast.Call(name("max"), [ast.BinOp(name(hi), ast.Sub(), name(lo)),
+                                           ast.Constant(0)], [])
+            out.append(assign(first, ast.Call(name(REDUCE_FIRST), [count, ast.Constant(kind)],
+                                              [])))
+            out.append(assign(t, ast.BinOp(name(lo), ast.Add(), name(first))))
+            out.append(store(copy.deepcopy(elt)))
+            rest = ast.Call(name("range"), [ast.BinOp(name(lo), ast.Add(), ast.Constant(1)),
+                                            name(hi)], [])
+            out.append(ast.For(name(t, True), rest,
+                               [assign(x, copy.deepcopy(elt)), better], []))
+        else:
+            v, j = self.fresh("view"), self.fresh("j")
+            out.append(assign(v, copy.deepcopy(it)))
+            length = ast.Call(name("len"), [name(v)], [])
+            out.append(assign(first, ast.Call(name(REDUCE_FIRST),
+                                              [length, ast.Constant(kind)], [])))
+            out.append(assign(t, ast.Subscript(name(v), name(first), ast.Load())))
+            out.append(store(copy.deepcopy(elt)))
+            out.append(ast.For(name(j, True),
+                               ast.Call(name("range"), [ast.Constant(1), copy.deepcopy(length)],
+                                        []),
+                               [assign(t, ast.Subscript(name(v), name(j), ast.Load())),
+                                assign(x, copy.deepcopy(elt)), better], []))
+        return out
 
     def target(self, e) -> bool:
         return self.kind(e) is not None

@@ -294,10 +294,39 @@ def above_first(a):
 INT_EXAMPLES.update({"dot_np": (dot_np, 0, lambda x: (x, x[::-1].copy(), 0, len(x))),
                      "above_first": (above_first, 1, lambda x: (x,))})
 
+def gen_max(a, lo, hi):
+    """max() of a generator over a range: the textbook base case."""
+    if hi - lo <= 5:
+        return max(a[i] for i in range(lo, hi))
+    mid = (lo + hi) // 2
+    return max(gen_max(a, lo, mid), gen_max(a, mid, hi))
+
+
+def gen_min_sq(a):
+    """min() of a generator over a slice's elements, an expression of each."""
+    if len(a) <= 7:
+        return min(v * v - 3 for v in a[:])
+    m = len(a) // 2
+    left = gen_min_sq(a[:m])
+    right = gen_min_sq(a[m:])
+    return left if left < right else right
+
+
+def empty_gen_max(a):
+    """max() of a generator over an empty range at length 2: Python's ValueError."""
+    if len(a) <= 3:
+        return max(a[i] for i in range(2, len(a))) if len(a) == 2 else 0
+    m = len(a) // 2
+    return empty_gen_max(a[:m]) + empty_gen_max(a[m:])
+
+
+INT_EXAMPLES.update({"gen_max": (gen_max, 1, lambda x: (x, 0, len(x))),
+                     "gen_min_sq": (gen_min_sq, 1, lambda x: (x,))})
+
 #: the examples whose answer NaN changes (NumPy's and Python's rules differ)
 NAN_EXAMPLES = ("sum_method", "max_np", "min_builtin", "lohi_max", "halves_max_gap",
                 "count_positive", "largest_distance", "mean_of_means", "first_top",
-                "any_zero_block")
+                "any_zero_block", "gen_max", "gen_min_sq")
 
 
 def empty_argmax(a):

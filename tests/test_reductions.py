@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reduction_examples import (INT_EXAMPLES, NAN_EXAMPLES, empty_argmax, empty_block_max,
+                                empty_gen_max,
                                 empty_builtin_min, empty_mean, misaligned_dot, unbroadcast)
 
 import hpu
@@ -103,7 +104,7 @@ def test_other_dtypes(name, dtype):
 @pytest.mark.opencl
 @pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
 @pytest.mark.parametrize("fn,kind", [(empty_block_max, 3), (empty_builtin_min, 0),
-                                     (empty_argmax, 5)])
+                                     (empty_argmax, 5), (empty_gen_max, 1)])
 def test_an_empty_arrays_min_or_max_raises_valueerror_at_its_line(fn, kind, device):
     x = np.arange(40, dtype=np.int64)
     with pytest.raises(ValueError) as plain:
@@ -203,3 +204,21 @@ def test_a_shadowed_builtin_or_keywords_are_left_alone():
     tree = ast.parse("def f(a):\n    return max(a)\n").body[0]
     reductions_as_loops(tree, {"np": np}, {"a"})
     assert "max(a)" not in ast.unparse(tree)  # Python's max(): a loop
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+def test_max_of_a_generator_keeps_the_first_of_equal_values(device):
+    """Python's max()/min() replace the best only by a larger (smaller) value: of 0.0 and
+    -0.0 the first stays, on every path."""
+    from reduction_examples import gen_max
+
+    f = hpu.divide_and_conquer(gen_max)
+    opts = {"device": device} if device != "hybrid" else {"device": device, "alpha": 0.5,
+                                                            "y": 1}
+    for x in (np.array([0.0, -0.0, 0.0, -0.0] * 8), np.array([-0.0, 0.0, -0.0] * 9)):
+        want = gen_max(x.copy(), 0, len(x))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+            got = f.options(**opts)(x, 0, len(x))
+        assert got == want and math.copysign(1, got) == math.copysign(1, want)
