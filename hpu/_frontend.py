@@ -863,27 +863,26 @@ def _return_arity(ret: ast.Return) -> int:
     return 1
 
 
-def _always_raises(stmts) -> bool:
-    """The block ends in ``raise`` on every path (an argument check: ``if hi < lo: raise``)."""
+def _ends_in(stmts, kinds) -> bool:
+    """Every path through the block ends in a statement of ``kinds``."""
     if not stmts:
         return False
     last = stmts[-1]
-    if isinstance(last, ast.Raise):
+    if isinstance(last, kinds):
         return True
     if isinstance(last, ast.If):
-        return _always_raises(last.body) and _always_raises(last.orelse)
+        return _ends_in(last.body, kinds) and _ends_in(last.orelse, kinds)
     return False
+
+
+def _always_raises(stmts) -> bool:
+    """The block ends in ``raise`` on every path (an argument check: ``if hi < lo: raise``)."""
+    return _ends_in(stmts, ast.Raise)
 
 
 def _always_returns(stmts) -> bool:
-    if not stmts:
-        return False
-    last = stmts[-1]
-    if isinstance(last, (ast.Return, ast.Raise)):   # a raise ends the block too
-        return True
-    if isinstance(last, ast.If):
-        return _always_returns(last.body) and _always_returns(last.orelse)
-    return False
+    """The block ends in ``return`` -- or ``raise``, which ends it too -- on every path."""
+    return _ends_in(stmts, (ast.Return, ast.Raise))
 
 
 _ARG_CALLS = frozenset({"min", "max", "abs", "int", "float", "bool", "round", "len"})

@@ -563,43 +563,36 @@ def _from_dict(data) -> Profile:
     ))
 
 
-def _optional_occupancy(data) -> tuple[tuple[int, float], ...]:
-    value = data.get("device_occupancy", [])
+def _optional_count_pairs(data, name: str, ok, shape: str, what: str, one: str):
+    """The optional list ``data[name]`` of ``[count >= 1, number]`` pairs whose number ``ok``
+    accepts, sorted, one pair per count (``shape``, ``what``, ``one``: the messages' words)."""
+    value = data.get(name, [])
     if not isinstance(value, list):
-        raise _Invalid(f"field 'device_occupancy' is {value!r}; expected a list of "
-                       "[tasks, relative time]")
+        raise _Invalid(f"field {name!r} is {value!r}; expected a list of {shape}")
     out = []
     for item in value:
-        ok = (isinstance(item, list) and len(item) == 2
-              and isinstance(item[0], int) and not isinstance(item[0], bool) and item[0] >= 1
-              and isinstance(item[1], (int, float)) and not isinstance(item[1], bool)
-              and math.isfinite(item[1]) and 0 < item[1] <= 1e9)
-        if not ok:
-            raise _Invalid(f"field 'device_occupancy' has {item!r}; expected [tasks >= 1, "
-                           "relative time > 0]")
+        good = (isinstance(item, list) and len(item) == 2
+                and isinstance(item[0], int) and not isinstance(item[0], bool) and item[0] >= 1
+                and isinstance(item[1], (int, float)) and not isinstance(item[1], bool)
+                and math.isfinite(item[1]) and ok(item[1]))
+        if not good:
+            raise _Invalid(f"field {name!r} has {item!r}; expected {what}")
         out.append((item[0], float(item[1])))
-    if len({t for t, _ in out}) != len(out):
-        raise _Invalid(f"field 'device_occupancy' names a task count twice: {value!r}")
+    if len({k for k, _ in out}) != len(out):
+        raise _Invalid(f"field {name!r} names {one} twice: {value!r}")
     return tuple(sorted(out))
+
+
+def _optional_occupancy(data) -> tuple[tuple[int, float], ...]:
+    return _optional_count_pairs(data, "device_occupancy", lambda r: 0 < r <= 1e9,
+                                 "[tasks, relative time]", "[tasks >= 1, relative time > 0]",
+                                 "a task count")
 
 
 def _optional_rates(data) -> tuple[tuple[int, float], ...]:
-    value = data.get("combine_rates", [])
-    if not isinstance(value, list):
-        raise _Invalid(f"field 'combine_rates' is {value!r}; expected a list of [bytes, seconds]")
-    out = []
-    for item in value:
-        ok = (isinstance(item, list) and len(item) == 2
-              and isinstance(item[0], int) and not isinstance(item[0], bool) and item[0] >= 1
-              and isinstance(item[1], (int, float)) and not isinstance(item[1], bool)
-              and math.isfinite(item[1]) and 0 < item[1] < 1)
-        if not ok:
-            raise _Invalid(f"field 'combine_rates' has {item!r}; expected [bytes >= 1, seconds "
-                           "per unit in (0, 1)]")
-        out.append((item[0], float(item[1])))
-    if len({b for b, _ in out}) != len(out):
-        raise _Invalid(f"field 'combine_rates' names a size twice: {value!r}")
-    return tuple(sorted(out))
+    return _optional_count_pairs(data, "combine_rates", lambda r: 0 < r < 1,
+                                 "[bytes, seconds]",
+                                 "[bytes >= 1, seconds per unit in (0, 1)]", "a size")
 
 
 def _optional_positive(data, name: str) -> float | None:

@@ -1195,6 +1195,19 @@ def _level_rounds(m: int, workers, pieces: int) -> float:
     return sum(_rounds(b - a, workers) for a, b in zip(cuts, cuts[1:]))
 
 
+def _side_terms(it: _Integer, a: int, tasks: int, y: int, K: int, workers, speed: float,
+                combine: tuple[float, ...] | None, combine_speed: float | None, pieces: int):
+    """``(level, tasks, time)`` of one share's levels ``y..K`` (the subtrees at ``K``), the
+    one pricing :func:`_side_time` and :func:`_side_levels` share."""
+    combine = it.f if combine is None else combine
+    cs = speed if combine_speed is None else combine_speed
+    for i in range(y, K + 1):
+        m = tasks * a ** (i - y)
+        cost = combine[i] / cs if i < K else it.subtree[K] / speed
+        r = _level_rounds(m, workers, pieces) if i in (y, K) else _rounds(m, workers)
+        yield i, m, r * cost
+
+
 def _side_time(it: _Integer, a: int, tasks: int, y: int, K: int, workers,
                speed: float, combine: tuple[float, ...] | None = None,
                combine_speed: float | None = None, pieces: int = 1) -> tuple[float, float]:
@@ -1208,10 +1221,10 @@ def _side_time(it: _Integer, a: int, tasks: int, y: int, K: int, workers,
     if tasks == 0:
         return 0.0, 0.0
     time = work = 0.0
-    for lt in _side_levels(it, a, tasks, y, K, workers, speed, "", 1.0, combine,
-                           combine_speed, pieces):
-        time += lt.seconds
-        work += lt.tasks * (it.f[lt.level] if lt.level < K else it.subtree[K])
+    for i, m, t in _side_terms(it, a, tasks, y, K, workers, speed, combine, combine_speed,
+                               pieces):
+        time += t
+        work += m * (it.f[i] if i < K else it.subtree[K])
     return time, work
 
 
@@ -1222,15 +1235,9 @@ def _side_levels(it: _Integer, a: int, tasks: int, y: int, K: int, workers,
     """:func:`_side_time`'s terms one level at a time, each scaled by ``factor``."""
     if tasks == 0:
         return []
-    combine = it.f if combine is None else combine
-    cs = speed if combine_speed is None else combine_speed
-    out = []
-    for i in range(y, K + 1):
-        m = tasks * a ** (i - y)
-        cost = combine[i] / cs if i < K else it.subtree[K] / speed
-        r = _level_rounds(m, workers, pieces) if i in (y, K) else _rounds(m, workers)
-        out.append(LevelTime(i, "combine" if i < K else "leaf", side, m, factor * r * cost))
-    return out
+    return [LevelTime(i, "combine" if i < K else "leaf", side, m, factor * t)
+            for i, m, t in _side_terms(it, a, tasks, y, K, workers, speed, combine,
+                                       combine_speed, pieces)]
 
 
 def _combine_costs(problem: Problem, machine: Machine, element_bytes: int) -> tuple[float, ...]:
