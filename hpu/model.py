@@ -947,7 +947,13 @@ class AdvancedDivision:
 
 
 def _maximise(fun, lo: float, hi: float, points: int = 97) -> float:
-    """argmax of ``fun`` on ``[lo, hi]``: a coarse grid, then a bounded search near its best."""
+    """argmax of ``fun`` on ``[lo, hi]``: a coarse grid, then a bounded search at each of its peaks.
+
+    ``W_g(α)`` can have two peaks -- the end ``α_min`` (the device takes every leaf) and
+    a narrow one where ``y(α)`` falls to 0 -- and the grid may see the narrow one only as a
+    point lower than the end: so every local maximum of the grid is refined, not only the
+    grid's best.
+    """
     if hi - lo <= 0.0:
         return lo
     grid = np.union1d(np.linspace(lo, hi, points),
@@ -956,11 +962,15 @@ def _maximise(fun, lo: float, hi: float, points: int = 97) -> float:
     values = [fun(x) for x in grid]
     k = int(np.argmax(values))
     best_x, best_v = float(grid[k]), values[k]
-    left, right = float(grid[max(k - 1, 0)]), float(grid[min(k + 1, len(grid) - 1)])
-    if right > left:
-        x, v = _golden_max(fun, left, right, xatol=1e-12 * max(1.0, right))
-        if v > best_v:
-            best_x = float(x)
+    last = len(grid) - 1
+    peaks = [k for k in range(len(grid))
+             if values[k] >= values[max(k - 1, 0)] and values[k] >= values[min(k + 1, last)]]
+    for k in sorted(peaks, key=lambda k: values[k], reverse=True)[:4]:
+        left, right = float(grid[max(k - 1, 0)]), float(grid[min(k + 1, last)])
+        if right > left:
+            x, v = _golden_max(fun, left, right, xatol=1e-12 * max(1.0, right))
+            if v > best_v:
+                best_x, best_v = float(x), v
     return best_x
 
 

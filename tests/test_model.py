@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import brentq
 
@@ -642,6 +642,8 @@ def test_the_models_maximum_agrees_with_scipy_minimize_scalar(peak, lo, width, p
 
 
 @settings(max_examples=40, deadline=None)
+@example(p=7, log_g=11, inv_gamma=94.0, log_n=10, a=4, cost="1")   # a narrow second peak
+@example(p=1, log_g=2, inv_gamma=2.0, log_n=29, a=3, cost="1")     # y = L exactly
 @given(p=st.integers(1, 16), log_g=st.integers(0, 13), inv_gamma=st.floats(1, 300),
        log_n=st.integers(10, 30), a=st.sampled_from([2, 3, 4]),
        cost=st.sampled_from(["n", "1", "n log n"]))
@@ -657,7 +659,7 @@ def test_advanced_division_matches_the_scipy_solution(p, log_g, inv_gamma, log_n
     lo, hi = M.alpha_bounds(pr, m)
 
     def y_ref(alpha):
-        L = math.log(pr.n, 2)
+        L = pr.height
         tc = M.cpu_time(pr, m, alpha)
         ex = lambda y: M.gpu_time(pr, m, alpha, y) - tc   # noqa: E731
         if ex(0.0) <= 0:
@@ -676,7 +678,7 @@ def test_advanced_division_matches_the_scipy_solution(p, log_g, inv_gamma, log_n
     # the last bit over up to ~1e-3 of y near the root, and any point of that plateau is a
     # root: so both points, and the stretch between them, must have no residual
     tc = M.cpu_time(pr, m, d.alpha)
-    L = math.log(pr.n, 2)
+    L = pr.height         # log2(n) exactly: math.log(2**29, 2) is one ulp above 29
     if 0.0 < d.y < L:
         yr = y_ref(d.alpha)
         for y in (d.y, yr, 0.5 * (d.y + yr)):
