@@ -58,10 +58,16 @@ follow NumPy's broadcasting (equal lengths, or one of them 1, read at stride 0),
 checked by :data:`REDUCE_PAIR`, which raises NumPy's ``ValueError`` as
 :data:`REDUCE_FIRST` does.
 
-Not rewritten (the subset's refusal stands): keyword arguments (``axis=``, ``key=``,
-``default=``), ``sorted``, ``max``/``min`` of a generator expression, reductions of
-anything but an array, a slice of one, a name bound to one, or an element-wise expression
-over one or two of these.
+``max``/``min`` of one iterable with ``key=`` (a one-parameter lambda, a function's name)
+or ``default=``, or of a generator expression with ``if``s or several ``for``s
+(:meth:`_Reductions.flag_minmax`): one pass with a flag, the first element that comes taken
+as it is (its type is the result's: no typed first value is needed before the loop, which
+the device's typing allows for these ``hpu_late_`` names only), then each later one whose
+key compares larger (smaller); nothing came: the default, or :data:`REDUCE_FIRST`'s error.
+
+Not rewritten (the subset's refusal stands): other keyword arguments (``axis=``),
+``max(a, b, key=...)``, ``sorted``, reductions of anything but an array, a slice of one, a
+name bound to one, or an element-wise expression over one or two of these.
 """
 from __future__ import annotations
 
@@ -207,6 +213,9 @@ class _Reductions(_Hoister):
         if not isinstance(e, ast.Call) or any(isinstance(a, ast.Starred) for a in e.args):
             return None
         f = e.func
+        if (isinstance(f, ast.Name) and f.id in ("max", "min") and f.id not in self.used_globals
+                and self._flagged(e)):
+            return "flag" + f.id, e, None, None, None, 0
         if e.keywords:
             return None
         if (isinstance(f, ast.Name) and f.id in ("sum", "any", "all")
@@ -248,6 +257,7 @@ class _Reductions(_Hoister):
         return None
 
     used_globals: frozenset = frozenset()
+    local: frozenset = frozenset()          # the function's parameters and assigned names
 
     def _first_of(self, gen: ast.GeneratorExp):
         """``max(e for t in it)``/``min``: ``"range"`` when ``it`` is ``range(b)`` or
@@ -269,6 +279,123 @@ class _Reductions(_Hoister):
         if _arrayish(it, self.maybe):
             return "array"
         return None
+
+    def _flagged(self, e: ast.Call) -> bool:
+        """``max``/``min`` of one iterable that :meth:`flag_minmax` computes: ``key=`` (a
+        one-parameter lambda or a function's name), ``default=``, a generator expression
+        of any ``for``s and ``if``s, ``range(...)`` or an array -- each except the shapes the
+        exact first-element loops already take (one ``for`` without ``if``, an array, with
+        neither keyword)."""
+        if len(e.args) != 1 or isinstance(e.args[0], ast.Starred):
+            return False
+        kw = {k.arg: k.value for k in e.keywords}
+        if None in kw or len(kw) != len(e.keywords) or set(kw) - {"key", "default"}:
+            return False
+        key = kw.get("key")
+        if isinstance(key, ast.Constant) and key.value is None:
+            key = None
+        if key is not None and not (
+                (isinstance(key, ast.Lambda) and len(key.args.args) == 1
+                 and not (key.args.posonlyargs or key.args.vararg or key.args.kwonlyargs
+                          or key.args.kwarg or key.args.defaults))
+                or (isinstance(key, ast.Name) and key.id not in self.local)):
+            return False
+        if isinstance(kw.get("default"), ast.Constant) and kw["default"].value is None:
+            return False        # None as a result: refused by the subset, with its rewrite
+        it = e.args[0]
+        if isinstance(it, ast.GeneratorExp):
+            if any(g.is_async for g in it.generators):
+                return False
+            return bool(kw) or self._first_of(it) is None
+        if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                and "range" not in self.used_globals and not it.keywords
+                and 1 <= len(it.args) <= 3):
+            return True
+        return bool(kw) and _arrayish(it, self.maybe)
+
+    def flag_minmax(self, what: str, e: ast.Call) -> list:
+        """``max(it, key=k, default=d)`` and ``max(e for ... if ...)``: one pass over the
+        elements with a flag, as Python's builtin runs it -- the first element taken, then
+        each later one whose key compares larger (smaller): a NaN only where it comes first,
+        the first of equal ones kept; when nothing came, ``d``, or Python's ValueError
+        (``REDUCE_FIRST``).  The result is typed by the elements alone (and ``d``): its
+        name is assigned only in the loop, which the device's typing allows for hpu's
+        ``hpu_late_`` names (the flag guards every read)."""
+        from hpu._comprehensions import _Renamer
+
+        def name(n, store_=False):
+            return ast.Name(n, ast.Store() if store_ else ast.Load())
+
+        def assign(n, value):
+            return ast.Assign([name(n, True)], value)
+
+        kw = {k.arg: k.value for k in e.keywords}
+        key, default = kw.get("key"), kw.get("default")
+        if isinstance(key, ast.Constant):
+            key = None
+        it = e.args[0]
+        out = []
+        if isinstance(it, ast.GeneratorExp):
+            names = {}
+            for g in it.generators:
+                for n in ast.walk(g.target):
+                    if isinstance(n, ast.Name) and n.id not in names:
+                        names[n.id] = self.fresh("g")
+            rename = _Renamer(names)
+            gens = copy.deepcopy(it.generators)
+            first_iter = gens[0].iter
+            gens = [rename.visit(g) for g in gens]
+            gens[0].iter = first_iter
+            elt = rename.visit(copy.deepcopy(it.elt))
+        elif isinstance(it, ast.Call):                      # range(...)
+            t = self.fresh("g")
+            gens = [ast.comprehension(name(t, True), copy.deepcopy(it), [], 0)]
+            elt = name(t)
+        else:                                               # an array: by index
+            v, j = it.id if isinstance(it, ast.Name) else self.fresh("view"), self.fresh("j")
+            if not isinstance(it, ast.Name):                # a slice: bound once, a view
+                out.append(assign(v, copy.deepcopy(it)))
+            gens = [ast.comprehension(name(j, True), ast.Call(
+                name("range"), [ast.Call(name("len"), [name(v)], [])], []), [], 0)]
+            elt = ast.Subscript(name(v), name(j), ast.Load())
+        r, found, x = (self.fresh(f"late_{what}"), self.fresh("found"), self.fresh("x"))
+        self.last = r
+        if default is not None:                     # evaluated once, before the loop
+            d = self.fresh("default")
+            out.append(assign(d, copy.deepcopy(default)))
+        out.append(assign(found, ast.Constant(False)))
+        body = [assign(x, elt)]
+        cmp_new, cmp_old = name(x), name(r)
+        if key is not None:
+            k, rk = self.fresh("key"), self.fresh(f"late_key")
+            if isinstance(key, ast.Lambda):
+                value = _Renamer({key.args.args[0].arg: x}).visit(copy.deepcopy(key.body))
+            else:
+                value = ast.Call(name(key.id), [name(x)], [])
+            body.append(assign(k, value))
+            cmp_new, cmp_old = name(k), name(rk)
+        better = ast.Compare(cmp_new, [ast.Gt() if what == "max" else ast.Lt()], [cmp_old])
+
+        def take():
+            return [assign(r, name(x))] + ([assign(rk, name(k))] if key is not None else [])
+
+        # (`not found or new > old` in one test: Numba's bytecode analysis refuses the read
+        # of a name not yet assigned there, not in an elif)
+        body.append(ast.If(ast.UnaryOp(ast.Not(), name(found)),
+                           take() + [assign(found, ast.Constant(True))],
+                           [ast.If(better, take(), [])]))
+        for g in reversed(gens):
+            for cond in reversed(g.ifs):
+                body = [ast.If(cond, body, [])]
+            body = [ast.For(g.target, g.iter, body, [])]
+        out.extend(body)
+        if default is not None:
+            out.append(ast.If(ast.UnaryOp(ast.Not(), name(found)), [assign(r, name(d))], []))
+        else:                                       # nothing came: Python's ValueError
+            out.append(assign(self.fresh("first"), ast.Call(name(REDUCE_FIRST), [
+                ast.IfExp(name(found), ast.Constant(1), ast.Constant(0)),
+                ast.Constant(_KINDS[what])], [])))
+        return self.block(out)           # reductions inside it, in turn
 
     def generator(self, what: str, gen: ast.GeneratorExp, start) -> list:
         """``sum(e for x in xs if c)`` (``any``/``all`` of one ``for``): the loops, their
@@ -408,6 +535,11 @@ class _Reductions(_Hoister):
             return _Put().visit(copy.deepcopy(each))
 
         stmts: list = []
+        if what.startswith("flag"):
+            pre.extend(at(st) for st in self.flag_minmax(what[4:], e))
+            out = ast.copy_location(name(self.last), e)
+            out.hpu_text = text
+            return out
         if what.startswith("gen"):
             pre.extend(at(st) for st in self.generator(what[3:], arr, start))
             out = ast.copy_location(name(self.last), e)
@@ -502,6 +634,7 @@ def reductions_as_loops(tree: ast.FunctionDef, glb: dict, arrays: set) -> list:
     used = local | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     h = _Reductions(arrays, params, {k for k, v in glb.items() if v is np} - local, used)
     h.used_globals = frozenset(k for k in _BUILTINS if k in glb)
+    h.local = frozenset(local)
     tree.body = h.block(tree.body)
     ast.fix_missing_locations(tree)
     return [n for n in ast.walk(tree) if isinstance(n, ast.expr) and h.target(n)]

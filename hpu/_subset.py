@@ -88,10 +88,9 @@ RULES: dict[str, Rule] = {
     "comprehension": Rule("a list, set or dict comprehension",
                           "it allocates memory, which tasks cannot", _ALLOC,
                           "[x * x for x in ...]"),
-    "genexp": Rule("a generator expression (but in sum, any, all, and max/min of one `for` "
-                   "over a range or an array without `if`)",
+    "genexp": Rule("a generator expression (but in sum, any, all, max and min)",
                    "it produces values lazily", "write a for loop over range(...)",
-                   "max(a[i] for i in range(lo, hi) if a[i] > 0)"),
+                   "list(a[i] for i in range(lo, hi))"),
     "lambda": Rule("a lambda", "functions cannot be created inside a task",
                    "define a helper at module level with def and call it", "lambda v: v + 1"),
     "fstring": Rule("an f-string", "strings are not numbers", "remove it", "f'{x}'"),

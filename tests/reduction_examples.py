@@ -323,10 +323,65 @@ def empty_gen_max(a):
 INT_EXAMPLES.update({"gen_max": (gen_max, 1, lambda x: (x, 0, len(x))),
                      "gen_min_sq": (gen_min_sq, 1, lambda x: (x,))})
 
+def filtered_max(a, lo, hi):
+    """max() of a generator with an if, and a default for a block where nothing passes."""
+    if hi - lo <= 6:
+        return max((a[i] for i in range(lo, hi) if a[i] % 3 != 0), default=-1000)
+    mid = (lo + hi) // 2
+    return max(filtered_max(a, lo, mid), filtered_max(a, mid, hi))
+
+
+def argmax_by_key(a, lo, hi):
+    """The index of the first largest element: max(range(...), key=lambda i: a[i])."""
+    if hi - lo <= 5:
+        return max(range(lo, hi), key=lambda i: a[i])
+    mid = (lo + hi) // 2
+    left = argmax_by_key(a, lo, mid)
+    right = argmax_by_key(a, mid, hi)
+    return left if a[left] >= a[right] else right
+
+
+def _distance_to_seven(v):
+    return abs(v - 7)
+
+
+def closest_to_seven(a):
+    """min() of an array with key= a helper, max() of a slice with default= an element."""
+    if len(a) <= 4:
+        near = min(a, key=_distance_to_seven)
+        return near + max(a[1:], default=a[0]) - max(a, key=abs)
+    m = len(a) // 2
+    return closest_to_seven(a[:m]) + closest_to_seven(a[m:])
+
+
+def closest_pair_gap(a):
+    """min() of a generator of two fors (every pair of a block), with a default."""
+    if len(a) <= 5:
+        return min((abs(a[i] - a[j]) for i in range(len(a)) for j in range(i + 1, len(a))),
+                   default=10 ** 6)
+    m = len(a) // 2
+    return min(closest_pair_gap(a[:m]), closest_pair_gap(a[m:]), abs(a[m] - a[m - 1]))
+
+
+def empty_filtered_max(a):
+    """max() of a generator whose if passes nothing, no default: Python's ValueError."""
+    if len(a) <= 3:
+        return max(v for v in a if v > 10 ** 9)
+    m = len(a) // 2
+    return empty_filtered_max(a[:m]) + empty_filtered_max(a[m:])
+
+
+INT_EXAMPLES.update({"filtered_max": (filtered_max, 1, lambda x: (x, 0, len(x))),
+                     "argmax_by_key": (argmax_by_key, 1, lambda x: (x, 0, len(x))),
+                     "closest_to_seven": (closest_to_seven, 1, lambda x: (x,)),
+                     "closest_pair_gap": (closest_pair_gap, 1, lambda x: (x,))})
+
 #: the examples whose answer NaN changes (NumPy's and Python's rules differ)
 NAN_EXAMPLES = ("sum_method", "max_np", "min_builtin", "lohi_max", "halves_max_gap",
                 "count_positive", "largest_distance", "mean_of_means", "first_top",
-                "any_zero_block", "gen_max", "gen_min_sq")
+                "any_zero_block", "gen_max", "gen_min_sq", "argmax_by_key", "closest_to_seven")
+# (not closest_pair_gap: on floats its int default comes back as the float Numba's typing
+# unifies the two to -- equal, but a float; guide §9)
 
 
 def empty_argmax(a):

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reduction_examples import (INT_EXAMPLES, NAN_EXAMPLES, empty_argmax, empty_block_max,
-                                empty_gen_max,
+                                empty_gen_max, empty_filtered_max,
                                 empty_builtin_min, empty_mean, misaligned_dot, unbroadcast)
 
 import hpu
@@ -104,7 +104,8 @@ def test_other_dtypes(name, dtype):
 @pytest.mark.opencl
 @pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
 @pytest.mark.parametrize("fn,kind", [(empty_block_max, 3), (empty_builtin_min, 0),
-                                     (empty_argmax, 5), (empty_gen_max, 1)])
+                                     (empty_argmax, 5), (empty_gen_max, 1),
+                                     (empty_filtered_max, 1)])
 def test_an_empty_arrays_min_or_max_raises_valueerror_at_its_line(fn, kind, device):
     x = np.arange(40, dtype=np.int64)
     with pytest.raises(ValueError) as plain:
@@ -222,3 +223,11 @@ def test_max_of_a_generator_keeps_the_first_of_equal_values(device):
             warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
             got = f.options(**opts)(x, 0, len(x))
         assert got == want and math.copysign(1, got) == math.copysign(1, want)
+    from reduction_examples import argmax_by_key    # max(..., key=): the first of equals
+
+    g = hpu.divide_and_conquer(argmax_by_key)
+    for x in (np.zeros(40), np.array([3, 1, 3, 3, 2] * 7, dtype=np.int64)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+            got = g.options(**opts)(x, 0, len(x))
+        assert got == argmax_by_key(x, 0, len(x)) == 0, got

@@ -87,6 +87,10 @@ _UNSUPPORTED_MATH_HINTS = {
 }
 
 UNDEF = 0  # the "not yet assigned" definition
+#: hpu's own names that may be read where they are not yet assigned on every path: the
+#: result of ``max(..., key=...)`` (hpu._reductions.flag_minmax) is assigned in its loop
+#: only, and a flag guards every read
+LATE = "hpu_late_"
 
 
 def _member(table: dict, value):
@@ -952,7 +956,7 @@ class _Analysis:
         defs = self.reach.get(key)
         if defs is None:  # unreachable use
             self._soft()
-        if UNDEF in defs:
+        if UNDEF in defs and not (name.startswith(LATE) and len(defs) > 1):
             raise self.error(node, f"variable {name} may be used before it is assigned",
                              "unassigned variable",
                              f"Assign {name} before this line on every path (for example "
