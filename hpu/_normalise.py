@@ -563,11 +563,113 @@ def _replace_by_order(stmt, name, temps):
 
 # --------------------------------------------------------------------------- entry
 
+def _own_nodes(stmts):
+    """The nodes of ``stmts``, not those of functions or lambdas defined inside them."""
+    todo = list(stmts)
+    while todo:
+        n = todo.pop()
+        yield n
+        if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                              ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(n))
+
+
+def _tuple_arity(body) -> int:
+    """How many values the function returns where it writes a tuple out (``return x, y``),
+    0 where none does or two lengths disagree."""
+    sizes = {len(n.value.elts) for n in _own_nodes(body)
+             if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)}
+    return sizes.pop() if len(sizes) == 1 and min(sizes) > 1 else 0
+
+
+def _unpack_results(body, name):
+    """``l = f(...)`` of a function that returns ``k`` values, then ``l[0]``, ``l[-1]``,
+    ``return l``, ``x, y = l``: the call unpacked into ``l__t0, ..., l__t{k-1}`` and each
+    use written with them (a kernel holds scalars, not tuples).  A name used any other way
+    (a computed index, passed on, assigned twice) is left as it is: the frontend's refusal
+    says how to unpack it."""
+    k = _tuple_arity(body)
+    if not k:
+        return body
+    nodes = list(_own_nodes(body))
+    stores: dict = {}
+    for n in nodes:
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            stores[n.id] = stores.get(n.id, 0) + 1
+    calls = {}
+    for n in nodes:
+        if (isinstance(n, ast.Assign) and len(n.targets) == 1
+                and isinstance(n.targets[0], ast.Name) and _is_rec(n.value, name)
+                and stores.get(n.targets[0].id) == 1 and "__" not in n.targets[0].id):
+            calls[n.targets[0].id] = n
+    if not calls:
+        return body
+    parents = {}
+    for n in nodes:
+        for c in ast.iter_child_nodes(n):
+            parents[id(c)] = n
+
+    def index_of(sub):
+        c = sub.slice
+        if isinstance(c, ast.UnaryOp) and isinstance(c.op, ast.USub) \
+                and isinstance(c.operand, ast.Constant):
+            c = ast.Constant(-c.operand.value) if isinstance(c.operand.value, int) else None
+        if isinstance(c, ast.Constant) and type(c.value) is int and -k <= c.value < k:
+            return c.value % k
+        return None
+
+    ok = set(calls)
+    for n in nodes:
+        if not (isinstance(n, ast.Name) and n.id in ok and isinstance(n.ctx, ast.Load)):
+            continue
+        up = parents.get(id(n))
+        if isinstance(up, ast.Subscript) and up.value is n and isinstance(up.ctx, ast.Load) \
+                and index_of(up) is not None:
+            continue
+        if isinstance(up, ast.Return) or (isinstance(up, ast.Assign) and up.value is n
+                                          and all(isinstance(t, ast.Tuple) for t in up.targets)):
+            continue
+        ok.discard(n.id)
+    if not ok:
+        return body
+
+    def parts(v, ctx):
+        return [ast.Name(f"{v}__t{i}", ctx()) for i in range(k)]
+
+    class Unpack(ast.NodeTransformer):
+        def visit_Assign(self, n):
+            self.generic_visit(n)
+            if n is not None and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
+                    and n.targets[0].id in ok and calls.get(n.targets[0].id) is n:
+                n.targets = [_located(ast.Tuple(parts(n.targets[0].id, ast.Store),
+                                                ast.Store()), n.targets[0])]
+            return n
+
+        def visit_Subscript(self, n):
+            if isinstance(n.value, ast.Name) and n.value.id in ok \
+                    and isinstance(n.ctx, ast.Load):
+                return _located(ast.Name(f"{n.value.id}__t{index_of(n)}", ast.Load()), n)
+            return self.generic_visit(n)
+
+        def visit_Name(self, n):
+            if n.id in ok and isinstance(n.ctx, ast.Load):
+                return _located(ast.Tuple(parts(n.id, ast.Load), ast.Load()), n)
+            return n
+
+        def visit_FunctionDef(self, n):
+            return n
+
+        visit_Lambda = visit_FunctionDef
+
+    return [Unpack().visit(s) for s in body]
+
+
 def normalise(tree: ast.FunctionDef, where, glb) -> Normalised:
     """Rewrite ``tree.body`` (in place) into the canonical shape; see the module docstring."""
     name = tree.name
     result = Normalised(body=list(tree.body))
-    body = _flatten_blocks(list(tree.body), name, where)
+    body = _unpack_results(list(tree.body), name)
+    body = _flatten_blocks(body, name, where)
     body = _unroll_loops(body, name, where, glb)
     body = _flatten_blocks(body, name, where)
     body = _hoist_calls(body, name, where, result)

@@ -12,12 +12,15 @@ import inspect
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import hpu
 from hpu._frontend import parse
 from hpu._normalise import TEMP_PREFIX
 
 K = 3
+COMPILES = settings.get_profile("hpu-compiles")
 
 
 def _line(fn, marker):
@@ -262,3 +265,68 @@ def test_pure_scalar_updates_between_calls_are_substituted_in_order():
     for n in (1, 5, 100, 999):
         x = np.zeros(n, np.int64)
         assert f.run(x, 0, n, device="cpu").value == moving_bounds(x, 0, n)
+
+
+# ---------------------------------------------------------------- a tuple result in one name
+def min_max_pair(a):
+    n = len(a)
+    if n == 1:
+        return (a[0], a[0])
+    if n == 2:
+        return (min(a[0], a[1]), max(a[0], a[1]))
+    m = n // 2
+    left = min_max_pair(a[:m]); right = min_max_pair(a[m:])
+    return (min(left[0], right[0]), max(left[-1], right[1]))
+
+
+def best_of_halves(a, lo, hi):
+    """(value, index) of the first largest; the right half's tuple returned whole."""
+    if hi - lo == 1:
+        return a[lo], lo
+    mid = (lo + hi) // 2
+    l = best_of_halves(a, lo, mid)
+    r = best_of_halves(a, mid, hi)
+    if l[0] >= r[0]:
+        return l
+    v, i = r
+    return v, i
+
+
+def tuple_index_computed(a):
+    n = len(a)
+    if n == 1:
+        return a[0], a[0]
+    m = n // 2
+    left = tuple_index_computed(a[:m])
+    right = tuple_index_computed(a[m:])
+    return left[n % 2], right[0]
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("kw", [{"device": "cpu"}, {"device": "gpu"},
+                                {"device": "hybrid", "alpha": 0.5, "y": 2},
+                                {"device": "hybrid", "alpha": 0.0, "y": 1}],
+                         ids=["cpu", "gpu", "hybrid-half", "hybrid-device"])
+@settings(COMPILES, max_examples=6)
+@given(x=st.lists(st.integers(-40, 40), min_size=1, max_size=300))
+def test_a_tuple_result_held_in_one_name_is_unpacked(kw, x):
+    """``left = f(...)`` then ``left[0]``, ``left[-1]``, ``return l``, ``v, i = r``: the
+    call's values in names of their own, the answers Python's, on every path."""
+    a = np.array(x, dtype=np.int64)
+    for fn, args in ((min_max_pair, (a,)), (best_of_halves, (a, 0, len(a)))):
+        f = hpu.divide_and_conquer(fn)
+        assert f.options(**kw)(*args) == fn(*args), (fn.__name__, kw)
+
+
+def test_a_tuple_name_used_otherwise_keeps_the_refusal_with_its_fix():
+    with pytest.raises(hpu.TranslationError) as info:
+        hpu.divide_and_conquer(tuple_index_computed)
+    msg = str(info.value)
+    assert "a tuple result assigned to one name" in msg and "x0, x1 =" in msg, msg
+    assert info.value.lineno == _line(tuple_index_computed, "left = tuple_index_computed")
+
+
+def test_the_unpacked_names_are_the_calls_targets():
+    spec = parse(min_max_pair)
+    assert [[t for t in c.targets] for c in spec.calls] == [["left__t0", "left__t1"],
+                                                            ["right__t0", "right__t1"]]
