@@ -445,6 +445,7 @@ class DivideAndConquer:
                     # check every index into a list, so its in-place form does too
                     dc = DivideAndConquer(rw.fn, b=self._options["b"],
                                           cost=self._options["cost"],
+                                          span=rw.span[1:] if rw.span else None,
                                           boundscheck=True if self._lists else
                                           self._boundscheck)
                     self._dps = (dc, rw)
@@ -477,31 +478,62 @@ class DivideAndConquer:
         _, line, what = self._functional
         dc, why = self._in_place()
         if dc is not None:
-            why = self._not_compiled or ("its arguments are not one non-empty 1-D NumPy array "
-                                         "of numbers")
+            why = self._not_compiled or (
+                "its arguments are not one non-empty 1-D NumPy array of numbers"
+                if why.span is None else
+                f"its arguments are not a 1-D NumPy array of numbers and int bounds "
+                f"0 <= {why.span[1]} < {why.span[2]} <= len({why.span[0]})")
         return FALLBACK_REASON.format(name=self.__name__, line=line, what=what, why=why)
+
+    def _in_place_args(self, converted, rw):
+        """``(given, lo, hi)`` of a call the in-place form takes: one array (or list), the
+        whole of it; or, in the span form ``f(arr, lo, hi)``, the array and two int bounds
+        with ``0 <= lo < hi <= len(arr)`` -- else None (the CPU path runs, as written)."""
+        if rw.span is None:
+            given = _only_argument(converted)
+            size = len(given) if isinstance(given, (np.ndarray, list)) else 0
+            return (given, 0, size) if isinstance(given, (np.ndarray, list)) else None
+        if converted is None:
+            return None
+        import inspect
+
+        try:
+            bound = inspect.signature(self.py_func).bind(*converted[0], **converted[1])
+        except TypeError:
+            return None
+        bound.apply_defaults()
+        arr, lo, hi = (bound.arguments.get(p) for p in rw.span)
+        if not isinstance(arr, np.ndarray) or not all(
+                isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                for v in (lo, hi)):
+            return None
+        lo, hi = int(lo), int(hi)
+        return (arr, lo, hi) if 0 <= lo < hi <= arr.size and arr.ndim == 1 else None
 
     def _in_place_call(self, converted, arena: int):
         """``(dc, rewritten, arguments of dc)`` when the in-place form can run on these
-        converted arguments (one non-empty 1-D array of numbers; the buffer is allocated
-        here, in the dtype of the function's result), else None.  Numba's errors typing the
-        function propagate."""
-        given = _only_argument(converted)
-        if not isinstance(given, (np.ndarray, list)):
+        converted arguments (one non-empty 1-D array of numbers, or in the span form an
+        array and a non-empty ``[lo, hi)`` of it; the buffer is allocated here, in the dtype
+        of the function's result), else None.  Numba's errors typing the function
+        propagate."""
+        dc, rw = self._in_place()
+        if dc is None:
             return None
+        found = self._in_place_args(converted, rw)
+        if found is None:
+            return None
+        given, lo, hi = found
         # a list: the argument of a function that builds lists (hpu._functional._as_list),
         # its numbers as NumPy infers them, as Numba types the list
         x = np.asarray(given) if isinstance(given, list) else given
         if x.ndim != 1 or x.size == 0 or x.dtype.kind not in "iuf":
             return None
-        dc, rw = self._in_place()
-        if dc is None:
-            return None
         x = np.ascontiguousarray(x)
         from hpu._functional import quiet_reflection
 
+        typed = (given,) if rw.span is None else (x, lo, hi)
         with quiet_reflection():        # a list argument: Numba's notice is hpu's, not the user's
-            dtype = self._result_dtype(rw, given)
+            dtype = self._result_dtype(rw, typed)
         if dtype is None:       # Numba cannot type the function: the CPU path says why
             return None
         # the combine's scratch arrays: a buffer each, width elements per input element
@@ -509,19 +541,24 @@ class DivideAndConquer:
         scratch = tuple(np.empty((arena if width is None else width) * x.size + 1,
                                  dtype if dt is None else dt) for width, dt in rw.scratch)
         flag = (np.array([0, arena, 0], np.int64),) if rw.arena else ()
-        return dc, rw, (x, np.empty(2 * x.size, dtype), 0, 0, *scratch, *flag)
+        buf = np.empty(2 * x.size, dtype)
+        if rw.span is None:
+            return dc, rw, (x, buf, 0, 0, *scratch, *flag)
+        # the span form: the result of [lo, hi) at [lo, hi) of the buffer's halves
+        return dc, rw, (x, lo, hi, buf, lo, 0, *scratch, *flag)
 
-    def _result_dtype(self, rw, x):
+    def _result_dtype(self, rw, args):
         """The dtype of the array (or list) Numba's typing gives the function's result for
-        ``x``; None where Numba gives none (base cases and combine of different dtypes:
+        ``args``; None where Numba gives none (base cases and combine of different dtypes:
         ``a.copy()`` of ints beside ``np.zeros(n)`` of floats)."""
+        x = args[0]
         if rw.same_dtype and isinstance(x, np.ndarray):
             return x.dtype
         from numba.core import types as nt
 
         from hpu._functional import _numba_return_type
 
-        t = _numba_return_type(self._functional_compiled(), (x,), {}, strict=True)
+        t = _numba_return_type(self._functional_compiled(), tuple(args), {}, strict=True)
         t = t.types[0] if isinstance(t, nt.BaseTuple) else t
         if isinstance(t, (nt.List, nt.ListType)):   # numbers only: not bools, not objects
             return (np.dtype(str(t.dtype)) if isinstance(t.dtype, (nt.Integer, nt.Float))
@@ -549,7 +586,9 @@ class DivideAndConquer:
         if ready is None:
             return None
         dc, rw, call = ready
-        x, buf = call[:2]
+        x = call[0]
+        lo, hi = (0, x.size) if rw.span is None else call[1:3]
+        buf = call[1] if rw.span is None else call[3]
         flag = call[-1] if rw.arena else None       # [overflowed, arena, needed]
         try:
             with warnings.catch_warnings(record=True) as caught:
@@ -562,7 +601,8 @@ class DivideAndConquer:
             # the user's error from some task: the one Python meets first is the function's
             # own, compiled, run as written on the same argument (which nothing wrote)
             arg = _only_argument(converted)     # a list: as given
-            first = self._first_error(arg if isinstance(arg, list) else x) \
+            first = self._first_error(
+                *((arg if isinstance(arg, list) else x,) if rw.span is None else call[:3])) \
                 if _a_tasks_error(err) else None
             if first is not None:
                 raise first from None
@@ -579,8 +619,8 @@ class DivideAndConquer:
         if flag is not None and flag[0]:
             return self._arena_reason(o, flag)
         # a list in, a list out (of Python numbers, as Numba boxes a list's items)
-        out = (buf[:x.size].tolist() if isinstance(_only_argument(converted), list)
-               else buf[:x.size].copy())
+        out = (buf[lo:hi].tolist() if isinstance(_only_argument(converted), list)
+               else buf[lo:hi].copy())
         del buf, call
         value = (out if rw.scalars == 0 else (out, run.value) if rw.scalars == 1
                  else (out, *run.value))
@@ -617,11 +657,11 @@ class DivideAndConquer:
                 "was redone on the CPU, where the function allocates as written"
                 + (f": pass a larger arena= ({fix}) to keep it on the device" if fix else ""))
 
-    def _first_error(self, x) -> BaseException | None:
-        """The exception the function as written (:meth:`sequential`) raises on ``x``, or
+    def _first_error(self, *args) -> BaseException | None:
+        """The exception the function as written (:meth:`sequential`) raises on ``args``, or
         None."""
         try:
-            self.sequential(x)
+            self.sequential(*args)
         except Exception as err:  # noqa: BLE001 - the user's, raised by the caller
             return err.with_traceback(None)
         return None
@@ -644,11 +684,15 @@ class DivideAndConquer:
         if plan.transfer_level is not None:
             probe_options.update(alpha=plan.split_alpha, y=plan.transfer_level)
 
+        span = self._in_place()[1].span
+
         def call(xs):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", HpuPerformanceWarning)
                 arg = xs.tolist() if listed else xs
-                if not isinstance(self._run_in_place(probe_options, ((arg,), {})), Run):
+                # (the span form: the probe's whole prefix, its buffers as long as it)
+                args = (arg,) if span is None else (arg, 0, len(arg))
+                if not isinstance(self._run_in_place(probe_options, (args, {})), Run):
                     raise RuntimeError("the device form did not run")
 
         peak, basis, _ = predict_peak(call, (x,), {}, x.size,
@@ -1292,8 +1336,8 @@ def _check_span(name: str, span, values) -> None:
     if hi < lo:
         raise ValueError(f"{name}(): {hi_name!r}={hi} is below {lo_name!r}={lo}; pass "
                          f"{lo_name} <= {hi_name} (an empty slice is {hi_name} == {lo_name})")
-    for p, v in values.items():
-        if isinstance(v, np.ndarray) and hi > v.size:
+    for p, v in values.items():     # (hpu's own arrays, hpu_*, are sized by hpu)
+        if isinstance(v, np.ndarray) and hi > v.size and not p.startswith("hpu_"):
             raise ValueError(f"{name}(): array {p!r} has {v.size} elements but "
                              f"{hi_name!r}={hi}: a task touches [{lo_name}, {hi_name}) of every "
                              f"array (span={span}); pass arrays of at least {hi} elements or "

@@ -40,7 +40,11 @@ run then returns ``hpu_buf[:n]`` (copied), with the scalars the function returne
 What is rewritten (else the function runs on the CPU as before, and the reason says why)
 ---------------------------------------------------------------------------------------
 
-* one parameter, the array; leading guards ``if ...: ... return R`` whose ``R`` is
+* one parameter, the array -- or three, ``f(arr, lo, hi)``, whose calls are ``f(arr, lo, m)``
+  and ``f(arr, m, hi)`` at a midpoint ``m`` (:func:`_span_form`: read as the one-array
+  function on ``hpu_s = arr[lo:hi]``, the calls written back with the user's bounds, the
+  result of ``[lo, hi)`` at ``[lo, hi)`` of the buffer; a midpoint keeps both halves inside
+  the task's slice, as the layout needs, with no check at run time); leading guards ``if ...: ... return R`` whose ``R`` is
   ``a.copy()``, ``a``, ``a[:]``, ``np.copy(a)`` or ``a.astype(<a float dtype>)``, alone or
   first in a tuple with scalars --
   or an empty array (``np.zeros(0, a.dtype)``, ``np.empty(0)``, ``np.array([])``, ``a[:0]``)
@@ -133,6 +137,10 @@ class Rewritten:
     #: some scratch size is checked at run time: the function takes, last, the int64s
     #: ``[overflowed, arena, needed]`` (:data:`ARENA`)
     arena: bool = False
+    #: the span form's parameters ``(arr, lo, hi)`` (:func:`_span_form`): the function takes
+    #: them first, and its result for ``[lo, hi)`` lives at ``[lo, hi)`` of the buffer's half
+    #: (``hpu_at`` is ``lo``: the buffer and scratch are as long as the whole array)
+    span: tuple | None = None
 
 
 def _tree(fn):
@@ -955,6 +963,117 @@ def _clamp(cut: str, bound, a: str, lineno_of) -> list:
     return stmts
 
 
+#: the task's slice of the array in the span form (``f(arr, lo, hi)``): ``arr[lo:hi]``
+SLICE = "hpu_s"
+
+
+def _midpoint(e, lo: str, hi: str) -> bool:
+    """``e`` is ``(lo + hi) // 2``, ``(lo + hi + 1) // 2``, ``lo + (hi - lo) // 2`` or
+    ``lo + (hi - lo + 1) // 2`` (either order of a sum): inside ``[lo, hi]`` whenever
+    ``lo <= hi``, so the two calls' slices are the task's, split."""
+    def is_(n, x):
+        return _is_name(n, x)
+
+    def pair(n, x, y):      # x + y in either order
+        return isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add) and (
+            (is_(n.left, x) and is_(n.right, y)) or (is_(n.left, y) and is_(n.right, x)))
+
+    def half(n, inner):     # inner // 2, inner (+ 1) // 2
+        if not (isinstance(n, ast.BinOp) and isinstance(n.op, ast.FloorDiv)
+                and isinstance(n.right, ast.Constant) and n.right.value == 2
+                and type(n.right.value) is int):
+            return False
+        t = n.left
+        if isinstance(t, ast.BinOp) and isinstance(t.op, ast.Add) \
+                and isinstance(t.right, ast.Constant) and t.right.value == 1 \
+                and type(t.right.value) is int:
+            t = t.left
+        return inner(t)
+
+    def width(t):
+        return isinstance(t, ast.BinOp) and isinstance(t.op, ast.Sub) and is_(t.left, hi) \
+            and is_(t.right, lo)
+
+    if half(e, lambda t: pair(t, lo, hi)):
+        return True
+    return isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add) and (
+        (is_(e.left, lo) and half(e.right, width)) or (is_(e.right, lo) and half(e.left, width)))
+
+
+def _span_form(node, name: str):
+    """``(arr, lo, hi)`` of a function written ``f(arr, lo, hi)`` whose calls are
+    ``f(arr, lo, m)`` and ``f(arr, m, hi)`` with ``m`` a midpoint (:func:`_midpoint`, or a name
+    assigned one once), none of the three ever reassigned; else :class:`NotRewritable`.
+    The tree is rewritten in place into the one-array form on ``hpu_s = arr[lo:hi]``:
+    ``arr[lo:hi]`` -> ``hpu_s``, ``hi - lo`` -> ``len(hpu_s)``, the calls ->
+    ``f(hpu_s[:m - lo])`` and ``f(hpu_s[m - lo:])`` -- which :func:`rewrite` then takes as
+    it takes a function of one array, and writes back as ``f(arr, lo, lo + c, ...)``."""
+    arr, lo, hi = (p.arg for p in node.args.args)
+    stores = {}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            stores[n.id] = stores.get(n.id, []) + [n]
+    for p in (arr, lo, hi):
+        if p in stores:
+            raise NotRewritable(f"it assigns its parameter {p} (line {stores[p][0].lineno})")
+    mids = {}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and _is_name(n.targets[0]) \
+                and len(stores.get(n.targets[0].id, ())) == 1 and _midpoint(n.value, lo, hi):
+            mids[n.targets[0].id] = n.value
+    calls = _self_calls(node, name)
+    cut = None
+    for c in calls:
+        if len(c.args) != 3 or c.keywords or not _is_name(c.args[0], arr):
+            raise NotRewritable(f"a recursive call does not pass {arr} and two bounds (line "
+                                f"{c.lineno})")
+        first = _is_name(c.args[1], lo)
+        e = c.args[2] if first else c.args[1]
+        if not (first or _is_name(c.args[2], hi)):
+            raise NotRewritable(f"a recursive call is not on [{lo}, m) or [m, {hi}) (line "
+                                f"{c.lineno})")
+        if not (_midpoint(e, lo, hi) or (_is_name(e) and e.id in mids)):
+            raise NotRewritable(f"a recursive call splits at `{ast.unparse(e)}` (line "
+                                f"{c.lineno}), not at a midpoint of [{lo}, {hi}) such as "
+                                f"({lo} + {hi}) // 2")
+        if cut is not None and ast.dump(cut) != ast.dump(e):
+            raise NotRewritable("its recursive calls split at different places")
+        cut = e
+        offset = ast.BinOp(copy.deepcopy(e), ast.Sub(), ast.Name(lo, ast.Load()))
+        view = ast.Subscript(ast.Name(SLICE, ast.Load()),
+                             ast.Slice(None if first else offset, offset if first else None,
+                                       None), ast.Load())
+        c.args = [view]
+        for n in ast.walk(c):
+            ast.copy_location(n, c)
+
+    def whole(n):
+        return (isinstance(n, ast.Subscript) and _is_name(n.value, arr)
+                and isinstance(n.slice, ast.Slice) and n.slice.step is None
+                and _is_name(n.slice.lower, lo) and _is_name(n.slice.upper, hi))
+
+    def width(n):
+        return (isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub)
+                and _is_name(n.left, hi) and _is_name(n.right, lo))
+
+    class Sub(ast.NodeTransformer):
+        def visit(self, n):
+            if isinstance(n, ast.expr) and whole(n):
+                return ast.copy_location(ast.Name(SLICE, ast.Load()), n)
+            if isinstance(n, ast.expr) and width(n):
+                return ast.copy_location(ast.Call(ast.Name("len", ast.Load()),
+                                                  [ast.Name(SLICE, ast.Load())], []), n)
+            return super().visit(n)
+
+    node.body = [Sub().visit(st) for st in node.body]
+    bind = ast.parse(f"{SLICE} = {arr}[{lo}:{hi}]").body[0]
+    for n in ast.walk(bind):
+        ast.copy_location(n, node.body[0])
+    node.body.insert(0, bind)
+    ast.fix_missing_locations(node)
+    return arr, lo, hi
+
+
 def rewrite(dc) -> Rewritten:
     """The in-place form of the decorated functional function ``dc`` (module docstring),
     or :class:`NotRewritable` with the reason."""
@@ -969,13 +1088,20 @@ def rewrite(dc) -> Rewritten:
         raise NotRewritable("its source cannot be read") from None
     name = node.name
     params = [p.arg for p in node.args.args]
-    if len(params) != 1 or node.args.vararg or node.args.kwarg or node.args.kwonlyargs:
-        raise NotRewritable("it takes other parameters than the one array")
-    a = params[0]
+    if node.args.vararg or node.args.kwarg or node.args.kwonlyargs or len(params) not in (1, 3):
+        raise NotRewritable("it takes other parameters than one array, or an array and the "
+                            "two bounds of its slice")
+    span = None
+    if len(params) == 3:        # f(arr, lo, hi): on the slice arr[lo:hi] (_span_form)
+        _own_names_free({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}, name)
+        span = _span_form(node, name)
+        a = SLICE
+    else:
+        a = params[0]
     glb = fn.__globals__
     nps = _numpy_names(glb)
     own = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-    _own_names_free(own, name)
+    _own_names_free(own - {SLICE}, name)
     used = own | set(glb)
     half = f"(len({BUF}) // 2)"
 
@@ -1206,7 +1332,12 @@ def rewrite(dc) -> Rewritten:
             new_stmts.extend(_clamp(CUT, up1, a, s))
         if i in (i1, i2):
             first = i == i1
-            sub = f"{a}[:{CUT}]" if first else f"{a}[{CUT}:]"
+            if span is None:
+                sub = f"{a}[:{CUT}]" if first else f"{a}[{CUT}:]"
+            else:                       # the bounds of the half, as the user wrote them
+                arr_, lo_, hi_ = span
+                sub = (f"{arr_}, {lo_}, {lo_} + {CUT}" if first
+                       else f"{arr_}, {lo_} + {CUT}, {hi_}")
             at = AT if first else f"{AT} + {CUT}"
             more = "".join(f", {b}" for b in bufs)
             call = ast.parse(f"{name}({sub}, {BUF}, {at}, 1 - {PARITY}{more})",
@@ -1238,7 +1369,8 @@ def rewrite(dc) -> Rewritten:
             ast.copy_location(n, s)
         new_stmts.append(new)
     main = ast.FunctionDef(name=name, args=ast.arguments(
-        posonlyargs=[], args=[ast.arg(a), ast.arg(BUF), ast.arg(AT), ast.arg(PARITY),
+        posonlyargs=[], args=[*(ast.arg(p) for p in (span or (a,))), ast.arg(BUF), ast.arg(AT),
+                              ast.arg(PARITY),
                               *(ast.arg(b) for b in bufs)],
         kwonlyargs=[], kw_defaults=[], defaults=[]), body=out_body + new_stmts,
         decorator_list=[], returns=None, type_params=[])
@@ -1258,7 +1390,8 @@ def rewrite(dc) -> Rewritten:
     mfn.__hpu_tree__ = (main, filename, text, start)
     new_glb[name] = mfn
     return Rewritten(fn=mfn, scalars=scalars, same_dtype=same and not other_dtype,
-                     scratch=tuple((scr.width, scr.dtype) for scr in scratch), arena=arena)
+                     scratch=tuple((scr.width, scr.dtype) for scr in scratch), arena=arena,
+                     span=span)
 
 
 def _pairs_split(body, name: str) -> list:

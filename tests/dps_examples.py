@@ -937,3 +937,69 @@ LISTS = {"sort_lists": sort_lists, "count_lists": count_lists,
          "last_lists": last_lists, "sort_list_copy": sort_list_copy,
          "signed_lists": signed_lists, "sort_concat": sort_concat,
          "count_concat": count_concat}
+
+
+# ------------------------------------------- the span form: f(arr, lo, hi) returning arrays
+def msort_span(a, lo, hi):
+    """The functional mergesort on index bounds, its merge written inline."""
+    if hi - lo <= 1:
+        return a[lo:hi].copy()
+    m = (lo + hi) // 2
+    l = msort_span(a, lo, m); r = msort_span(a, m, hi)
+    out = np.empty(len(l) + len(r), a.dtype)
+    i = j = k = 0
+    while i < len(l) and j < len(r):
+        if l[i] <= r[j]:
+            out[k] = l[i]; i += 1
+        else:
+            out[k] = r[j]; j += 1
+        k += 1
+    while i < len(l):
+        out[k] = l[i]; i += 1; k += 1
+    while j < len(r):
+        out[k] = r[j]; j += 1; k += 1
+    return out
+
+
+def count_span(arr, lo, hi):
+    """The sorted array and the inversion count on [lo, hi), split at lo + (hi - lo) // 2,
+    the merge a helper."""
+    if hi - lo < 2:
+        return arr[lo:hi].copy(), 0
+    mid = lo + (hi - lo) // 2
+    left, a = count_span(arr, lo, mid)
+    right, b = count_span(arr, mid, hi)
+    merged, c = merge_count(left, right)
+    return merged, a + b + c
+
+
+def desc_span(v, first, last):
+    """Other names, the upper middle, an empty base case and a float result."""
+    if last - first == 0:
+        return np.zeros(0)
+    if last - first == 1:
+        return v[first:last].astype(np.float64)
+    cut = (first + last + 1) // 2
+    return merge_desc(desc_span(v, first, cut), desc_span(v, cut, last))
+
+
+def split_after_first(a, lo, hi):
+    """Not split at a midpoint: the CPU path."""
+    if hi - lo <= 1:
+        return a[lo:hi].copy()
+    return merge_desc(split_after_first(a, lo, lo + 1), split_after_first(a, lo + 1, hi))
+
+
+def span_default(a, lo=0, hi=None):
+    """`hi` computed in the function: the CPU path."""
+    if hi is None:
+        hi = len(a)
+    if hi - lo <= 1:
+        return a[lo:hi].copy()
+    m = (lo + hi) // 2
+    return merge_desc(span_default(a, lo, m), span_default(a, m, hi))
+
+
+SPANS = {"msort_span": msort_span, "count_span": count_span, "desc_span": desc_span}
+SPANS_KEPT = {"split_after_first": ("not at a midpoint", split_after_first),
+              "span_default": ("assigns its parameter hi", span_default)}

@@ -695,3 +695,92 @@ def test_a_list_on_the_cpu_runs_the_in_place_form_unless_k_is_given():
     assert hasattr(run.plan, "transfer_level") and not hasattr(run.plan, "K")
     run = f.options(K=0).run(list(x), device="cpu")
     assert _same_list(run.value, sorted(x)) and run.plan.K == 0
+
+
+# ---------------------------------------------------- the span form: f(arr, lo, hi) -> array
+def _span_case(data, dtype=np.int64):
+    n = data.draw(st.integers(1, 300), label="n")
+    x = np.asarray(data.draw(st.lists(st.integers(-10**4, 10**4), min_size=n, max_size=n),
+                             label="x"), dtype=dtype)
+    lo = data.draw(st.integers(0, n - 1), label="lo")
+    hi = data.draw(st.integers(lo + 1, n), label="hi")
+    return x, lo, hi
+
+
+@pytest.mark.parametrize("name", sorted(ex.SPANS))
+@settings(deadline=None, max_examples=40)
+@given(data=st.data())
+def test_the_span_forms_in_place_form_run_as_python_is_the_function(name, data):
+    """``f(arr, lo, hi)``: the rewritten function run by Python, its result for [lo, hi) at
+    [lo, hi) of the buffer's first half -- for any [lo, hi) inside the array."""
+    x, lo, hi = _span_case(data)
+    rw = rewrite(hpu.divide_and_conquer(ex.SPANS[name]))
+    assert rw.span == tuple(__import__("inspect").signature(ex.SPANS[name]).parameters)
+    want = ex.SPANS[name](x.copy(), lo, hi)
+    arr = want[0] if isinstance(want, tuple) else want
+    buf = np.full(2 * x.size, -7, arr.dtype)
+    scalars = rw.fn(x, lo, hi, buf, lo, 0)
+    assert same(buf[lo:hi], arr)
+    assert (scalars is None) if rw.scalars == 0 else scalars == want[1]
+
+
+@pytest.mark.parametrize("device, alpha, y", PATHS, ids=str)
+@settings(COMPILES, max_examples=4)
+@given(data=st.data())
+def test_the_span_form_gives_the_plain_answer_on_every_path(device, alpha, y, data):
+    x, lo, hi = _span_case(data, np.int32)
+    f = hpu.divide_and_conquer(ex.count_span)
+    want = ex.count_span(x.copy(), lo, hi)
+    keep = x.copy()
+    run = f.run(x, lo, hi, **options(device, alpha, y))
+    assert same(run.value, want) and run.fallbacks == [], (run.fallbacks, lo, hi)
+    assert np.array_equal(x, keep)
+    if device == "gpu":
+        assert run.gpu_tasks >= 1
+
+
+@pytest.mark.parametrize("name", ["msort_span", "desc_span"])
+@pytest.mark.parametrize("n, lo, hi", [(1, 0, 1), (2, 0, 2), (17, 3, 16), (4099, 0, 4099),
+                                       (70_001, 5, 70_000)])
+def test_the_span_form_at_sizes_up_to_the_devices(name, n, lo, hi):
+    f = hpu.divide_and_conquer(ex.SPANS[name])
+    x = np.random.default_rng(n).integers(-10**6, 10**6, n)
+    want = ex.SPANS[name](x.copy(), lo, hi)
+    for opts in ({"device": "gpu"}, {"device": "hybrid", "alpha": 0.5, "y": 2}):
+        run = f.run(x, lo, hi, **opts)
+        assert same(run.value, want) and run.fallbacks == [], (name, n, opts, run.fallbacks)
+
+
+@pytest.mark.parametrize("name", sorted(ex.SPANS_KEPT))
+def test_a_span_form_without_a_device_form_answers_on_the_cpu_and_says_why(name):
+    why, fn = ex.SPANS_KEPT[name]
+    f = hpu.divide_and_conquer(fn)
+    with pytest.raises(NotRewritable, match=re.escape(why)):
+        rewrite(f)
+    x = np.random.default_rng(5).integers(0, 100, 57)
+    with pytest.warns(hpu.HpuPerformanceWarning, match="device form"):
+        run = f.run(x, 0, 57, device="gpu")
+    assert same(run.value, fn(x.copy(), 0, 57)) and run.gpu_tasks == 0
+    assert why in run.fallbacks[0]
+
+
+@pytest.mark.parametrize("lo, hi", [(4, 4), (6, 2), (-3, 5), (0, 99)])
+def test_span_bounds_outside_the_array_run_the_function_as_written(lo, hi):
+    """An empty [lo, hi), hi below lo, a negative lo, hi past the end: Python's slices
+    decide what these mean, so the function runs as written (on the CPU, recorded)."""
+    f = hpu.divide_and_conquer(ex.msort_span)
+    x = np.random.default_rng(1).integers(0, 100, 10)
+    want = ex.msort_span(x.copy(), lo, hi)
+    with pytest.warns(hpu.HpuPerformanceWarning, match="int bounds"):
+        run = f.run(x, lo, hi, device="gpu")
+    assert same(run.value, want) and run.gpu_tasks == 0
+
+
+def test_the_span_forms_plan_is_the_device_forms():
+    f = hpu.divide_and_conquer(ex.msort_span)
+    x = np.random.default_rng(3).integers(0, 10**6, 50_000)
+    plan = f.plan(x, 0, x.size, device="hybrid", alpha=0.5, y=2)
+    run = f.run(x, 0, x.size, device="hybrid", alpha=0.5, y=2)
+    assert same(run.value, np.sort(x, kind="stable"))
+    assert (plan.split_alpha, plan.transfer_level) == (0.5, 2)
+    assert plan.cutoff_level == run.K and plan.n == x.size
