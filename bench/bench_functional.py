@@ -3,19 +3,25 @@ Reported, never asserted.
 
 The functional mergesort is the issue's text as a person writes it: slices in, a
 new array out of every call (``a.copy()`` at the leaves, ``np.empty`` in the
-merge).  hpu runs such a function on the CPU as the function compiled by Numba
-(``hpu._functional``: Numba allocating each call's array), its top K levels as Python
-and the a^K subtrees below on ``numba.get_num_threads()`` threads (``FanOut``; the
-child reports K and the subtrees); the shipped in-place mergesort
-(``algorithms.mergesort.sort``) runs breadth-first on Numba threads with one scratch
-buffer.  Goals from the issue: functional time <= 1.5x
-the in-place one, functional peak memory <= 4x the input.
+merge).  On the CPU hpu runs such a function, from 2**20 elements
+(``hpu._decorator.FORM_ON_CPU_MIN``), as its in-place form (``hpu._functional_dps``: one
+buffer of twice the input, breadth-first on Numba's threads, the child reports K and the
+levels); below that, or with ``K=``, as the function compiled by Numba (``hpu._functional``:
+Numba allocating each call's array), its top K levels as Python and the a^K subtrees below
+on ``numba.get_num_threads()`` threads (``FanOut``; ``--fanout`` measures it at the same
+size).  The shipped in-place mergesort (``algorithms.mergesort.sort``) runs breadth-first on
+Numba threads with one scratch buffer.  Goals from the issue: functional time <= 1.5x the
+in-place one, functional peak memory <= 4x the input.
 
-Each variant runs in its own child process (so that peak resident memory,
-``ru_maxrss``, is its own): one untimed warm-up on 4096 keys (compilation), then
+Each variant runs in its own child process (so that peak resident memory is its own: the
+peak resident set, ``VmHWM``, restarted before the timed sorts where Linux allows, else
+``ru_maxrss``): one untimed warm-up on 4096 keys (compilation; the in-place form also one
+at the full size, whose memory still counts), then
 ``--repeat`` timed sorts of fresh copies of the same 2**N random int32 keys; the
 child reports the median seconds and the peak RSS growth over the process's RSS
-before the first timed sort, both checked against ``np.sort`` first.
+before them (before the full-size warm-up, for the in-place form), each sort checked
+against ``np.sort``.  The growth includes the fresh copy of the input each sort is given
+(1x): a sort's own memory is the figure less one.
 
     python bench/bench_functional.py                 # N = 24, 3 repeats
     python bench/bench_functional.py --log2n 20 --repeat 5 --json
@@ -45,6 +51,7 @@ if str(ROOT) not in sys.path:
 import numpy as np  # noqa: E402
 
 import hpu  # noqa: E402
+from hpu._decorator import FORM_ON_CPU_MIN  # noqa: E402
 
 GOAL_TIME = 1.5
 GOAL_MEMORY = 4.0
@@ -87,9 +94,28 @@ _last = {}
 
 def _variant(name):
     if name == "functional":
+        # device="cpu": from 2**20 elements its in-place form breadth-first on the CPU's
+        # threads (hpu._decorator.FORM_ON_CPU_MIN), below that the compiled fan-out
         def run(x):
             r = msort.run(x, device="cpu")
-            _last.update(K=r.K, subtrees=r.cpu_tasks, reason=r.reason)
+            if len(r.levels) > 1:       # breadth-first: the in-place form
+                _last.update(K=r.K, cpu_tasks=r.cpu_tasks, levels=len(r.levels))
+            else:
+                _last.update(K=r.K, subtrees=r.cpu_tasks, reason=r.reason)
+            return r.value
+
+        return run
+    if name == "functional-fanout":
+        # the compiled function fanned out (hpu._functional.FanOut), as device="cpu" runs an
+        # array below hpu._decorator.FORM_ON_CPU_MIN: K given, as the fan-out picks it
+        import numba
+
+        from hpu._functional import fanout_levels
+
+        def run(x):
+            K = fanout_levels(x.size, 2, 2.0, numba.get_num_threads())[0]
+            r = msort.run(x, device="cpu", K=K)
+            _last.update(K=r.K, subtrees=r.cpu_tasks)
             return r.value
 
         return run
@@ -114,8 +140,43 @@ def _variant(name):
     return lambda x: sort(x, device="cpu")
 
 
-def child(name, log2n, repeat):
+def _status_kb(key):
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(key):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _rss_kb():
+    """The resident set now (KiB), or the peak so far where /proc is not there."""
     import resource
+
+    now = _status_kb("VmRSS:")
+    return now if now is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def _reset_peak():
+    """Linux: the peak resident set restarts from now (``clear_refs`` 5), so a warm-up's
+    peak does not hide the timed sorts'."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def _peak_kb():
+    import resource
+
+    hwm = _status_kb("VmHWM:")
+    return hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def child(name, log2n, repeat):
 
     sort = _variant(name)
     small = np.random.default_rng(1).integers(0, 1 << 30, 4096, dtype=np.int32)
@@ -126,7 +187,15 @@ def child(name, log2n, repeat):
     x = np.random.default_rng(0).integers(0, 1 << 30, 1 << log2n, dtype=np.int32)
     want = np.sort(x)
     seconds = []
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = _rss_kb()
+    if name == "functional" and x.size >= FORM_ON_CPU_MIN:
+        # the in-place form compiles at this size: once, before the timed sorts (what it
+        # keeps of the compiler's memory still counts: `before` is taken ahead of it)
+        assert np.array_equal(sort(x.copy()), want)
+        import gc
+
+        gc.collect()
+    _reset_peak()
     for _ in range(repeat):
         y = x.copy()
         t0 = time.perf_counter()
@@ -134,7 +203,7 @@ def child(name, log2n, repeat):
         seconds.append(time.perf_counter() - t0)
         assert np.array_equal(out, want)
         del out, y
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = _peak_kb()
     print(json.dumps({"seconds": statistics.median(seconds), "all_seconds": seconds,
                       "first_call_s": first_call,
                       "peak_growth_MB": (peak - before) * 1024 / 1e6, **_last}))
@@ -168,8 +237,12 @@ def main(argv=None):
     p.add_argument("--cold", action="store_true",
                    help="each child with empty hpu and PoCL caches (first_call_s: a fresh "
                         "machine's first call)")
+    p.add_argument("--fanout", action="store_true",
+                   help="also the compiled fan-out (what device='cpu' runs below 2**20 "
+                        "elements, or with K=)")
     p.add_argument("--child", choices=["functional", "inplace", "functional-hybrid",
-                                       "functional-gpu"], help=argparse.SUPPRESS)
+                                       "functional-gpu", "functional-fanout"],
+                   help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
         child(args.child, args.log2n, args.repeat)
@@ -188,6 +261,13 @@ def main(argv=None):
                 "Numba's thread count (hpu._functional.FanOut); in-place: breadth-first on "
                 "Numba threads",
     }
+    if args.fanout:
+        report["functional-fanout"] = measure("functional-fanout", args.log2n, args.repeat,
+                                              args.cold)
+        report["functional-fanout"]["time_over_inplace"] = (
+            report["functional-fanout"]["seconds"] / i["seconds"])
+        report["functional-fanout"]["memory_over_input"] = (
+            report["functional-fanout"]["peak_growth_MB"] / input_mb)
     if args.device:
         for name in ("functional-hybrid", "functional-gpu"):
             report[name] = measure(name, args.log2n, args.repeat, args.cold)
@@ -202,6 +282,11 @@ def main(argv=None):
               f"peak RSS growth {r['peak_growth_MB']:.0f} MB "
               f"({r['peak_growth_MB'] / input_mb:.1f}x the input), first call "
               f"{r['first_call_s']:.1f} s")
+    if "functional-fanout" in report:
+        r = report["functional-fanout"]
+        print(f"  fan-out    {r['seconds']:.3f} s ({r['time_over_inplace']:.2f}x in-place), "
+              f"peak RSS growth {r['peak_growth_MB']:.0f} MB ({r['memory_over_input']:.1f}x), "
+              f"K={r['K']}, {r['subtrees']} subtrees")
     for name in ("functional-hybrid", "functional-gpu"):
         if name in report:
             r = report[name]
@@ -210,8 +295,11 @@ def main(argv=None):
                   f"({r['peak_growth_MB'] / input_mb:.1f}x), alpha={r['alpha']}, y={r['y']}, "
                   f"K={r['K']}, tasks cpu {r['cpu_tasks']} / device {r['gpu_tasks']}, "
                   f"fallbacks {r['fallbacks'] or 'none'}, first call {r['first_call_s']:.1f} s")
-    if "reason" in f:
-        print(f"  functional: K={f['K']}, {f['subtrees']} subtrees: {f['reason']}")
+    if "subtrees" in f:
+        print(f"  functional: the fan-out, K={f['K']}, {f['subtrees']} subtrees: {f['reason']}")
+    else:
+        print(f"  functional: the in-place form, K={f['K']}, {f['levels']} levels, "
+              f"{f['cpu_tasks']} tasks at the cut-off")
     print(f"  functional / in-place time: {report['time_ratio']:.2f} (goal <= {GOAL_TIME}); "
           f"functional memory {report['functional_memory_over_input']:.1f}x the input "
           f"(goal <= {GOAL_MEMORY})")

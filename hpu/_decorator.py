@@ -460,16 +460,30 @@ class DivideAndConquer:
         ``hybrid`` (not across a cluster), and on ``cpu`` for a list argument of a function
         that builds lists -- there the form's arrays on the CPU's threads beat Numba's
         reflected lists in one compiled call several times over (``bench_lists.py
-        --devices``: 0.21 s against 1.51 s for 2**20 ints on 2 cores), unless ``K=`` is
-        given (it sets the compiled call's fan-out, as documented); an array stays the
-        compiled function's (its fan-out is as fast, and its memory is measured)."""
+        --devices``: 0.21 s against 1.51 s for 2**20 ints on 2 cores), and for an array of
+        at least :data:`FORM_ON_CPU_MIN` elements (its slice, in the span form): there the
+        form's one buffer of twice the input bounds the memory on any number of threads,
+        where the fan-out's arrays pile up in glibc's per-thread arenas (6.3x the input at
+        2**24 on 16 threads against 4.3x, and 0.73x its time: ``bench/README.md``) --
+        unless ``K=`` is given (it sets the compiled call's fan-out, as documented).  A
+        smaller array stays the compiled function's (its first call compiles less)."""
         if o["cluster"] is not None:
             return False
         if o["device"] != "cpu":
             return True
-        if not self._lists or o["K"] is not None:
+        if o["K"] is not None:
             return False            # (K= given: the compiled call fanned out, guide §10)
-        return isinstance(_only_argument(converted), list)
+        given = _only_argument(converted)
+        if self._lists and isinstance(given, list):
+            return True
+        if converted is None or self._functional is None:
+            return False
+        dc, rw = self._in_place()
+        if dc is None:
+            return False
+        found = self._in_place_args(converted, rw)
+        return (found is not None and isinstance(found[0], np.ndarray)
+                and found[2] - found[1] >= FORM_ON_CPU_MIN)
 
     def _device_reason(self) -> str:
         """Why this functional function's run stays on the CPU (a sentence)."""
@@ -1401,6 +1415,11 @@ def _elements(args, kwargs) -> int:
     return max((v.size if isinstance(v, np.ndarray) else len(v)
                 for v in (*args, *kwargs.values()) if isinstance(v, (np.ndarray, list))),
                default=0)
+
+
+#: the size from which a functional function's array runs its in-place form on the CPU
+#: (:meth:`DivideAndConquer._device_form_applies`)
+FORM_ON_CPU_MIN = 1 << 20
 
 
 def _only_argument(converted):

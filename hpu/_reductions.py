@@ -367,7 +367,7 @@ class _Reductions(_Hoister):
         body = [assign(x, elt)]
         cmp_new, cmp_old = name(x), name(r)
         if key is not None:
-            k, rk = self.fresh("key"), self.fresh(f"late_key")
+            k, rk = self.fresh("key"), self.fresh("late_key")
             if isinstance(key, ast.Lambda):
                 value = _Renamer({key.args.args[0].arg: x}).visit(copy.deepcopy(key.body))
             else:

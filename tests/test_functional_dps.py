@@ -784,3 +784,25 @@ def test_the_span_forms_plan_is_the_device_forms():
     assert same(run.value, np.sort(x, kind="stable"))
     assert (plan.split_alpha, plan.transfer_level) == (0.5, 2)
     assert plan.cutoff_level == run.K and plan.n == x.size
+
+
+def test_a_large_array_on_the_cpu_runs_the_in_place_form_and_a_small_one_the_fan_out():
+    """From FORM_ON_CPU_MIN elements ``device="cpu"`` runs the in-place form breadth-first on
+    the CPU's threads (one buffer: memory bounded on any thread count); below it, and with
+    ``K=``, the compiled fan-out.  The same answer either way, and the plan is the run's."""
+    from hpu._decorator import FORM_ON_CPU_MIN
+
+    f = hpu.divide_and_conquer(ex.count_inversions)
+    x = np.random.default_rng(11).integers(-10**6, 10**6, FORM_ON_CPU_MIN).astype(np.int32)
+    want = ex.count_inversions(x.copy())
+    keep = x.copy()
+    run = f.run(x, device="cpu")
+    assert same(run.value, want) and run.fallbacks == [] and run.gpu_tasks == 0
+    assert len(run.levels) > 2                     # breadth-first: a record per level
+    assert np.array_equal(x, keep)
+    plan = f.plan(x, device="cpu")
+    assert isinstance(plan, hpu.model.Plan) and plan.cutoff_level == run.K
+    for small, opts in ((x[:FORM_ON_CPU_MIN - 1], {}), (x, {"K": 3})):
+        run = f.run(small, device="cpu", **opts)
+        assert same(run.value, ex.count_inversions(small.copy()))
+        assert len(run.levels) <= 1                # the fan-out: one record, or none
