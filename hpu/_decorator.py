@@ -476,8 +476,10 @@ class DivideAndConquer:
         given = _only_argument(converted)
         if self._lists and isinstance(given, list):
             return True
-        if converted is None or self._functional is None:
-            return False
+        if converted is None or self._functional is None or not any(
+                isinstance(v, np.ndarray) and v.size >= FORM_ON_CPU_MIN
+                for v in (*converted[0], *converted[1].values())):
+            return False            # (small: the rewrite is not even read)
         dc, rw = self._in_place()
         if dc is None:
             return False

@@ -356,7 +356,7 @@ def bad_tuple_to_one_name(a, lo, hi):
     mid = (lo + hi) // 2
     left = bad_tuple_to_one_name(a, lo, mid)  # refused
     r0, r1 = bad_tuple_to_one_name(a, mid, hi)
-    return r0, r1
+    return left[hi % 2], r1          # an index computed at run time: not unpacked
 
 
 def bad_write_before_guard(a, lo, hi):
