@@ -967,6 +967,12 @@ def _clamp(cut: str, bound, a: str, lineno_of) -> list:
 SLICE = "hpu_s"
 
 
+def _width(n, lo: str, hi: str) -> bool:
+    """``n`` is ``hi - lo``."""
+    return (isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub)
+            and _is_name(n.left, hi) and _is_name(n.right, lo))
+
+
 def _midpoint(e, lo: str, hi: str) -> bool:
     """``e`` is ``(lo + hi) // 2``, ``(lo + hi + 1) // 2``, ``lo + (hi - lo) // 2`` or
     ``lo + (hi - lo + 1) // 2`` (either order of a sum): inside ``[lo, hi]`` whenever
@@ -991,8 +997,7 @@ def _midpoint(e, lo: str, hi: str) -> bool:
         return inner(t)
 
     def width(t):
-        return isinstance(t, ast.BinOp) and isinstance(t.op, ast.Sub) and is_(t.left, hi) \
-            and is_(t.right, lo)
+        return _width(t, lo, hi)
 
     if half(e, lambda t: pair(t, lo, hi)):
         return True
@@ -1052,15 +1057,11 @@ def _span_form(node, name: str):
                 and isinstance(n.slice, ast.Slice) and n.slice.step is None
                 and _is_name(n.slice.lower, lo) and _is_name(n.slice.upper, hi))
 
-    def width(n):
-        return (isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub)
-                and _is_name(n.left, hi) and _is_name(n.right, lo))
-
     class Sub(ast.NodeTransformer):
         def visit(self, n):
             if isinstance(n, ast.expr) and whole(n):
                 return ast.copy_location(ast.Name(SLICE, ast.Load()), n)
-            if isinstance(n, ast.expr) and width(n):
+            if isinstance(n, ast.expr) and _width(n, lo, hi):
                 return ast.copy_location(ast.Call(ast.Name("len", ast.Load()),
                                                   [ast.Name(SLICE, ast.Load())], []), n)
             return super().visit(n)

@@ -639,7 +639,7 @@ def _unpack_results(body, name):
     class Unpack(ast.NodeTransformer):
         def visit_Assign(self, n):
             self.generic_visit(n)
-            if n is not None and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
+            if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
                     and n.targets[0].id in ok and calls.get(n.targets[0].id) is n:
                 n.targets = [_located(ast.Tuple(parts(n.targets[0].id, ast.Store),
                                                 ast.Store()), n.targets[0])]

@@ -313,6 +313,24 @@ class _Reductions(_Hoister):
             return True
         return bool(kw) and _arrayish(it, self.maybe)
 
+    def _renamed(self, gen: ast.GeneratorExp):
+        """``(comprehensions, element)`` of ``gen`` with its variables renamed fresh (a
+        generator's do not leak into the function, as in Python), the first iterable as
+        written: it is evaluated where the call is."""
+        from hpu._comprehensions import _Renamer
+
+        names = {}
+        for g in gen.generators:
+            for n in ast.walk(g.target):
+                if isinstance(n, ast.Name) and n.id not in names:
+                    names[n.id] = self.fresh("g")
+        rename = _Renamer(names)
+        gens = copy.deepcopy(gen.generators)
+        first_iter = gens[0].iter
+        gens = [rename.visit(g) for g in gens]
+        gens[0].iter = first_iter
+        return gens, rename.visit(copy.deepcopy(gen.elt))
+
     def flag_minmax(self, what: str, e: ast.Call) -> list:
         """``max(it, key=k, default=d)`` and ``max(e for ... if ...)``: one pass over the
         elements with a flag, as Python's builtin runs it -- the first element taken, then
@@ -336,17 +354,7 @@ class _Reductions(_Hoister):
         it = e.args[0]
         out = []
         if isinstance(it, ast.GeneratorExp):
-            names = {}
-            for g in it.generators:
-                for n in ast.walk(g.target):
-                    if isinstance(n, ast.Name) and n.id not in names:
-                        names[n.id] = self.fresh("g")
-            rename = _Renamer(names)
-            gens = copy.deepcopy(it.generators)
-            first_iter = gens[0].iter
-            gens = [rename.visit(g) for g in gens]
-            gens[0].iter = first_iter
-            elt = rename.visit(copy.deepcopy(it.elt))
+            gens, elt = self._renamed(it)
         elif isinstance(it, ast.Call):                      # range(...)
             t = self.fresh("g")
             gens = [ast.comprehension(name(t, True), copy.deepcopy(it), [], 0)]
@@ -384,11 +392,7 @@ class _Reductions(_Hoister):
         body.append(ast.If(ast.UnaryOp(ast.Not(), name(found)),
                            take() + [assign(found, ast.Constant(True))],
                            [ast.If(better, take(), [])]))
-        for g in reversed(gens):
-            for cond in reversed(g.ifs):
-                body = [ast.If(cond, body, [])]
-            body = [ast.For(g.target, g.iter, body, [])]
-        out.extend(body)
+        out.extend(_nested(gens, body))
         if default is not None:
             out.append(ast.If(ast.UnaryOp(ast.Not(), name(found)), [assign(r, name(d))], []))
         else:                                       # nothing came: Python's ValueError
@@ -401,19 +405,7 @@ class _Reductions(_Hoister):
         """``sum(e for x in xs if c)`` (``any``/``all`` of one ``for``): the loops, their
         variables renamed (a generator's do not leak into the function, as in Python), the
         first iterable evaluated where the call is; the result in ``self.last``."""
-        from hpu._comprehensions import _Renamer
-
-        names = {}
-        for g in gen.generators:
-            for n in ast.walk(g.target):
-                if isinstance(n, ast.Name) and n.id not in names:
-                    names[n.id] = self.fresh("g")
-        rename = _Renamer(names)
-        gens = copy.deepcopy(gen.generators)
-        first_iter = gens[0].iter
-        gens = [rename.visit(g) for g in gens]
-        gens[0].iter = first_iter
-        elt = rename.visit(copy.deepcopy(gen.elt))
+        gens, elt = self._renamed(gen)
         r = self.fresh(what)
         self.last = r
 
@@ -421,7 +413,7 @@ class _Reductions(_Hoister):
             return ast.Assign([ast.Name(r, ast.Store())], value)
 
         if what in ("max", "min"):
-            return self.block(self._first_then_rest(what, gen, gens[0].target, first_iter,
+            return self.block(self._first_then_rest(what, gen, gens[0].target, gens[0].iter,
                                                     elt, store, r))
         if what == "sum":
             init = copy.deepcopy(start) if start is not None else ast.Constant(0)
@@ -431,11 +423,7 @@ class _Reductions(_Hoister):
             body = [ast.If(ast.Compare(elt, [ast.NotEq() if what == "any" else ast.Eq()],
                                        [ast.Constant(0)]),
                            [store(ast.Constant(what == "any")), ast.Break()], [])]
-        for g in reversed(gens):
-            for cond in reversed(g.ifs):
-                body = [ast.If(cond, body, [])]
-            body = [ast.For(g.target, g.iter, body, [])]
-        return self.block([store(init)] + body)   # reductions inside it, in turn
+        return self.block([store(init)] + _nested(gens, body))   # reductions inside it, in turn
 
     def _first_then_rest(self, what, gen, target, it, elt, store, r) -> list:
         """``max(e for t in it)``: ``it`` evaluated once, Python's ValueError when it is
@@ -617,6 +605,16 @@ class _Reductions(_Hoister):
         out.hpu_text = text
         return out
 
+
+
+def _nested(gens, body: list) -> list:
+    """``body`` inside the generator's loops: a ``for`` per comprehension, its ``if``s around
+    what follows it."""
+    for g in reversed(gens):
+        for cond in reversed(g.ifs):
+            body = [ast.If(cond, body, [])]
+        body = [ast.For(g.target, g.iter, body, [])]
+    return body
 
 
 def reductions_as_loops(tree: ast.FunctionDef, glb: dict, arrays: set) -> list:
