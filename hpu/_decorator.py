@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import functools
 import inspect
 import os
@@ -442,12 +443,16 @@ class DivideAndConquer:
                 try:
                     rw = rewrite(self)
                     # a function on lists reads its children as lists: Python (and Numba)
-                    # check every index into a list, so its in-place form does too
+                    # check every index into a list, so its in-place form does too.  No
+                    # span= in the span form: a task writes its result in both halves of
+                    # the buffer (at [lo, hi) + its parity's offset), outside [lo, hi), so
+                    # a device with its own memory must receive and return whole arrays
                     dc = DivideAndConquer(rw.fn, b=self._options["b"],
                                           cost=self._options["cost"],
-                                          span=rw.span[1:] if rw.span else None,
                                           boundscheck=True if self._lists else
                                           self._boundscheck)
+                    if rw.span:             # (the model's n: hi - lo, as the user's call has it)
+                        dc._spec = dataclasses.replace(dc._parse(), extent=tuple(rw.span[1:]))
                     self._dps = (dc, rw)
                 except NotRewritable as err:
                     self._dps = (None, str(err))

@@ -181,6 +181,10 @@ class DCSpec:
     b: float = 2
     cost: str = "n"
     span: tuple[str, str] | None = None
+    #: the model's ``n`` only, ``hi - lo`` of these two scalar parameters, where ``span`` cannot
+    #: be given: the in-place form of a functional ``f(arr, lo, hi)`` (hpu._functional_dps)
+    #: writes its buffer outside ``[lo, hi)``, so its arrays must travel whole
+    extent: tuple[str, str] | None = None
     #: (array, offset parameter, length parameter) of each parameter that receives NumPy
     #: slices: the hidden scalars that bound the part of the array a task sees (hpu._views)
     views: tuple[tuple[str, str, str], ...] = ()

@@ -69,8 +69,9 @@ def problem_of(spec, values: Mapping[str, Any]) -> tuple[model.Problem, int, boo
     task moves."""
     arrays = [v for v in values.values() if isinstance(v, np.ndarray)]
     known = True
-    if spec.span is not None:
-        n = int(values[spec.span[1]]) - int(values[spec.span[0]])
+    bounds = spec.span or getattr(spec, "extent", None)
+    if bounds is not None:
+        n = int(values[bounds[1]]) - int(values[bounds[0]])
     elif getattr(spec, "views", ()):  # a function on NumPy slices: the root view's length
         n = max(int(values[length]) for _, _, length in spec.views)
     elif arrays:

@@ -751,6 +751,21 @@ def test_the_span_form_at_sizes_up_to_the_devices(name, n, lo, hi):
         assert same(run.value, want) and run.fallbacks == [], (name, n, opts, run.fallbacks)
 
 
+@pytest.mark.parametrize("alpha, y", [(0.25, 3), (0.5, 3), (0.0, 3), (0.5, 2)])
+def test_the_span_form_on_a_device_with_its_own_memory(discrete, alpha, y):
+    """A task writes its result in the buffer's halves, outside ``[lo, hi)``: the device
+    receives and returns whole arrays (with ``span=`` it was sent ``[lo, hi)`` only, and
+    levels the device ran from y = 3 came back unwritten -- silently wrong answers)."""
+    f = hpu.divide_and_conquer(ex.msort_span)
+    x = np.random.default_rng(y).integers(0, 1000, 100_001)
+    for lo, hi in ((0, x.size), (3, 99_998)):
+        run = f.run(x, lo, hi, device="hybrid", alpha=alpha, y=y)
+        assert same(run.value, np.sort(x[lo:hi], kind="stable")), (alpha, y, lo, hi)
+        assert run.gpu_tasks > 0 and run.fallbacks == [] and discrete
+    plan = f.plan(x, 1000, 1000 + 4096, device="hybrid", alpha=alpha, y=y)
+    assert plan.n == 4096          # the model's n: hi - lo, not the buffer's length
+
+
 @pytest.mark.parametrize("name", sorted(ex.SPANS_KEPT))
 def test_a_span_form_without_a_device_form_answers_on_the_cpu_and_says_why(name):
     why, fn = ex.SPANS_KEPT[name]
