@@ -198,3 +198,27 @@ def test_restore_leaves_float_arguments_and_non_integral_values_alone():
     assert kind(restore((3.0, -inf, 2), (np.array([1]), 0, 1), {})) == ("int", "float", "int")
     assert kind(restore(3.0, ([1, 2],), {})) == "int"
     assert kind(restore(3.0, ([1, 2.0],), {})) == "float"
+
+
+@hpu.divide_and_conquer(b=2, cost="n")
+def _max_with_options(a, lo, hi):
+    if hi <= lo:
+        return float("-inf")
+    if hi - lo == 1:
+        return a[lo]
+    mid = (lo + hi) // 2
+    left = _max_with_options(a, lo, mid)
+    right = _max_with_options(a, mid, hi)
+    if left > right:
+        return left
+    return right
+
+
+def test_a_decorator_with_options_keeps_an_int_answer_an_int():
+    """``@hpu.divide_and_conquer(b=2)`` is a call above the function: it is not the
+    function's code, and the int answer is an int as with the bare decorator."""
+    assert int_results(_max_with_options.py_func)
+    x = np.array([3, 9, 2, 33, 5], np.int64)
+    for device in ("cpu", "gpu", "hybrid"):
+        got = _max_with_options.run(x, 0, 5, device=device).value
+        assert type(got) is int and got == 33, device
