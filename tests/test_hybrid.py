@@ -367,6 +367,31 @@ def test_a_sum_on_a_discrete_device_writes_back_only_its_share(discrete):
     assert math.isclose(run.alpha, 0.5)
 
 
+def _negate(a, lo, hi):
+    if hi - lo == 1:
+        a[lo] = -a[lo]
+        return
+    mid = (lo + hi) // 2
+    _negate(a, lo, mid)
+    _negate(a, mid, hi)
+
+
+@pytest.mark.parametrize("alpha, y", [(None, None), (0.5, 2)])
+def test_a_discrete_device_writes_back_a_sign_change_of_zero(discrete, alpha, y):
+    """Whole arrays come back with the elements the device changed: -0.0 written over 0.0
+    is a change (equal values, other bits), a NaN left alone is not."""
+    f = hpu.divide_and_conquer(_negate)
+    x = np.zeros(100_000)
+    x[7] = np.nan
+    opts = {"device": "gpu"} if alpha is None else {"device": "hybrid", "alpha": alpha, "y": y}
+    run = f.run(x, 0, x.size, **opts)
+    want = np.zeros(100_000)
+    want[7] = np.nan
+    _negate(want, 0, want.size)
+    assert run.gpu_tasks > 0 and discrete
+    assert same_bits(x, want) and np.signbit(x).all()          # (-NaN too)
+
+
 def _halves_sum(a, lo, hi):
     if hi - lo <= 1:
         return a[lo] if hi > lo else 0

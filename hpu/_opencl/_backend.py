@@ -529,9 +529,13 @@ class OpenCLBackend:
             cl.enqueue_copy(self.queue, got, self._bufs[name], is_blocking=True)
             self.download.nbytes += arr.nbytes
             was = self._original(name)
-            changed = got != was
-            if arr.dtype.kind == "f":  # NaN == NaN for "unchanged"
-                changed &= ~(np.isnan(got) & np.isnan(was))
+            # the bits, not the values: -0.0 written over 0.0 (equal values) is a change,
+            # a NaN left as it was is not
+            if arr.itemsize in (1, 2, 4, 8) and arr.dtype.kind in "iufb":
+                bits = np.dtype(f"u{arr.itemsize}")
+                changed = got.view(bits) != was.view(bits)
+            else:
+                changed = got != was
             self._wrote = True
             # in place, no copy of the changed elements: the memory the run holds does
             # not depend on how many changed (it did: the device form's plan, NVIDIA H200)
