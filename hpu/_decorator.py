@@ -70,7 +70,7 @@ from typing import Any
 
 import numpy as np
 
-from hpu._errors import TranslationError, user_stacklevel
+from hpu._errors import HpuError, TranslationError, user_stacklevel
 from hpu._options import DEFAULT_DEVICE, DEVICES, STRATEGIES  # noqa: F401 - re-exported
 from hpu._run import LevelRecord, Run
 from hpu._types import ARRAY_DTYPES, dtype_name_list
@@ -400,7 +400,8 @@ class DivideAndConquer:
         self._typed_as(args, kwargs)
         converted = convert_arguments(args, kwargs, self._lists)
         ran = None
-        if self._device_form_applies(o, converted):
+        tried = self._device_form_applies(o, converted)
+        if tried:
             ran = self._run_in_place(o, converted)
             if isinstance(ran, Run):
                 return ran
@@ -430,7 +431,24 @@ class DivideAndConquer:
                     return self._run_compiled(o, args, kwargs, fallbacks)
             except _numba_error() as err:
                 self._not_compiled = _not_compiled_reason(self.__name__, err)
+        if not tried and self._form_instead_of_plain(o):
+            # Numba cannot compile the function as written, but its in-place form (another
+            # function, of hpu's subset) compiles: that, not the plain function, on the CPU
+            ran = self._run_in_place(o, converted)
+            if isinstance(ran, Run):
+                return ran
+            if isinstance(ran, str):
+                fallbacks.append(ran)
+                warnings.warn(HpuPerformanceWarning(f"hpu: {ran}"), stacklevel=user_stacklevel())
         return self._plain_instead(o, args, kwargs, fallbacks)
+
+    def _form_instead_of_plain(self, o) -> bool:
+        """On ``device="cpu"`` (no ``K=``, no cluster), whether a function Numba cannot
+        compile as written runs its in-place form instead of the plain Python function
+        (``np.concatenate`` of a list, which Numba refuses, in a quicksort the partition
+        form takes)."""
+        return (self._not_compiled is not None and o["device"] == "cpu" and o["K"] is None
+                and o["cluster"] is None and self._in_place()[0] is not None)
 
     # ------------------------------------------------ functional, on the device
     def _in_place(self):
@@ -451,8 +469,11 @@ class DivideAndConquer:
                                           cost=self._options["cost"],
                                           boundscheck=True if self._lists else
                                           self._boundscheck)
-                    if rw.span:             # (the model's n: hi - lo, as the user's call has it)
-                        dc._spec = dataclasses.replace(dc._parse(), extent=tuple(rw.span[1:]))
+                    # (the model's n: hi - lo of the user's slice, or of the task's input)
+                    extent = (tuple(rw.span[1:]) if rw.span else
+                              ("hpu_lo", "hpu_hi") if rw.partition else None)
+                    if extent:
+                        dc._spec = dataclasses.replace(dc._parse(), extent=extent)
                     self._dps = (dc, rw)
                 except NotRewritable as err:
                     self._dps = (None, str(err))
@@ -532,7 +553,7 @@ class DivideAndConquer:
         return (arr, lo, hi) if 0 <= lo < hi <= arr.size and arr.ndim == 1 else None
 
     def _in_place_call(self, converted, arena: int):
-        """``(dc, rewritten, arguments of dc)`` when the in-place form can run on these
+        """``(dc, rewritten, arguments of dc, the input array)`` when the in-place form can run on these
         converted arguments (one non-empty 1-D array of numbers, or in the span form an
         array and a non-empty ``[lo, hi)`` of it; the buffer is allocated here, in the dtype
         of the function's result), else None.  Numba's errors typing the function
@@ -557,6 +578,15 @@ class DivideAndConquer:
             dtype = self._result_dtype(rw, typed)
         if dtype is None:       # Numba cannot type the function: the CPU path says why
             return None
+        if rw.partition:
+            # the partition form: the input in the first half of one buffer, the result
+            # there at the end (hpu._functional_partition); a result of another dtype than
+            # the input's (a value of another type among its pieces) keeps the CPU path
+            if dtype != x.dtype:
+                return None
+            work = np.empty(2 * x.size, dtype)
+            work[:x.size] = x
+            return dc, rw, (work, 0, x.size, 0, np.array([0, arena, 0], np.int64)), x
         # the combine's scratch arrays: a buffer each, width elements per input element
         # (a run-time arena: arena elements), and the arena's flag and width
         scratch = tuple(np.empty((arena if width is None else width) * x.size + 1,
@@ -564,9 +594,9 @@ class DivideAndConquer:
         flag = (np.array([0, arena, 0], np.int64),) if rw.arena else ()
         buf = np.empty(2 * x.size, dtype)
         if rw.span is None:
-            return dc, rw, (x, buf, 0, 0, *scratch, *flag)
+            return dc, rw, (x, buf, 0, 0, *scratch, *flag), x
         # the span form: the result of [lo, hi) at [lo, hi) of the buffer's halves
-        return dc, rw, (x, lo, hi, buf, lo, 0, *scratch, *flag)
+        return dc, rw, (x, lo, hi, buf, lo, 0, *scratch, *flag), x
 
     def _result_dtype(self, rw, args):
         """The dtype of the array (or list) Numba's typing gives the function's result for
@@ -606,10 +636,9 @@ class DivideAndConquer:
             return None
         if ready is None:
             return None
-        dc, rw, call = ready
-        x = call[0]
+        dc, rw, call, x = ready
         lo, hi = (0, x.size) if rw.span is None else call[1:3]
-        buf = call[1] if rw.span is None else call[3]
+        buf = call[0] if rw.partition else call[1] if rw.span is None else call[3]
         flag = call[-1] if rw.arena else None       # [overflowed, arena, needed]
         try:
             with warnings.catch_warnings(record=True) as caught:
@@ -621,10 +650,12 @@ class DivideAndConquer:
         except Exception as err:
             # the user's error from some task: the one Python meets first is the function's
             # own, compiled, run as written on the same argument (which nothing wrote)
+            # hpu's own report of a task's failure counts too: a task of the in-place form
+            # re-run alone after its level may read what its subtree wrote, and not raise
             arg = _only_argument(converted)     # a list: as given
             first = self._first_error(
                 *((arg if isinstance(arg, list) else x,) if rw.span is None else call[:3])) \
-                if _a_tasks_error(err) else None
+                if _a_tasks_error(err) or type(err) is HpuError else None
             if first is not None:
                 raise first from None
             if flag is not None and (flag[0] or _a_tasks_error(err)):
@@ -653,8 +684,15 @@ class DivideAndConquer:
         :mod:`hpu._functional_dps` makes at run time); ``flag`` the arena's ``[what,
         arena, needed]``."""
         from hpu._functional_dps import LIST_LENGTH
+        from hpu._functional_partition import PIECES_LENGTH
 
         need = int(flag[2])
+        if flag[0] == PIECES_LENGTH:
+            return (f"a task of {self.__name__}'s device form filtered its input into pieces "
+                    "of another length together than the input's (a NaN no comparison keeps, "
+                    "or pieces that overlap or leave values out; the device form keeps each "
+                    "result as long as its input); the call was redone on the CPU, where "
+                    "the function runs as written")
         if flag[0] == LIST_LENGTH:
             return (f"a task of {self.__name__}'s device form built a list of another length "
                     "than its two children's together (the device form keeps each result as "
@@ -877,17 +915,34 @@ class DivideAndConquer:
         if self._device_form_applies(o, converted):
             ready = self._in_place_call(converted, o["arena"])
             if ready is not None:           # the in-place form's breadth-first plan
-                return self._in_place_peak(ready[0]._plan(o, ready[2], {}), o, ready[2][0],
+                return self._in_place_peak(ready[0]._plan(o, ready[2], {}), o, ready[3],
                                            isinstance(_only_argument(converted), list))
         if converted is None:
             return plain(UNTYPED_REASON.format(name=self.__name__,
                                                what=untyped_what(args, kwargs)))
+        if self._not_compiled is None and o["device"] == "cpu" and o["K"] is None \
+                and self._in_place()[0] is not None:
+            # whether Numba compiles the function as written decides the run's path
+            # (_form_instead_of_plain): typed here, as the run types it
+            from hpu._functional import _numba_return_type
+
+            try:
+                with quiet_reflection():
+                    _numba_return_type(self._functional_compiled(), tuple(converted[0]),
+                                       converted[1], strict=True)
+            except _numba_error() as err:
+                self._not_compiled = _not_compiled_reason(self.__name__, err)
         if self._not_compiled is None:
             try:
                 with quiet_reflection():
                     return self._functional_plan(o, *converted, memory=True)
             except _numba_error() as err:
                 self._not_compiled = _not_compiled_reason(self.__name__, err)
+        if self._form_instead_of_plain(o):      # as the run does (_run_functional)
+            ready = self._in_place_call(converted, o["arena"])
+            if ready is not None:
+                return self._in_place_peak(ready[0]._plan(o, ready[2], {}), o, ready[3],
+                                           isinstance(_only_argument(converted), list))
         return plain(self._not_compiled)
 
     def options(self, **options) -> "Configured":

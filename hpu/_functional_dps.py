@@ -141,6 +141,10 @@ class Rewritten:
     #: them first, and its result for ``[lo, hi)`` lives at ``[lo, hi)`` of the buffer's half
     #: (``hpu_at`` is ``lo``: the buffer and scratch are as long as the whole array)
     span: tuple | None = None
+    #: the partition form (:mod:`hpu._functional_partition`): the function takes ``(hpu_w,
+    #: lo, hi, p, hpu_arena)``, ``hpu_w`` twice the input with the input in its first half,
+    #: where the result is at the end
+    partition: bool = False
 
 
 def _tree(fn):
@@ -1076,8 +1080,22 @@ def _span_form(node, name: str):
 
 
 def rewrite(dc) -> Rewritten:
-    """The in-place form of the decorated functional function ``dc`` (module docstring),
-    or :class:`NotRewritable` with the reason."""
+    """The in-place form of the decorated functional function ``dc``: on its children's
+    slices (module docstring), or on the pieces it filters its input into
+    (:mod:`hpu._functional_partition`); else :class:`NotRewritable` with the reason."""
+    try:
+        return _rewrite_slices(dc)
+    except NotRewritable as first:
+        from hpu._functional_partition import NotPartition, rewrite_partition
+
+        try:
+            return rewrite_partition(dc)
+        except NotPartition:
+            raise first from None
+
+
+def _rewrite_slices(dc) -> Rewritten:
+    """The in-place form on the children's slices (module docstring)."""
     import types
 
     fn = dc.py_func

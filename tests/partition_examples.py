@@ -1,0 +1,154 @@
+"""Quicksorts as people write them -- on masks, list comprehensions, ``np.concatenate`` and
+``+`` of lists -- for the partition form (hpu._functional_partition): each is a plain
+function here; the tests decorate them.  ``PARTITIONS`` have a device form (``LISTED``: they
+take and return lists), ``KEPT`` do not, with the reason each gives."""
+import numpy as np
+
+
+def quicksort(arr):
+    """The quicksort of most Python tutorials."""
+    if len(arr) <= 1:
+        return arr
+    pivot = arr[len(arr) // 2]
+    left = [x for x in arr if x < pivot]
+    middle = [x for x in arr if x == pivot]
+    right = [x for x in arr if x > pivot]
+    return quicksort(left) + middle + quicksort(right)
+
+
+def quicksort_first(arr):
+    """The textbook one: the first element as pivot, the rest split in two."""
+    if len(arr) < 2:
+        return arr
+    pivot = arr[0]
+    less = [i for i in arr[1:] if i <= pivot]
+    greater = [i for i in arr[1:] if i > pivot]
+    return quicksort_first(less) + [pivot] + quicksort_first(greater)
+
+
+def qs_masks(a):
+    if len(a) <= 1:
+        return a.copy()
+    p = a[0]
+    return np.concatenate((qs_masks(a[a < p]), a[a == p], qs_masks(a[a > p])))
+
+
+def qs_named(a):
+    if a.size <= 1:
+        return a.copy()
+    pivot = a[a.size // 2]
+    lo = a[a < pivot]
+    eq = a[a == pivot]
+    hi = a[a > pivot]
+    left = qs_named(lo)
+    right = qs_named(hi)
+    result = np.concatenate((left, eq, right))
+    return result
+
+
+def qs_listcat(a):
+    """``np.concatenate`` of a list, which Numba does not compile: on the CPU the partition
+    form runs instead of the plain function."""
+    if a.size <= 1:
+        return a.copy()
+    pivot = a[a.size // 2]
+    return np.concatenate([qs_listcat(a[a < pivot]), a[a == pivot], qs_listcat(a[a > pivot])])
+
+
+def qs_desc(a):
+    if len(a) <= 1:
+        return a.copy()
+    p = a[-1]
+    return np.concatenate((qs_desc(a[a > p]), a[a == p], qs_desc(a[a < p])))
+
+
+def qs_median3(a):
+    """A pivot chosen by comparisons; pieces as arrays of comprehensions; an else branch."""
+    n = len(a)
+    if n <= 1:
+        return a.copy()
+    else:
+        x, y, z = a[0], a[n // 2], a[n - 1]
+        if x > y:
+            x, y = y, x
+        if y > z:
+            y = z
+        if x > y:
+            y = x
+        smaller = np.array([v for v in a if v < y])
+        same = np.array([v for v in a if v == y])
+        larger = np.array([v for v in a if v > y])
+        return np.concatenate((qs_median3(smaller), same, qs_median3(larger)))
+
+
+def qs_unique(a):
+    """Sorted distinct values: the pieces leave duplicates out."""
+    if len(a) <= 1:
+        return a.copy()
+    p = a[len(a) // 2]
+    return np.concatenate((qs_unique(a[a < p]), np.array([p]), qs_unique(a[a > p])))
+
+
+def qs_rest(a):
+    """The pivot taken out, ``np.append`` and a mask joined with ``~`` and ``&``."""
+    if len(a) <= 1:
+        return a.copy()
+    rest = a[1:]
+    p = a[0]
+    small = rest[rest < p]
+    big = rest[~(rest < p) & (rest >= p)]
+    return np.append(np.append(qs_rest(small), [p]), qs_rest(big))
+
+
+def qs_hstack(a):
+    if len(a) == 0:
+        return a[:0]
+    if len(a) == 1:
+        return a.copy()
+    m = a[len(a) // 2]
+    return np.hstack((qs_hstack(a[a < m]), a[a == m], qs_hstack(a[a > m])))
+
+
+def swapping(a):
+    if len(a) <= 1:
+        return a.copy()
+    a[0], a[-1] = a[-1], a[0]
+    p = a[0]
+    return np.concatenate((swapping(a[a < p]), a[a == p], swapping(a[a > p])))
+
+
+def piece_read(a):
+    if len(a) <= 1:
+        return a.copy()
+    p = a[0]
+    left = a[a < p]
+    k = len(left)
+    return np.concatenate((piece_read(left), a[a == p], piece_read(a[a > p]))) * k
+
+
+def piece_twice(a):
+    if len(a) <= 1:
+        return a.copy()
+    p = a[0]
+    left = a[a < p]
+    return np.concatenate((piece_twice(left), left, piece_twice(a[a > p])))
+
+
+def squares(a):
+    if len(a) <= 1:
+        return a.copy()
+    p = a[0]
+    return np.concatenate((squares(a[a < p] * 2), a[a == p], squares(a[a > p])))
+
+
+PARTITIONS = {"quicksort": quicksort, "quicksort_first": quicksort_first,
+              "qs_masks": qs_masks, "qs_named": qs_named, "qs_listcat": qs_listcat, "qs_desc": qs_desc,
+              "qs_median3": qs_median3, "qs_unique": qs_unique, "qs_rest": qs_rest,
+              "qs_hstack": qs_hstack}
+LISTED = {"quicksort", "quicksort_first"}
+#: np.array of a comprehension that can be empty: float64 in Python (guide §10)
+EMPTY_FLOAT = {"qs_median3"}
+KEPT = {"swapping": ("it writes into an array (line", swapping),
+        "piece_read": ("a piece is used outside the concatenation", piece_read),
+        "piece_twice": ("not each used once", piece_twice),
+        "squares": ("not a filter of a", squares)}
