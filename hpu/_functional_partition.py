@@ -23,18 +23,24 @@ quicksort below, ordinary Python the breadth-first machinery takes as written (t
 levels, OpenCL kernels, the hybrid split, the device's subtree solver)::
 
     def quicksort(hpu_w, hpu_lo, hpu_hi, hpu_p, hpu_arena):
-        arr = hpu_w[hpu_p * H + hpu_lo : hpu_p * H + hpu_hi]   # the task's input: a view
-        if len(arr) <= 1:                                       # final: into the other half
-            for hpu_i in range(len(arr)): hpu_w[(1 - hpu_p) * H + hpu_lo + hpu_i] = arr[hpu_i]
+        hpu_o = hpu_p * H + hpu_lo                              # the task's input: hpu_w[hpu_o:]
+        hpu_n = hpu_hi - hpu_lo                                 # len(arr)
+        if hpu_n <= 1:                                          # final: into the other half
+            for hpu_i in range(hpu_n): hpu_w[(1 - hpu_p) * H + hpu_lo + hpu_i] = hpu_w[hpu_o + hpu_i]
             return
-        pivot = arr[len(arr) // 2]
-        hpu_k0 = <count of x < pivot>; hpu_k1 = ...; hpu_k2 = ...
-        if hpu_k0 + hpu_k1 + hpu_k2 != len(arr):                # NaN, or pieces that overlap
-            hpu_arena[0] = 3; return                            # the call is redone on the CPU
-        <each piece, in order, written from hpu_lo + (its running sum) of the other half;
-         a piece that is not recursed on is final: copied into this half too>
+        pivot = hpu_w[hpu_o + (hpu_n // 2)]
+        <one pass over arr: hpu_k0 += 1 where x < pivot, hpu_k1 where ==, hpu_k2 where >>
+        hpu_t = hpu_k0 + hpu_k1 + hpu_k2
+        if hpu_t != hpu_n:                                      # NaN, or pieces that overlap:
+            hpu_arena[0] = 3; hpu_k0 = hpu_k1 = hpu_k2 = 0      # the call is redone on the CPU
+        if hpu_t == hpu_n:
+            <one pass: each piece's elements, in order, from hpu_lo + (its running sum) of the
+             other half; a piece that is not recursed on is final: copied into this half too>
         quicksort(hpu_w, hpu_lo, hpu_lo + hpu_k0, 1 - hpu_p, hpu_arena)
         quicksort(hpu_w, hpu_lo + hpu_k0 + hpu_k1, hpu_hi, 1 - hpu_p, hpu_arena)
+
+(A function checked for bounds -- lists, ``boundscheck=True`` -- reads its input through a
+view ``arr = hpu_w[...]`` instead, whose length the checks read.)
 
 ``hpu_w`` is ``2 n`` elements, the input copied into its first half when the run starts.
 A task reads its half ``p`` and writes its children's inputs into half ``1 - p``; every
@@ -93,6 +99,7 @@ class _Piece:
     def __init__(self, line, source=None, var=None, test=None, value=None):
         self.line, self.source, self.var, self.test, self.value = line, source, var, test, value
         self.recursive = False
+        self.key = None         # its name in the function, or hpu_n<k> when written inline
 
 
 def _np_call(e, nps, *names):
@@ -405,7 +412,7 @@ def rewrite_partition(dc) -> Rewritten:
             p = pieces[order[j][0]]
             if p.var != first:
                 loop.body += parsed(f"{p.var} = {first}", at)
-            test = parsed(f"if True:\n    pass", at)[0]
+            test = parsed("if True:\n    pass", at)[0]
             test.test = copy.deepcopy(p.test)
             test.body = parsed(step(j, p.var), at)
             loop.body.append(test)
