@@ -1695,6 +1695,15 @@ def resolve(fn, spec: DCSpec) -> Closure:
         for line, text in spec.conditional:
             refuse_with(main_where, _At(line), "conditional",
                         detail=f"`{text}`; {where_w}")
+        # the same call twice: siblings of one level write the same elements at once
+        seen: dict[str, int] = {}
+        for c in spec.calls:
+            key = ast.dump(ast.Tuple(list(c.args), ast.Load()))
+            if key in seen:
+                refuse_with(main_where, _At(c.lineno), "same-call",
+                            detail=(f"lines {seen[key]} and {c.lineno}" if seen[key] != c.lineno
+                                    else f"twice on line {c.lineno}") + f"; {where_w}")
+            seen[key] = c.lineno
 
     out_helpers = []
     for h in order:

@@ -141,6 +141,14 @@ RULES: dict[str, Rule] = {
         "hpu makes every call of a task, and this function writes arrays, so the extra call "
         "would change them", "make the calls unconditionally on lines of their own and choose "
         "between the results", "return f(..) or f(..)", "shape"),
+    "same-call": Rule(
+        "two recursive calls with the same arguments in a function that writes arrays",
+        "hpu runs a task's calls side by side, as independent tasks of one level, and these "
+        "two write the same part of the arrays, so the second would not see the first's "
+        "writes (an order-dependent recursion, such as stooge sort)",
+        "make sibling calls work on disjoint parts (mergesort's halves), or run the function "
+        "as plain Python (f.py_func)", "f(a, lo, hi - t); f(a, lo + t, hi); f(a, lo, hi - t)",
+        "shape"),
 }
 
 #: ast node type -> rule key, for statements and expressions refused anywhere.

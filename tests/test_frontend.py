@@ -108,6 +108,18 @@ def bad_reordered_read(a, lo, hi):
     return a[lo] + bad_reordered_read(a, lo, mid) + bad_reordered_read(a, mid, hi)  # refused
 
 
+def bad_same_call(a, lo, hi):
+    """Stooge sort: its first and last calls are the same, and order-dependent."""
+    if hi - lo <= 2:
+        if hi - lo == 2 and a[lo] > a[lo + 1]:
+            a[lo], a[lo + 1] = a[lo + 1], a[lo]
+        return
+    t = (hi - lo) // 3
+    bad_same_call(a, lo, hi - t)
+    bad_same_call(a, lo + t, hi)
+    bad_same_call(a, lo, hi - t)  # refused
+
+
 def bad_loop_exit(a, lo, hi):
     if hi - lo <= 4:
         return 0
@@ -436,6 +448,7 @@ MALFORMED = [
     (bad_both_branches, "recursion in both branches of an if"),
     (bad_call_in_return, "a recursive call that Python may skip"),
     (bad_reordered_read, "reading arrays or calling a helper before a recursive call"),
+    (bad_same_call, "two recursive calls with the same arguments"),
     (bad_loop_exit, "break, continue or return in a loop of recursive calls"),
     (bad_array_reassigned, "reassigning the array parameter"),
     (bad_array_moved, "as the array parameter 'a'"),
