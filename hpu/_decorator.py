@@ -467,8 +467,8 @@ class DivideAndConquer:
                     # a device with its own memory must receive and return whole arrays
                     dc = DivideAndConquer(rw.fn, b=self._options["b"],
                                           cost=self._options["cost"],
-                                          boundscheck=True if self._lists else
-                                          self._boundscheck)
+                                          boundscheck=False if rw.checks_itself else
+                                          True if self._lists else self._boundscheck)
                     # (the model's n: hi - lo of the user's slice, or of the task's input)
                     extent = (tuple(rw.span[1:]) if rw.span else
                               ("hpu_lo", "hpu_hi") if rw.partition else None)

@@ -145,6 +145,9 @@ class Rewritten:
     #: lo, hi, p, hpu_arena)``, ``hpu_w`` twice the input with the input in its first half,
     #: where the result is at the end
     partition: bool = False
+    #: the form tests the user's own indices itself (a list's, as Python checks them): it
+    #: runs without the bounds-checked mode, whose compile costs twice as long
+    checks_itself: bool = False
 
 
 def _tree(fn):
