@@ -141,6 +141,31 @@ def squares(a):
     return np.concatenate((squares(a[a < p] * 2), a[a == p], squares(a[a > p])))
 
 
+def quicksort_tested_pivot(arr):
+    """A list quicksort whose pivot is chosen under a test that reads the list: Python might
+    not evaluate such a read, so its form keeps the bounds-checked view (not in PARTITIONS:
+    only its rewrite is tested, its compile is the slow one)."""
+    if len(arr) <= 1:
+        return arr
+    pivot = arr[0]
+    if arr[0] < arr[-1]:
+        pivot = arr[-1]
+    left = [x for x in arr if x < pivot]
+    middle = [x for x in arr if x == pivot]
+    right = [x for x in arr if x > pivot]
+    return quicksort_tested_pivot(left) + middle + quicksort_tested_pivot(right)
+
+
+def quicksort_past_the_end(arr):
+    """A mistake: the pivot read one past the end -- Python's IndexError."""
+    if len(arr) <= 1:
+        return arr
+    pivot = arr[len(arr)]
+    left = [x for x in arr if x < pivot]
+    right = [x for x in arr if x >= pivot]
+    return quicksort_past_the_end(left) + quicksort_past_the_end(right)
+
+
 PARTITIONS = {"quicksort": quicksort, "quicksort_first": quicksort_first,
               "qs_masks": qs_masks, "qs_named": qs_named, "qs_listcat": qs_listcat, "qs_desc": qs_desc,
               "qs_median3": qs_median3, "qs_unique": qs_unique, "qs_rest": qs_rest,

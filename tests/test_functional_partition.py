@@ -221,6 +221,28 @@ def _divides(a):
     return np.concatenate((_divides(a[a < p]), a[a == p], _divides(a[a > p])))
 
 
+def test_a_list_functions_form_tests_its_own_indices_or_keeps_the_checked_view():
+    """On lists the form reads the buffer directly and tests the user's own ``arr[i]``
+    before its statement; a read Python might skip (in an ``if`` test) keeps the view."""
+    assert rewrite(decorated("quicksort")).checks_itself
+    viewed = hpu.divide_and_conquer(ex.quicksort_tested_pivot)
+    rw = rewrite(viewed)
+    assert rw.partition and not rw.checks_itself
+    for values in ([3, 1, 2], [5, 5, 1, 9, 0, 5], list(range(40, 0, -1)), [7]):
+        x = np.asarray(values, np.int64)
+        work = np.concatenate([x, np.full(x.size, -7)])
+        flag = np.array([0, 4, 0], np.int64)
+        rw.fn(work, 0, x.size, 0, flag)
+        assert flag[0] == 0 and list(work[:x.size]) == sorted(values)
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_a_list_index_out_of_range_is_pythons_index_error(device):
+    f = hpu.divide_and_conquer(ex.quicksort_past_the_end)
+    with pytest.raises(IndexError, match=r"partition_examples\.py:\d+.*list index out of range"):
+        f.run(list(range(100, 0, -1)), device=device)
+
+
 # ------------------------------------------------------------ kept, and why
 @pytest.mark.parametrize("name", sorted(ex.KEPT))
 def test_a_function_without_a_partition_form_answers_on_the_cpu_and_says_why(name):
