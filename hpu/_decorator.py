@@ -582,7 +582,7 @@ class DivideAndConquer:
             # the partition form: the input in the first half of one buffer, the result
             # there at the end (hpu._functional_partition); a result of another dtype than
             # the input's (a value of another type among its pieces) keeps the CPU path
-            if dtype != x.dtype:
+            if dtype != x.dtype or (rw.returns_list and not isinstance(given, list)):
                 return None
             work = np.empty(2 * x.size, dtype)
             work[:x.size] = x

@@ -148,6 +148,9 @@ class Rewritten:
     #: the form tests the user's own indices itself (a list's, as Python checks them): it
     #: runs without the bounds-checked mode, whose compile costs twice as long
     checks_itself: bool = False
+    #: the function returns a Python list whatever it is given (its pieces are lists joined
+    #: by `+`): the form runs on a list argument only (an array in: the CPU path, as written)
+    returns_list: bool = False
 
 
 def _tree(fn):

@@ -99,6 +99,7 @@ class _Piece:
     def __init__(self, line, source=None, var=None, test=None, value=None):
         self.line, self.source, self.var, self.test, self.value = line, source, var, test, value
         self.recursive = False
+        self.listed = False     # a Python list: `+` joins it (arrays it would add)
         self.key = None         # its name in the function, or hpu_n<k> when written inline
 
 
@@ -151,8 +152,17 @@ def _renamed(node, old: str, new: str):
 def _piece(e, a: str, views: set, nps: set, var: str):
     """The :class:`_Piece` the expression ``e`` writes, or None."""
     line = getattr(e, "lineno", 0)
+    listed = True                   # a Python list (a comprehension, [v]), not an array
     if _np_call(e, nps, "array", "asarray") and len(e.args) == 1 and not e.keywords:
         e = e.args[0]               # np.array([...]): the same elements, as an array
+        listed = False
+    got = _piece_of(e, a, views, var, line)
+    if got is not None:
+        got.listed = listed and isinstance(e, (ast.ListComp, ast.List))
+    return got
+
+
+def _piece_of(e, a: str, views: set, var: str, line: int):
     if isinstance(e, ast.ListComp) and len(e.generators) == 1:
         g = e.generators[0]
         if (g.is_async or not _is_name(g.target) or not _is_name(e.elt, g.target.id)
@@ -318,6 +328,7 @@ def rewrite_partition(dc) -> Rewritten:
         return key, False
 
     order = None
+    plus = False
     concat_named: dict = {}             # r = f(l) + m + f(g); return r
     for st in body:
         for got in assigned_after.values():
@@ -332,6 +343,7 @@ def rewrite_partition(dc) -> Rewritten:
                                    f"{st.lineno})")
             order = [item_of(e, st) for e in items]
             result = st
+            plus = isinstance(value, ast.BinOp)
             continue
         if result is not None:
             raise NotRewritable(f"a statement follows its return (line {st.lineno})")
@@ -375,6 +387,10 @@ def rewrite_partition(dc) -> Rewritten:
                             f"{result.lineno})")
     if not any(rec for _, rec in order):
         raise NotPartition("it concatenates no recursive call")
+    if plus and not all(pieces[k].listed for k, _ in order):
+        # `f(a[a < p]) + a[a == p]` adds arrays element by element: not a concatenation
+        raise NotRewritable(f"it joins arrays with `+` (line {result.lineno}), which adds "
+                            "them element by element")
     for key, rec in order:
         p = pieces[key]
         p.recursive = rec
@@ -490,7 +506,7 @@ def rewrite_partition(dc) -> Rewritten:
     # converts them): Numba's typing of the function decides its dtype
     same = all(pieces[k].value is None for k, _ in order)
     return Rewritten(fn=mfn, scalars=0, same_dtype=same, arena=True, partition=True,
-                     checks_itself=itself)
+                     checks_itself=itself, returns_list=plus)
 
 
 def _index_checks(body, a: str):

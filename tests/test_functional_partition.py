@@ -110,14 +110,17 @@ def test_every_path_gives_the_plain_answer(device, alpha, y, values, name):
         assert run.gpu_tasks >= 1
 
 
-@pytest.mark.parametrize("name", sorted(ex.PARTITIONS))
+#: compiled on the devices here: each form's compiled code stays in the test worker for the
+#: rest of its run (Numba frees none), so the others are run as Python above, not compiled
+COMPILED = ["quicksort", "qs_masks", "qs_named", "qs_rest", "qs_median3"]
+
+
+@pytest.mark.parametrize("name", COMPILED)
 def test_every_example_at_sizes_up_to_the_devices(name):
     """Sizes 1, 2, 3, 17 and 70 001 (one test per function: its form compiles once)."""
     for n in (1, 2, 3, 17, 70_001):
         rng = np.random.default_rng(n)
-        dtype = {"qs_desc": np.float32, "qs_hstack": np.int16, "qs_median3": np.int32}.get(
-            name, np.int64)
-        x = argument(name, (rng.permutation(n) - n // 3).astype(dtype))  # distinct values
+        x = argument(name, (rng.permutation(n) - n // 3).astype(np.int64))  # distinct values
         want = plain(name, x)
         for opts in ({"device": "gpu"}, {"device": "hybrid", "alpha": 0.5, "y": 2}):
             run, _ = run_checked(name, x, **opts)
@@ -236,6 +239,27 @@ def test_a_list_functions_form_tests_its_own_indices_or_keeps_the_checked_view()
         assert flag[0] == 0 and list(work[:x.size]) == sorted(values)
 
 
+def _added(a):
+    if len(a) <= 1:
+        return a.copy()
+    p = a[0]
+    return _added(a[a < p]) + a[a == p] + _added(a[a > p])     # adds, does not join
+
+
+def test_plus_of_arrays_is_not_a_concatenation_and_a_list_result_needs_a_list():
+    """``+`` joins lists but adds arrays: mask pieces joined by ``+`` have no form; and a
+    function of list pieces returns a list even when given an array, so an array argument
+    keeps the CPU path (as written), where the form would return an array."""
+    with pytest.raises(NotRewritable, match="adds them element by element"):
+        rewrite(hpu.divide_and_conquer(_added))
+    assert rewrite(decorated("quicksort")).returns_list
+    assert not rewrite(decorated("qs_masks")).returns_list
+    x = np.array([3, 1, 2, 3, 0])
+    with pytest.warns(hpu.HpuPerformanceWarning):
+        run = decorated("quicksort").run(x, device="gpu")
+    assert run.value == ex.quicksort(x.copy()) and type(run.value) is list
+
+
 @pytest.mark.parametrize("device", ["cpu", "gpu"])
 def test_a_list_index_out_of_range_is_pythons_index_error(device):
     f = hpu.divide_and_conquer(ex.quicksort_past_the_end)
@@ -261,12 +285,13 @@ def test_a_function_without_a_partition_form_answers_on_the_cpu_and_says_why(nam
 def test_a_slice_recursion_keeps_the_slice_forms_reason():
     """A mergesort whose calls take slices is not a partition: where it has no device form
     the reason is the slice form's, not the partition form's."""
-    def halves(a):
-        if len(a) <= 1:
-            return a.copy()
-        m = len(a) // 3
-        return np.concatenate((halves(a[:m]), halves(a[m:])))
-
     with pytest.raises(NotRewritable) as err:
-        rewrite(hpu.divide_and_conquer(halves))
+        rewrite(hpu.divide_and_conquer(_uneven_halves))
     assert "piece" not in str(err.value) and "filter" not in str(err.value)
+
+
+def _uneven_halves(a):
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 3
+    return np.concatenate((_uneven_halves(a[:m]), _uneven_halves(a[m:])))
