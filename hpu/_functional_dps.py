@@ -273,6 +273,18 @@ def _mentions(node, names) -> bool:
     return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
 
 
+def _else_lifted(stmts, name: str) -> list:
+    """``stmts`` with a last ``if base: return ... else: <the recursion>`` read as the guard
+    ``if base: return ...`` followed by the recursion."""
+    body = list(stmts)
+    if (body and isinstance(body[-1], ast.If) and body[-1].orelse
+            and not _self_calls(body[-1].test, name)
+            and not _self_calls(ast.Module(body[-1].body, []), name)):
+        last = body.pop()
+        body += [ast.copy_location(ast.If(last.test, last.body, []), last), *last.orelse]
+    return body
+
+
 def _self_calls(node, name):
     return [n for n in ast.walk(node) if isinstance(n, ast.Call) and _is_name(n.func, name)]
 
@@ -1138,12 +1150,7 @@ def _rewrite_slices(dc) -> Rewritten:
             ast.copy_location(n, at_line)
         return loop
 
-    body = list(node.body)
-    if (body and isinstance(body[-1], ast.If) and body[-1].orelse
-            and not _self_calls(body[-1].test, name) and not _self_calls(
-                ast.Module(body[-1].body, []), name)):
-        last = body.pop()                   # if base: return ...  else: <the recursion>
-        body += [ast.copy_location(ast.If(last.test, last.body, []), last), *last.orelse]
+    body = _else_lifted(node.body, name)
     out_body = []
     scalars = None
     other_dtype = False     # an empty base case of another dtype than the argument's

@@ -74,7 +74,7 @@ import inspect
 
 from hpu._functional import _allocation_in, _numpy_names
 from hpu._functional_dps import (ARENA, INDEX, NotRewritable, Rewritten, _copy_of,
-                                 _empty_of, _empty_test, _function, _is_name, _mentions,
+                                 _else_lifted, _empty_of, _empty_test, _function, _is_name, _mentions,
                                  _one_of, _one_test, _own_names_free, _self_calls, _tree)
 
 __all__ = ["rewrite_partition", "NotPartition", "PIECES_LENGTH", "WORK", "LO", "HI", "SIDE"]
@@ -101,6 +101,15 @@ class _Piece:
         self.recursive = False
         self.listed = False     # a Python list: `+` joins it (arrays it would add)
         self.key = None         # its name in the function, or hpu_n<k> when written inline
+
+
+def _parsed(src: str, where) -> list:
+    """The statements of ``src``, placed at ``where``'s lines (errors name the user's)."""
+    stmts = ast.parse(src).body
+    for st in stmts:
+        for n in ast.walk(st):
+            ast.copy_location(n, where)
+    return stmts
 
 
 def _np_call(e, nps, *names):
@@ -234,22 +243,10 @@ def rewrite_partition(dc) -> Rewritten:
         if isinstance(n, (ast.Global, ast.Nonlocal, ast.Lambda, ast.Yield, ast.YieldFrom)):
             raise NotRewritable(f"it uses `{type(n).__name__.lower()}` (line {n.lineno})")
 
-    body = list(node.body)
-    if (body and isinstance(body[-1], ast.If) and body[-1].orelse
-            and not _self_calls(body[-1].test, name)
-            and not _self_calls(ast.Module(body[-1].body, []), name)):
-        last = body.pop()                   # if base: return ...  else: <the recursion>
-        body += [ast.copy_location(ast.If(last.test, last.body, []), last), *last.orelse]
+    body = _else_lifted(node.body, name)
     out = []
 
-    def parsed(src, at):
-        stmts = ast.parse(src).body
-        for st in stmts:
-            for n in ast.walk(st):
-                ast.copy_location(n, at)
-        return stmts
-
-    out += parsed(f"{a} = {WORK}[{_MINE}:{SIDE} * {_HALF} + {HI}]", node.body[0])
+    out += _parsed(f"{a} = {WORK}[{_MINE}:{SIDE} * {_HALF} + {HI}]", node.body[0])
 
     def plain(st) -> bool:
         return (not _self_calls(st, name) and _allocation_in(ast.Module([st], []), glb) is None
@@ -277,7 +274,7 @@ def rewrite_partition(dc) -> Rewritten:
                                 f"of {a}")
         if _allocation_in(ast.Module(g.body[:-1], []), glb) is not None:
             raise NotRewritable(f"a base case allocates (line {g.lineno})")
-        g.body[-1:] = parsed(f"for {INDEX} in range(len({a})):\n"
+        g.body[-1:] = _parsed(f"for {INDEX} in range(len({a})):\n"
                              f"    {WORK}[{_OTHER} + {INDEX}] = {a}[{INDEX}]\nreturn", ret)
         out.append(g)
         guards += 1
@@ -413,7 +410,7 @@ def rewrite_partition(dc) -> Rewritten:
     for j, (key, _) in enumerate(order):
         p = pieces[key]
         if p.value is not None:
-            gen += parsed(f"hpu_e{j} = 0\nhpu_k{j} = 1", at)
+            gen += _parsed(f"hpu_e{j} = 0\nhpu_k{j} = 1", at)
             gen[-2].value = copy.deepcopy(p.value)
         else:
             groups.setdefault(ast.dump(p.source), []).append(j)
@@ -421,56 +418,56 @@ def rewrite_partition(dc) -> Rewritten:
     def group_loop(g, members, step):
         """``for hpu_i in range(len(hpu_s<g>)):`` binding each member's element name, then
         ``if test: <step(j)>`` per member."""
-        loop = parsed(f"for {INDEX} in range(len(hpu_s{g})):\n    pass", at)[0]
+        loop = _parsed(f"for {INDEX} in range(len(hpu_s{g})):\n    pass", at)[0]
         first = pieces[order[members[0]][0]].var
-        loop.body = parsed(f"{first} = hpu_s{g}[{INDEX}]", at)
+        loop.body = _parsed(f"{first} = hpu_s{g}[{INDEX}]", at)
         for j in members:
             p = pieces[order[j][0]]
             if p.var != first:
-                loop.body += parsed(f"{p.var} = {first}", at)
-            test = parsed("if True:\n    pass", at)[0]
+                loop.body += _parsed(f"{p.var} = {first}", at)
+            test = _parsed("if True:\n    pass", at)[0]
             test.test = copy.deepcopy(p.test)
-            test.body = parsed(step(j, p.var), at)
+            test.body = _parsed(step(j, p.var), at)
             loop.body.append(test)
         return loop
 
     for g, members in enumerate(groups.values()):
-        gen += parsed(f"hpu_s{g} = 0", at)
+        gen += _parsed(f"hpu_s{g} = 0", at)
         gen[-1].value = copy.deepcopy(pieces[order[members[0]][0]].source)
-        gen += parsed("\n".join(f"hpu_k{j} = 0" for j in members), at)
+        gen += _parsed("\n".join(f"hpu_k{j} = 0" for j in members), at)
         gen.append(group_loop(g, members, lambda j, v: f"hpu_k{j} += 1"))
     # pieces of another length together than the input: the flag, and empty children (an
     # early return here would be a guard after loops, which the level-by-level form has not)
     zero = "".join(f"    {k} = 0\n" for k in total)
-    gen += parsed(f"hpu_t = {' + '.join(total)}\nif hpu_t != len({a}):\n"
+    gen += _parsed(f"hpu_t = {' + '.join(total)}\nif hpu_t != len({a}):\n"
                   f"    {ARENA}[0] = {PIECES_LENGTH}\n{zero}", at)
-    gen += parsed(f"hpu_b0 = {LO}", at)
+    gen += _parsed(f"hpu_b0 = {LO}", at)
     for j in range(1, len(order)):
-        gen += parsed(f"hpu_b{j} = hpu_b{j - 1} + hpu_k{j - 1}", at)
+        gen += _parsed(f"hpu_b{j} = hpu_b{j - 1} + hpu_k{j - 1}", at)
     H = _HALF
     writes = gen
     gen = []
     for j, (key, _) in enumerate(order):
         if pieces[key].value is not None:
-            gen += parsed(f"{WORK}[(1 - {SIDE}) * {H} + hpu_b{j}] = hpu_e{j}", at)
+            gen += _parsed(f"{WORK}[(1 - {SIDE}) * {H} + hpu_b{j}] = hpu_e{j}", at)
     for g, members in enumerate(groups.values()):
-        gen += parsed("\n".join(f"hpu_j{j} = (1 - {SIDE}) * {H} + hpu_b{j}" for j in members),
+        gen += _parsed("\n".join(f"hpu_j{j} = (1 - {SIDE}) * {H} + hpu_b{j}" for j in members),
                       at)
         gen.append(group_loop(g, members,
                               lambda j, v: f"{WORK}[hpu_j{j}] = {v}\nhpu_j{j} += 1"))
     for j, (key, rec) in enumerate(order):     # final pieces: into this half too
         if not rec:
-            gen += parsed(f"for {INDEX} in range(hpu_k{j}):\n"
+            gen += _parsed(f"for {INDEX} in range(hpu_k{j}):\n"
                           f"    {WORK}[{SIDE} * {H} + hpu_b{j} + {INDEX}] = "
                           f"{WORK}[(1 - {SIDE}) * {H} + hpu_b{j} + {INDEX}]", at)
-    guard = parsed(f"if hpu_t == len({a}):\n    pass", at)[0]
+    guard = _parsed(f"if hpu_t == len({a}):\n    pass", at)[0]
     guard.body = gen
     gen = writes + [guard]
     for j, (key, rec) in enumerate(order):
         if rec:
-            gen += parsed(f"{name}({WORK}, hpu_b{j}, hpu_b{j} + hpu_k{j}, 1 - {SIDE}, "
+            gen += _parsed(f"{name}({WORK}, hpu_b{j}, hpu_b{j} + hpu_k{j}, 1 - {SIDE}, "
                           f"{ARENA})", at)
-    gen += parsed("return", at)
+    gen += _parsed("return", at)
     body = out + kept + gen
     # the buffer read directly, not through a view (which costs Numba's compiler 30 s more);
     # a bounds-checked function (lists, as Python checks a list's indices; boundscheck=True
@@ -567,25 +564,18 @@ def _flattened(body, a: str, views: set):
     n_, o_ = "hpu_n", "hpu_o"
     slices = {}                 # a view's name -> its Slice of a (rest = a[1:])
 
-    def at(src, where):
-        stmts = ast.parse(src).body
-        for st in stmts:
-            for n in ast.walk(st):
-                ast.copy_location(n, where)
-        return stmts
-
     def bound(e, default, where, target):
         """Statements setting ``target`` to the slice bound ``e`` clamped to [0, n]."""
         if e is None:
-            return at(f"{target} = {default}", where)
+            return _parsed(f"{target} = {default}", where)
         if isinstance(e, ast.Constant) and type(e.value) is int:
             v = e.value
-            return at(f"{target} = min({v}, {n_})" if v >= 0 else
+            return _parsed(f"{target} = min({v}, {n_})" if v >= 0 else
                       f"{target} = max({n_} - {-v}, 0)", where)
         if (isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub)
                 and isinstance(e.operand, ast.Constant) and type(e.operand.value) is int):
-            return at(f"{target} = max({n_} - {e.operand.value}, 0)", where)
-        st = at(f"{target} = 0\nif {target} < 0:\n    {target} += {n_}\n"
+            return _parsed(f"{target} = max({n_} - {e.operand.value}, 0)", where)
+        st = _parsed(f"{target} = 0\nif {target} < 0:\n    {target} += {n_}\n"
                 f"{target} = min(max({target}, 0), {n_})", where)
         st[0].value = copy.deepcopy(e)
         return st
@@ -629,7 +619,7 @@ def _flattened(body, a: str, views: set):
     for st in body:
         if (isinstance(st, ast.Assign) and len(st.targets) == 1 and _is_name(st.targets[0], a)
                 and _is_name(getattr(st.value, "value", None), WORK)):
-            out += at(f"{o_} = {_MINE}\n{n_} = {HI} - {LO}", st)
+            out += _parsed(f"{o_} = {_MINE}\n{n_} = {HI} - {LO}", st)
             continue
         if (isinstance(st, ast.Assign) and len(st.targets) == 1 and _is_name(st.targets[0])
                 and st.targets[0].id in views and isinstance(st.value, ast.Subscript)
