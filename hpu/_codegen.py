@@ -250,10 +250,15 @@ class _Checked(ast.NodeTransformer):
         node.slice = ast.Call(ast.Name("hpu__ix", ast.Load()), [idx, length, where], [])
         return node
 
-    def _where(self, node) -> ast.Constant:
+    def _where(self, node) -> ast.expr:
+        """``hpu__SITE_IDS[k]``, the new site's number k read from an int64 array: a
+        constant ``k`` would be typed as a literal by Numba, and every check (and its
+        ``hpu__SITES[k]``) compiled once more per site -- seconds and megabytes of machine
+        code per function, which a process never frees."""
         line = self.line if self.line is not None else getattr(node, "lineno", 0)
         self.sites.append(f"{self.filename}:{line}: {self.context}{display(node)}")
-        return ast.Constant(len(self.sites) - 1)
+        return ast.Subscript(ast.Name(SITE_IDS, ast.Load()),
+                             ast.Constant(len(self.sites) - 1), ast.Load())
 
     def visit_Assign(self, node):
         """``a[i] = x`` into one of the function's arrays: ``x`` through ``hpu__store``
@@ -316,7 +321,19 @@ class _Checked(ast.NodeTransformer):
         return node
 
 
+#: the checked module's array of its site numbers (``hpu__SITE_IDS[k]`` is k, typed int64)
+SITE_IDS = "hpu__SITE_IDS"
+
+
+def _sites_source(sites) -> str:
+    """The module's site texts and the array of their numbers (see :meth:`_Checked._where`)."""
+    return (f"hpu__SITES = {tuple(sites or [''])!r}\n"
+            f"{SITE_IDS} = hpu__numpy.arange({max(len(sites), 1)}, dtype=hpu__numpy.int64)")
+
+
 _CHECKED_PRELUDE = """
+import numpy as hpu__numpy
+
 from hpu._errors import HpuRecursionError as hpu__RecursionError
 from hpu._guard import bad_float as hpu__bad_float
 from hpu._guard import bad_int_store as hpu__bad_int_store
@@ -986,7 +1003,7 @@ def _body(spec: DCSpec, closure: Closure, lay: Layout, checked: bool = False,
         w("")
         w("")
         w("# ---- where each checked operation is in the user's code (see hpu__zerodiv)")
-        w(f"hpu__SITES = {tuple(w.sites or [''])!r}")
+        w(_sites_source(w.sites))
     return w
 
 
@@ -1061,7 +1078,7 @@ def cpu_source(spec: DCSpec, closure: Closure, lay: Layout, types: Types,
     _grow_solver(w, spec, lay, types, limit, frame_bytes(lay, types))
     if w.sites:  # the checks the solver added: hpu__SITES again, complete (the last one wins)
         w("")
-        w(f"hpu__SITES = {tuple(w.sites)!r}")
+        w(_sites_source(w.sites))
     return "\n".join(head) + "\n" + w.text()
 
 
