@@ -598,10 +598,10 @@ def test_ctrl_c_stops_waiting_and_cancels_the_pending_subtrees():
 
     marks[:] = 0
     threading.Thread(target=interrupt, daemon=True).start()
-    # 2**K >= 2 * threads leaves of about half a second each on numba.get_num_threads()
+    # 2**K >= 2 * threads leaves of about two seconds each on numba.get_num_threads()
     # threads
     with pytest.raises(KeyboardInterrupt):
-        spin_sort.run(x, marks, 25_000_000, device="cpu", K=K)
+        spin_sort.run(x, marks, 100_000_000, device="cpu", K=K)
     while ours():                                          # the running leaves finish
         time.sleep(0.02)
     assert np.count_nonzero(marks) < x.size                # the pending ones were cancelled
