@@ -685,11 +685,16 @@ def _run_quietly(f, xs, device, **opts):
         return f.run(xs, device=device, **opts)
 
 
-@pytest.mark.parametrize("name", sorted(LIST_REFERENCES))
+#: int and float lists of the two sorts with device forms: one kind each in the default run
+#: (each kind compiles the form on the CPU and the device again), both in ``pytest -m slow``
+@pytest.mark.parametrize("name, floats", [
+    ("qsort", False), ("lsort", True), ("chunk_max", False), ("chunk_max", True),
+    pytest.param("qsort", True, marks=pytest.mark.slow),
+    pytest.param("lsort", False, marks=pytest.mark.slow)])
 @settings(COMPILES, max_examples=10)
 @given(xs=st.lists(st.integers(-10**6, 10**6), min_size=1, max_size=80),
-       floats=st.booleans(), device=st.sampled_from(["cpu", "gpu", "hybrid"]))
-def test_list_functions_match_plain_python(name, xs, floats, device):
+       device=st.sampled_from(["cpu", "gpu", "hybrid"]))
+def test_list_functions_match_plain_python(name, floats, xs, device):
     f, plain = LIST_REFERENCES[name]
     xs = [float(v) for v in xs] if floats else xs
     keep = list(xs)

@@ -21,6 +21,11 @@ COMPILES = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow,
 PATHS = [("gpu", None, None), ("hybrid", 0.0, 1), ("hybrid", 0.5, 2), ("hybrid", 1.0, 2),
          ("hybrid", 0.25, 3), ("hybrid", None, None)]
 
+#: the cross-products' other cases (``pytest -m slow``): each (function, dtype, path) compiles
+#: a CPU module and a device program, and a worker keeps all it compiled (Numba frees no
+#: machine code), so the default run takes one or two cases of each test
+SLOW = pytest.mark.slow
+
 _DECORATED: dict = {}
 DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float32,
           "sort_floats": np.float64, "count_inversions": np.int32, "sort_inline": np.int64,
@@ -177,9 +182,11 @@ def test_an_empty_base_case_runs_on_the_device(device, alpha, y):
     check("sort_empty_base", x[:3].copy(), device, alpha, y)
 
 
-@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2),
-                                              ("hybrid", 0.0, 1)])
-@pytest.mark.parametrize("name", ["sort_sentinels", "count_scratch"])
+@pytest.mark.parametrize("name, device, alpha, y", [
+    ("sort_sentinels", "gpu", None, None), ("count_scratch", "hybrid", 0.5, 2),
+    *(pytest.param(n, *p, marks=SLOW) for n, p in
+      [("sort_sentinels", ("hybrid", 0.5, 2)), ("sort_sentinels", ("hybrid", 0.0, 1)),
+       ("count_scratch", ("gpu", None, None)), ("count_scratch", ("hybrid", 0.0, 1))])])
 def test_a_combines_scratch_arrays_run_on_the_device(name, device, alpha, y):
     """Allocations of the combine besides its result -- copies with sentinels, a copy of a
     run, zeros of another dtype, sized from the children's lengths -- each take a region of
@@ -201,8 +208,8 @@ def test_scratch_on_a_device_with_its_own_memory(discrete, device, alpha, y):
     assert run.gpu_tasks > 0 and discrete
 
 
-@pytest.mark.parametrize("name", ["sort_right_first", "sort_inline_n", "sort_inline_like",
-                                  "sort_as_floats"])
+@pytest.mark.parametrize("name", ["sort_right_first", *(pytest.param(n, marks=SLOW) for n in
+                                   ["sort_inline_n", "sort_inline_like", "sort_as_floats"])])
 def test_more_ways_of_writing_the_halves_and_the_merge_run_on_the_device(name):
     """The right half's call first; an inline merge sized ``n = len(left) + len(right)``;
     an inline merge into ``np.empty_like(a)``; int keys made floats at the leaves."""
@@ -588,10 +595,13 @@ def test_the_tutorials_list_mergesort_runs_on_every_path(device, alpha, y, data)
         assert run.gpu_tasks >= 1
 
 
-@pytest.mark.parametrize("name", ["count_lists", "sort_lists_inline", "sort_list_copy",
-                                  "signed_lists", "sort_concat", "count_concat",
-                                  "sort_lists_guarded"])
-@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
+@pytest.mark.parametrize("name, device, alpha, y", [
+    ("count_lists", "gpu", None, None), ("sort_concat", "hybrid", 0.5, 2),
+    *(pytest.param(n, *p, marks=SLOW)
+      for n in ["count_lists", "sort_lists_inline", "sort_list_copy", "signed_lists",
+                "sort_concat", "count_concat", "sort_lists_guarded"]
+      for p in [("gpu", None, None), ("hybrid", 0.5, 2)]
+      if (n, p[0]) not in {("count_lists", "gpu"), ("sort_concat", "hybrid")})])
 @settings(COMPILES, max_examples=4)
 @given(data=st.data())
 def test_list_building_combines_as_published_run_on_the_device(name, device, alpha, y, data):
@@ -617,7 +627,8 @@ def test_an_empty_list_returned_bare_is_compiled():
     assert not [w for w in caught if "cannot compile" in str(w.message)], caught
 
 
-@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None),
+                                              pytest.param("hybrid", 0.5, 2, marks=SLOW)])
 def test_a_list_of_another_length_redoes_the_call_on_the_cpu(device, alpha, y):
     """A merge that keeps equal keys once builds a shorter list: the device form finds that
     as the list is checked, and the call is redone on the CPU as written -- recorded; with
@@ -739,7 +750,7 @@ def test_the_span_form_gives_the_plain_answer_on_every_path(device, alpha, y, da
         assert run.gpu_tasks >= 1
 
 
-@pytest.mark.parametrize("name", ["msort_span", "desc_span"])
+@pytest.mark.parametrize("name", ["msort_span", pytest.param("desc_span", marks=SLOW)])
 @pytest.mark.parametrize("n, lo, hi", [(1, 0, 1), (2, 0, 2), (17, 3, 16), (4099, 0, 4099),
                                        (70_001, 5, 70_000)])
 def test_the_span_form_at_sizes_up_to_the_devices(name, n, lo, hi):

@@ -111,8 +111,10 @@ def test_every_path_gives_the_plain_answer(device, alpha, y, values, name):
 
 
 #: compiled on the devices here: each form's compiled code stays in the test worker for the
-#: rest of its run (Numba frees none), so the others are run as Python above, not compiled
-COMPILED = ["quicksort", "qs_masks", "qs_named", "qs_rest", "qs_median3"]
+#: rest of its run (Numba frees none), so the others are run as Python above, not compiled;
+#: two of these only in the full run (``pytest -m slow``)
+COMPILED = ["quicksort", "qs_masks", "qs_median3", *(pytest.param(n, marks=pytest.mark.slow)
+                                                     for n in ["qs_named", "qs_rest"])]
 
 
 @pytest.mark.parametrize("name", COMPILED)
@@ -176,7 +178,7 @@ def test_pieces_that_leave_values_out_redo_the_call_and_distinct_values_stay_on_
 def test_a_device_with_its_own_memory(discrete):
     x = np.random.default_rng(5).integers(-10**6, 10**6, 100_001)
     for alpha, y in ((0.25, 3), (0.5, 2), (0.0, 3)):
-        run, _ = run_checked("qs_named", x, device="hybrid", alpha=alpha, y=y)
+        run, _ = run_checked("qs_masks", x, device="hybrid", alpha=alpha, y=y)
         assert same(run.value, np.sort(x)) and run.fallbacks == [] and run.gpu_tasks > 0
     assert discrete
 
