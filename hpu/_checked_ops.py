@@ -21,9 +21,12 @@ subclass is this module's, named as Python's (``hpu._checked_ops.ZeroDivisionErr
 Numba pickles the class it raises, by reference); an exception pickles as Python's own, with
 its text (a Dask worker's exception reaches the caller readable).
 
-These are the CPU module's checks (:data:`hpu._codegen._CHECKED_PRELUDE`) again, with the
-site's number for its text: that module could raise these too, but it is cached per
-function on disk and its texts are right there, so it was left as it is.
+The CPU module (:data:`hpu._codegen._CHECKED_PRELUDE`) raises with these too: compiled
+once per module, a raise that builds its text cost a second or two of compiling and megabytes
+of machine code that the process never frees, for every decorated function.  Its site numbers
+must mean the same in every process, as its machine code is cached on disk: a module's number
+is a token read from its texts (:func:`site_token`) above :data:`SITE_BITS` bits of index, and
+the module registers its texts under the token as it is imported (:func:`register_sites`).
 
 The site reaches a check as ``hpu__SITE_IDS[k]``, an element of an int64 array: a constant
 ``k`` would be typed as a literal by Numba, and each check compiled once per call site.
@@ -39,12 +42,17 @@ from numba import njit
 
 from hpu._guard import bad_float, bad_int_store, zero_divisor
 
-__all__ = ["SITES", "add_site", "OPERATIONS", "ZeroDivisionError", "ValueError",
+__all__ = ["SITES", "add_site", "register_sites", "site_text", "OPERATIONS", "ZeroDivisionError", "ValueError",
            "OverflowError", "IndexError", "TypeError"]
 
 #: every checked operation's text ("file:line: expression") in this process, by number
 SITES: list[str] = []
 _lock = threading.Lock()
+
+#: a CPU module's site number: its token's bits above ``SITE_BITS`` bits of index
+SITE_BITS = 20
+#: the CPU modules' texts (their ``hpu__SITES``) by token
+MODULE_SITES: dict[int, tuple[str, ...]] = {}
 
 
 def add_site(text: str) -> int:
@@ -54,12 +62,36 @@ def add_site(text: str) -> int:
         return len(SITES) - 1
 
 
+def site_token(texts: tuple[str, ...]) -> int:
+    """A CPU module's token: 40 bits of a hash of its texts, the same in every process (the
+    module's machine code, cached on disk, holds its site numbers).  Two modules with the
+    same texts share a token and mean the same by it."""
+    import hashlib
+
+    return int(hashlib.sha256(repr(texts).encode()).hexdigest()[:10], 16) or 1
+
+
+def register_sites(token: int, texts: tuple[str, ...]) -> None:
+    """Called by a CPU module as it is imported (:mod:`hpu._codegen`): its texts."""
+    with _lock:
+        MODULE_SITES[token] = tuple(texts)
+
+
+def site_text(site: int) -> str:
+    """The text of site number ``site``: one of :data:`SITES`, or of a CPU module's."""
+    if 0 <= site < len(SITES):
+        return SITES[site]
+    texts = MODULE_SITES.get(site >> SITE_BITS, ())
+    k = site & ((1 << SITE_BITS) - 1)
+    return texts[k] if site > 0 and k < len(texts) else "<unknown site>"
+
+
 def _as_python(base: type, message):
     """A subclass of ``base`` made from ``(site, value, extra)`` (what compiled code can
     raise) whose one argument is the text, ``SITES[site]: message(value, extra)``."""
 
     def __init__(self, site=-1, value=0, extra=0):
-        where = SITES[site] if 0 <= site < len(SITES) else "<unknown site>"
+        where = site_text(site)
         base.__init__(self, f"{where}: {message(value, extra)}")
 
     def __reduce__(self):

@@ -94,6 +94,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hpu._checked_ops import SITE_BITS, site_token
 from hpu._frontend import Closure, DCSpec, Helper, check_array_params
 from hpu._reductions import EMPTY_MESSAGES, REDUCE_FIRST, REDUCE_PAIR
 from hpu._views import SLICE_COPY, VIEW_INDEX, display, view_index
@@ -326,9 +327,16 @@ SITE_IDS = "hpu__SITE_IDS"
 
 
 def _sites_source(sites) -> str:
-    """The module's site texts and the array of their numbers (see :meth:`_Checked._where`)."""
-    return (f"hpu__SITES = {tuple(sites or [''])!r}\n"
-            f"{SITE_IDS} = hpu__numpy.arange({max(len(sites), 1)}, dtype=hpu__numpy.int64)")
+    """The module's site texts, registered when it is imported under a token read from
+    them (:func:`hpu._checked_ops.register_sites`), and the array of their numbers, the
+    token's bits above the index's (see :meth:`_Checked._where`): the same in every process
+    that loads the module, as its machine code, cached on disk, holds them."""
+    texts = tuple(sites or [""])
+    token = site_token(texts)
+    return (f"hpu__SITES = {texts!r}\n"
+            f"hpu__register_sites({token}, hpu__SITES)\n"
+            f"{SITE_IDS} = hpu__numpy.arange({len(texts)}, dtype=hpu__numpy.int64) + "
+            f"{token << SITE_BITS}")
 
 
 _CHECKED_PRELUDE = """
@@ -339,6 +347,11 @@ from hpu._guard import bad_float as hpu__bad_float
 from hpu._guard import bad_int_store as hpu__bad_int_store
 from hpu._interrupt import Stopped as hpu__Stopped
 from hpu._interrupt import stop_requested as hpu__stop_requested
+from hpu._checked_ops import _badconv as hpu__badconv
+from hpu._checked_ops import _broadcast as hpu__broadcast
+from hpu._checked_ops import _outofbounds as hpu__outofbounds
+from hpu._checked_ops import _zerodiv as hpu__zerodiv
+from hpu._checked_ops import register_sites as hpu__register_sites
 
 
 # ---- Ctrl-C (hpu/_interrupt.py): the recursion reads the stop flag at every call
@@ -347,13 +360,11 @@ def hpu__stopped():
     raise hpu__Stopped("stopped by Ctrl-C")
 
 
-# ---- checks of the user's operations (hpu/_guard.py): a fast test inline, the raise apart;
-# ---- site__ indexes hpu__SITES, the text "file:line: expression" (at the end of the module)
-@njit(cache=True)
-def hpu__zerodiv(site__):
-    raise ZeroDivisionError(hpu__SITES[site__] + ": integer division or modulo by zero")
-
-
+# ---- checks of the user's operations (hpu/_guard.py): a fast test inline, the raise apart.
+# ---- site__ is a number of hpu._checked_ops.register_sites: this module's token and the
+# ---- index of the text "file:line: expression" in hpu__SITES (at the end of the module).
+# ---- The raises are hpu._checked_ops's, compiled once per process (and cached on disk),
+# ---- not once per module: a raise that builds its text costs seconds of compiling.
 @njit(cache=True)
 def hpu__floordiv(a, b, site__):
     if b == 0:
@@ -369,12 +380,6 @@ def hpu__mod(a, b, site__):
 
 
 @njit(cache=True)
-def hpu__outofbounds(i, n, site__):
-    raise IndexError(hpu__SITES[site__] + ": index " + str(i) + " is out of bounds for length "
-                     + str(n))
-
-
-@njit(cache=True)
 def hpu__ix(i, n, site__):
     if i < -n or i >= n:
         hpu__outofbounds(i, n, site__)
@@ -386,14 +391,6 @@ def hpu__vix(i, n, site__):  # a view's index (hpu/_views.py): against the view'
     if i < -n or i >= n:
         hpu__outofbounds(i, n, site__)
     return i + n if i < 0 else i
-
-
-@njit(cache=True)
-def hpu__badconv(x, site__):
-    if x != x:
-        raise ValueError(hpu__SITES[site__] + ": cannot convert float NaN to integer")
-    raise OverflowError(hpu__SITES[site__] + ": cannot convert an infinite or out-of-range "
-                        "float to a 64-bit integer")
 
 
 @njit(cache=True)
@@ -418,21 +415,15 @@ def hpu__round(x, site__):
 
 
 @njit(cache=True)
-def hpu__broadcast(nd, ns, site__):
-    raise ValueError(hpu__SITES[site__] + ": could not broadcast input array from shape ("
-                     + str(ns) + ",) into shape (" + str(nd) + ",)")
-
-
-@njit(cache=True)
 def hpu__slice_copy_chk(nd, ns, site__):  # dst[...] = src[...] (hpu/_views.py): NumPy's rule
     if ns != nd and ns != 1:
-        hpu__broadcast(nd, ns, site__)
+        hpu__broadcast(ns, nd, site__)
     return nd
 
 
 @njit(cache=True)
 def hpu__empty_reduction(kind, site__):
-    raise ValueError(hpu__SITES[site__] + ": " + hpu__EMPTY[kind])
+    raise ValueError(hpu__SITES[site__ & hpu__SITE_MASK] + ": " + hpu__EMPTY[kind])
 
 
 @njit(cache=True)
@@ -445,10 +436,10 @@ def hpu__reduce_first_chk(n, kind, site__):  # min(a), np.max(a) (hpu/_reduction
 @njit(cache=True)
 def hpu__pair_mismatch(n1, n2, kind, site__):
     if kind == 1:
-        raise ValueError(hpu__SITES[site__] + ": shapes (" + str(n1) + ",) and (" + str(n2)
+        raise ValueError(hpu__SITES[site__ & hpu__SITE_MASK] + ": shapes (" + str(n1) + ",) and (" + str(n2)
                          + ",) not aligned: " + str(n1) + " (dim 0) != " + str(n2)
                          + " (dim 0)")
-    raise ValueError(hpu__SITES[site__] + ": operands could not be broadcast together with "
+    raise ValueError(hpu__SITES[site__ & hpu__SITE_MASK] + ": operands could not be broadcast together with "
                      "shapes (" + str(n1) + ",) (" + str(n2) + ",) ")
 
 
@@ -465,6 +456,7 @@ def hpu__reduce_pair_chk(n1, n2, kind, site__):  # np.dot(a, b), np.sum(a - b)
 """ + f"""
 
 hpu__EMPTY = {EMPTY_MESSAGES!r}
+hpu__SITE_MASK = {(1 << SITE_BITS) - 1}
 """
 
 _REDUCE_FIRST_DEF = f"""
