@@ -409,3 +409,54 @@ def test_the_probe_record_trusts_only_the_same_device_and_driver(monkeypatch, tm
             raise RuntimeError("the driver cannot say")
 
     assert not _build.known_to_build(Silent())  # no key: probed, never trusted
+
+
+ERRORS = textwrap.dedent('''
+    import json, sys
+    import numpy as np
+    sys.path.insert(0, sys.argv[1])
+    import cached_checks
+    f = cached_checks.dsum
+    x = np.arange(1, 65)
+    assert f.run(x, 0, 64, 3, device="cpu", K=3).value == sum(v // 3 + v % 3 + v // 4
+                                                             for v in x)
+    try:
+        f.run(x, 0, 64, 0, device="cpu", K=3)
+    except ZeroDivisionError as err:
+        text = str(err)
+    program = next(iter(f._programs.values()))
+    print(json.dumps({"text": text, "floordiv": [str(s) for s in
+                                                 program.module.hpu__floordiv.signatures],
+                      "misses": sum(getattr(program.module, program.spec.name)
+                                    .stats.cache_misses.values())}))
+''')
+
+CHECKS = textwrap.dedent('''
+    import hpu
+
+    @hpu.divide_and_conquer(b=2, cost="n", span=("lo", "hi"))
+    def dsum(a, lo, hi, d):
+        if hi - lo <= 1:
+            return a[lo] // d + a[lo] % d + a[lo] // (d + 1)
+        mid = (lo + hi) // 2
+        return dsum(a, lo, mid, d) + dsum(a, mid, hi, d)
+''')
+
+
+def test_a_cached_modules_errors_name_their_sites_in_every_process(tmp_path):
+    """The CPU module's checks carry site numbers in its machine code, which the disk cache
+    keeps: a second process, compiling nothing, still names the user's line and expression.
+    Each check compiles once per type signature, not once per site: three ``//`` here, two
+    of the same types."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "cached_checks.py").write_text(CHECKS)
+    env = {**os.environ, "HPU_CACHE_DIR": str(tmp_path / "cache")}
+    runs = [json.loads(subprocess.run(
+        [sys.executable, "-c", ERRORS, str(src)], env=env, check=True, capture_output=True,
+        text=True, timeout=300).stdout.strip().splitlines()[-1]) for _ in range(2)]
+    where = f"{src / 'cached_checks.py'}:7: a[lo] // d: integer division or modulo by zero"
+    assert [r["text"] for r in runs] == [where, where]
+    assert runs[0]["misses"] >= 1 and runs[1]["misses"] == 0       # the second: from the cache
+    assert sorted(runs[0]["floordiv"]) == ["(int64, Literal[int](2), int64)",
+                                           "(int64, int64, int64)"], runs[0]["floordiv"]
