@@ -1521,7 +1521,9 @@ def _measure_contention(sorter, device, n: int, settings: CalibrationSettings, r
         one_round()
     est = contention_estimate(rounds, disjoint=disjoint)
     while (len(rounds) < settings.repeat_cap and not settled(est)) or young():
-        for _ in range(min(most - len(rounds), max(1, len(rounds) // 2))):
+        # batches of half the rounds so far, up to the cap (the budget while young)
+        limit = most if young() else settings.repeat_cap
+        for _ in range(min(limit - len(rounds), max(1, len(rounds) // 2))):
             one_round()
         est = contention_estimate(rounds, disjoint=disjoint)
     return est

@@ -971,8 +971,8 @@ def test_only_a_cpu_device_pins_its_gamma_pairs():
     assert callable(bench._same_core())
 
 
-@pytest.mark.parametrize("seconds", [0.0, 0.4])
-def test_contention_rounds_spread_over_gamma_seconds(seconds):
+@pytest.mark.parametrize("seconds, settles", [(0.0, True), (0.4, True), (0.0, False)])
+def test_contention_rounds_spread_over_gamma_seconds(seconds, settles, monkeypatch):
     """The contention's rounds last at least ``gamma_seconds`` (as γ's pairs do), bounded by
     16 × repeats: rounds of half a second caught one state of the VM's cores."""
     import time
@@ -995,6 +995,10 @@ def test_contention_rounds_spread_over_gamma_seconds(seconds):
 
     settings = CalibrationSettings(sum_elements=16, merge_sizes=(64,), transfer_bytes=(1, 2),
                                    repeats=3, gamma_seconds=seconds)
+    if not settles:     # rounds that never agree: batches of half the rounds stop at the cap
+        estimate = cal.contention_estimate
+        monkeypatch.setattr(cal, "contention_estimate", lambda rounds, **kw: dataclasses.replace(
+            estimate(rounds, **kw), rel_error=1.0))
     start = time.monotonic()
     cal._measure_contention(Sorter(), None, 1 << 10, settings, np.random.default_rng(0),
                             disjoint=False)
@@ -1005,6 +1009,8 @@ def test_contention_rounds_spread_over_gamma_seconds(seconds):
         assert took >= seconds or rounds == 16 * settings.repeats
     else:
         assert rounds <= settings.repeat_cap
+    if not settles:
+        assert rounds == settings.repeat_cap
 
 
 # ------------------------------------------------- a GPU's width for hpu's own tasks
