@@ -275,13 +275,28 @@ def _mentions(node, names) -> bool:
 
 def _else_lifted(stmts, name: str) -> list:
     """``stmts`` with a last ``if base: return ... else: <the recursion>`` read as the guard
-    ``if base: return ...`` followed by the recursion."""
+    ``if base: return ...`` followed by the recursion; so is a last ``return base if test
+    else <the recursion>`` (or ``return <the recursion> if test else base``, the guard
+    ``if not test``), the one-line form of published quicksorts."""
     body = list(stmts)
     if (body and isinstance(body[-1], ast.If) and body[-1].orelse
             and not _self_calls(body[-1].test, name)
             and not _self_calls(ast.Module(body[-1].body, []), name)):
         last = body.pop()
         body += [ast.copy_location(ast.If(last.test, last.body, []), last), *last.orelse]
+    elif (body and isinstance(body[-1], ast.Return) and isinstance(body[-1].value, ast.IfExp)
+          and not _self_calls(body[-1].value.test, name)):
+        last = body.pop()
+        e = last.value
+        if not _self_calls(e.body, name):
+            test, base, rest = e.test, e.body, e.orelse
+        elif not _self_calls(e.orelse, name):
+            test, base, rest = ast.UnaryOp(ast.Not(), e.test), e.orelse, e.body
+        else:
+            return [*body, last]
+        guard = ast.If(test, [ast.copy_location(ast.Return(base), last)], [])
+        body += [ast.fix_missing_locations(ast.copy_location(guard, last)),
+                 ast.copy_location(ast.Return(rest), last)]
     return body
 
 

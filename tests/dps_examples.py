@@ -683,6 +683,12 @@ def sort_one(a):
     return merge_sentinels(sort_one(a[:m]), sort_one(a[m:]))
 
 
+def sort_oneline(a):
+    """The whole recursion one conditional expression, the base case its else."""
+    return merge(sort_oneline(a[:len(a) // 2]), sort_oneline(a[len(a) // 2:])) \
+        if len(a) > 1 else a.copy()
+
+
 REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": sort_desc,
              "sort_floats": sort_floats, "count_inversions": count_inversions,
              "sort_inline": sort_inline, "count_inline": count_inline,
@@ -693,7 +699,7 @@ REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": 
              "sort_sentinels": sort_sentinels, "count_scratch": count_scratch,
              "sort_right_first": sort_right_first, "sort_inline_n": sort_inline_n,
              "sort_inline_like": sort_inline_like, "sort_as_floats": sort_as_floats,
-             "sort_one": sort_one}
+             "sort_one": sort_one, "sort_oneline": sort_oneline}
 KEPT = {"drop_middle": ("not on a[:e] and a[e:]", drop_middle),
         "padded": ("not len(left) + len(right)", padded),
         "three_way": ("returns `np.sort(a)`", three_way),

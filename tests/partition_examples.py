@@ -166,11 +166,17 @@ def quicksort_past_the_end(arr):
     return quicksort_past_the_end(left) + quicksort_past_the_end(right)
 
 
-PARTITIONS = {"quicksort": quicksort, "quicksort_first": quicksort_first,
+def quicksort_oneline(arr):
+    """The one-line quicksort: the base case and the recursion one conditional expression."""
+    return arr if len(arr) <= 1 else quicksort_oneline([x for x in arr[1:] if x < arr[0]]) \
+        + [arr[0]] + quicksort_oneline([x for x in arr[1:] if x >= arr[0]])
+
+
+PARTITIONS = {"quicksort": quicksort, "quicksort_oneline": quicksort_oneline, "quicksort_first": quicksort_first,
               "qs_masks": qs_masks, "qs_named": qs_named, "qs_listcat": qs_listcat, "qs_desc": qs_desc,
               "qs_median3": qs_median3, "qs_unique": qs_unique, "qs_rest": qs_rest,
               "qs_hstack": qs_hstack}
-LISTED = {"quicksort", "quicksort_first"}
+LISTED = {"quicksort", "quicksort_first", "quicksort_oneline"}
 #: np.array of a comprehension that can be empty: float64 in Python (guide §10)
 EMPTY_FLOAT = {"qs_median3"}
 KEPT = {"swapping": ("it writes into an array (line", swapping),

@@ -35,7 +35,8 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
           "sort_empty_floats": np.float64, "sort_sentinels": np.float64,
           "count_scratch": np.int32, "sort_right_first": np.int64, "sort_inline_n": np.float32,
           "sort_inline_like": np.int16, "sort_as_floats": np.int32, "sort_square": np.int64,
-          "sort_positives": np.int64, "sort_short": np.float64, "sort_one": np.float32}
+          "sort_positives": np.int64, "sort_short": np.float64, "sort_one": np.float32,
+          "sort_oneline": np.int32}
 
 
 def decorated(name):
@@ -227,6 +228,15 @@ def test_a_tail_chosen_by_a_conditional_expression_runs_on_the_device():
         run = check("sort_ifexp", x, "gpu", None, None)
         if n >= 4099:
             assert run.gpu_tasks > 0
+
+
+def test_a_recursion_written_as_one_conditional_expression_runs_on_the_device():
+    """``return merge(f(a[:m]), f(a[m:])) if len(a) > 1 else a.copy()``: the base case is
+    the else, its guard the test negated."""
+    for n in (1, 2, 4099):
+        x = np.random.default_rng(n).integers(-99, 99, n).astype(np.int32)
+        run = check("sort_oneline", x, "gpu", None, None)
+        assert run.gpu_tasks > 0 or n < 4099
 
 
 def test_a_list_in_the_device_form_array_out():

@@ -175,6 +175,15 @@ def test_pieces_that_leave_values_out_redo_the_call_and_distinct_values_stay_on_
     assert same(run.value, np.arange(3000)) and run.fallbacks == [] and run.gpu_tasks >= 1
 
 
+def test_the_one_line_quicksort_runs_on_the_device():
+    """``return arr if len(arr) <= 1 else f([...]) + [arr[0]] + f([...])``: the conditional
+    expression read as the base case's guard and the recursion."""
+    x = np.random.default_rng(12).integers(-50, 50, 3000).tolist()
+    run, _ = run_checked("quicksort_oneline", x, device="gpu")
+    assert same(run.value, plain("quicksort_oneline", x)) and run.fallbacks == []
+    assert run.gpu_tasks >= 1
+
+
 def test_a_device_with_its_own_memory(discrete):
     x = np.random.default_rng(5).integers(-10**6, 10**6, 100_001)
     for alpha, y in ((0.25, 3), (0.5, 2), (0.0, 3)):
