@@ -42,8 +42,8 @@ from numba import njit
 
 from hpu._guard import bad_float, bad_int_store, zero_divisor
 
-__all__ = ["SITES", "add_site", "register_sites", "site_text", "OPERATIONS", "ZeroDivisionError", "ValueError",
-           "OverflowError", "IndexError", "TypeError"]
+__all__ = ["SITES", "add_site", "register_sites", "site_text", "OPERATIONS",
+           "ZeroDivisionError", "ValueError", "OverflowError", "IndexError", "TypeError"]
 
 #: every checked operation's text ("file:line: expression") in this process, by number
 SITES: list[str] = []
@@ -83,7 +83,7 @@ def site_text(site: int) -> str:
         return SITES[site]
     texts = MODULE_SITES.get(site >> SITE_BITS, ())
     k = site & ((1 << SITE_BITS) - 1)
-    return texts[k] if site > 0 and k < len(texts) else "<unknown site>"
+    return texts[k] if k < len(texts) else "<unknown site>"
 
 
 def _as_python(base: type, message):

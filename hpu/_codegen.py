@@ -342,16 +342,16 @@ def _sites_source(sites) -> str:
 _CHECKED_PRELUDE = """
 import numpy as hpu__numpy
 
-from hpu._errors import HpuRecursionError as hpu__RecursionError
-from hpu._guard import bad_float as hpu__bad_float
-from hpu._guard import bad_int_store as hpu__bad_int_store
-from hpu._interrupt import Stopped as hpu__Stopped
-from hpu._interrupt import stop_requested as hpu__stop_requested
 from hpu._checked_ops import _badconv as hpu__badconv
 from hpu._checked_ops import _broadcast as hpu__broadcast
 from hpu._checked_ops import _outofbounds as hpu__outofbounds
 from hpu._checked_ops import _zerodiv as hpu__zerodiv
 from hpu._checked_ops import register_sites as hpu__register_sites
+from hpu._errors import HpuRecursionError as hpu__RecursionError
+from hpu._guard import bad_float as hpu__bad_float
+from hpu._guard import bad_int_store as hpu__bad_int_store
+from hpu._interrupt import Stopped as hpu__Stopped
+from hpu._interrupt import stop_requested as hpu__stop_requested
 
 
 # ---- Ctrl-C (hpu/_interrupt.py): the recursion reads the stop flag at every call
@@ -436,11 +436,11 @@ def hpu__reduce_first_chk(n, kind, site__):  # min(a), np.max(a) (hpu/_reduction
 @njit(cache=True)
 def hpu__pair_mismatch(n1, n2, kind, site__):
     if kind == 1:
-        raise ValueError(hpu__SITES[site__ & hpu__SITE_MASK] + ": shapes (" + str(n1) + ",) and (" + str(n2)
-                         + ",) not aligned: " + str(n1) + " (dim 0) != " + str(n2)
+        raise ValueError(hpu__SITES[site__ & hpu__SITE_MASK] + ": shapes (" + str(n1)
+                         + ",) and (" + str(n2) + ",) not aligned: " + str(n1) + " (dim 0) != " + str(n2)
                          + " (dim 0)")
-    raise ValueError(hpu__SITES[site__ & hpu__SITE_MASK] + ": operands could not be broadcast together with "
-                     "shapes (" + str(n1) + ",) (" + str(n2) + ",) ")
+    raise ValueError(hpu__SITES[site__ & hpu__SITE_MASK] + ": operands could not be broadcast "
+                     "together with shapes (" + str(n1) + ",) (" + str(n2) + ",) ")
 
 
 @njit(cache=True)

@@ -74,8 +74,9 @@ import inspect
 
 from hpu._functional import _allocation_in, _numpy_names
 from hpu._functional_dps import (ARENA, INDEX, NotRewritable, Rewritten, _copy_of,
-                                 _else_lifted, _empty_of, _empty_test, _function, _is_name, _mentions,
-                                 _one_of, _one_test, _own_names_free, _self_calls, _tree)
+                                 _else_lifted, _empty_of, _empty_test, _function, _is_name,
+                                 _mentions, _one_of, _one_test, _own_names_free, _self_calls,
+                                 _tree)
 
 __all__ = ["rewrite_partition", "NotPartition", "PIECES_LENGTH", "WORK", "LO", "HI", "SIDE"]
 
@@ -275,7 +276,7 @@ def rewrite_partition(dc) -> Rewritten:
         if _allocation_in(ast.Module(g.body[:-1], []), glb) is not None:
             raise NotRewritable(f"a base case allocates (line {g.lineno})")
         g.body[-1:] = _parsed(f"for {INDEX} in range(len({a})):\n"
-                             f"    {WORK}[{_OTHER} + {INDEX}] = {a}[{INDEX}]\nreturn", ret)
+                              f"    {WORK}[{_OTHER} + {INDEX}] = {a}[{INDEX}]\nreturn", ret)
         out.append(g)
         guards += 1
     if not guards:
@@ -440,7 +441,7 @@ def rewrite_partition(dc) -> Rewritten:
     # early return here would be a guard after loops, which the level-by-level form has not)
     zero = "".join(f"    {k} = 0\n" for k in total)
     gen += _parsed(f"hpu_t = {' + '.join(total)}\nif hpu_t != len({a}):\n"
-                  f"    {ARENA}[0] = {PIECES_LENGTH}\n{zero}", at)
+                   f"    {ARENA}[0] = {PIECES_LENGTH}\n{zero}", at)
     gen += _parsed(f"hpu_b0 = {LO}", at)
     for j in range(1, len(order)):
         gen += _parsed(f"hpu_b{j} = hpu_b{j - 1} + hpu_k{j - 1}", at)
@@ -452,13 +453,13 @@ def rewrite_partition(dc) -> Rewritten:
             gen += _parsed(f"{WORK}[(1 - {SIDE}) * {H} + hpu_b{j}] = hpu_e{j}", at)
     for g, members in enumerate(groups.values()):
         gen += _parsed("\n".join(f"hpu_j{j} = (1 - {SIDE}) * {H} + hpu_b{j}" for j in members),
-                      at)
+                       at)
         gen.append(group_loop(g, members,
                               lambda j, v: f"{WORK}[hpu_j{j}] = {v}\nhpu_j{j} += 1"))
     for j, (key, rec) in enumerate(order):     # final pieces: into this half too
         if not rec:
             gen += _parsed(f"for {INDEX} in range(hpu_k{j}):\n"
-                          f"    {WORK}[{SIDE} * {H} + hpu_b{j} + {INDEX}] = "
+                           f"    {WORK}[{SIDE} * {H} + hpu_b{j} + {INDEX}] = "
                           f"{WORK}[(1 - {SIDE}) * {H} + hpu_b{j} + {INDEX}]", at)
     guard = _parsed(f"if hpu_t == len({a}):\n    pass", at)[0]
     guard.body = gen
@@ -466,7 +467,7 @@ def rewrite_partition(dc) -> Rewritten:
     for j, (key, rec) in enumerate(order):
         if rec:
             gen += _parsed(f"{name}({WORK}, hpu_b{j}, hpu_b{j} + hpu_k{j}, 1 - {SIDE}, "
-                          f"{ARENA})", at)
+                           f"{ARENA})", at)
     gen += _parsed("return", at)
     body = out + kept + gen
     # the buffer read directly, not through a view (which costs Numba's compiler 30 s more);
@@ -571,12 +572,12 @@ def _flattened(body, a: str, views: set):
         if isinstance(e, ast.Constant) and type(e.value) is int:
             v = e.value
             return _parsed(f"{target} = min({v}, {n_})" if v >= 0 else
-                      f"{target} = max({n_} - {-v}, 0)", where)
+                           f"{target} = max({n_} - {-v}, 0)", where)
         if (isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub)
                 and isinstance(e.operand, ast.Constant) and type(e.operand.value) is int):
             return _parsed(f"{target} = max({n_} - {e.operand.value}, 0)", where)
         st = _parsed(f"{target} = 0\nif {target} < 0:\n    {target} += {n_}\n"
-                f"{target} = min(max({target}, 0), {n_})", where)
+                     f"{target} = min(max({target}, 0), {n_})", where)
         st[0].value = copy.deepcopy(e)
         return st
 

@@ -172,7 +172,8 @@ def quicksort_oneline(arr):
         + [arr[0]] + quicksort_oneline([x for x in arr[1:] if x >= arr[0]])
 
 
-PARTITIONS = {"quicksort": quicksort, "quicksort_oneline": quicksort_oneline, "quicksort_first": quicksort_first,
+PARTITIONS = {"quicksort": quicksort, "quicksort_oneline": quicksort_oneline,
+              "quicksort_first": quicksort_first,
               "qs_masks": qs_masks, "qs_named": qs_named, "qs_listcat": qs_listcat, "qs_desc": qs_desc,
               "qs_median3": qs_median3, "qs_unique": qs_unique, "qs_rest": qs_rest,
               "qs_hstack": qs_hstack}
