@@ -62,6 +62,8 @@ What is rewritten (else the function keeps its CPU path, and the reason says why
 * pieces: ``[x for x in S if P(x)]`` (``np.array`` of it too), ``S[P(S)]`` of comparisons
   joined by ``&``, ``|``, ``~``, or one value ``[v]`` / ``np.array([v])``, with ``S`` the
   array, a slice of it or a name bound to one -- each assigned to a name or written inline;
+  a value a mask compares with that reads the array (``a[a < a[0]]``) is named before its
+  statement, as NumPy reads it once (:func:`_hoisted`);
 * one ``return`` of their concatenation in order -- ``+`` of lists, ``np.concatenate``,
   ``np.hstack`` or ``np.append`` -- each piece once, the recursive ones as ``f(piece)``
   (inline, or ``l = f(piece)`` before the return).
@@ -145,6 +147,76 @@ def _mask_test(m, src, var: str):
         inner = _mask_test(m.operand, src, var)
         return None if inner is None else ast.UnaryOp(ast.Not(), inner)
     return None
+
+
+def _element_free(side, names: set) -> bool:
+    """``side`` reads the arrays ``names`` only element by element (``a[0]``,
+    ``a[len(a) // 2]``) or by length: one value for the whole filter, not per element."""
+    parents = {}
+    for n in ast.walk(side):
+        for c in ast.iter_child_nodes(n):
+            parents[id(c)] = n
+    for n in ast.walk(side):
+        if isinstance(n, ast.Name) and n.id in names:
+            up = parents.get(id(n))
+            whole = (isinstance(up, ast.Subscript) and up.value is n
+                     and not isinstance(up.slice, (ast.Slice, ast.Tuple)))
+            measured = (isinstance(up, ast.Call) and _is_name(up.func, "len")
+                        and up.args == [n]) or (isinstance(up, ast.Attribute)
+                                                and up.attr in ("size", "shape"))
+            if not (whole or measured) or n is side:
+                return False
+    return True
+
+
+def _hoisted(stmts: list) -> list:
+    """``stmts`` with the value a mask compares its array with, where that value reads the
+    array (``a[a < a[0]]``, ``a[(a >= a[-1]) | (a < a[0])]``), named before the statement
+    (``hpu_q0 = a[0]``; ``a[a < hpu_q0]``).  NumPy too reads it once, before the mask, and
+    raises there for an empty ``a`` (IndexError): so does the named value; per element it
+    would be read once per element and never for an empty one."""
+    out, counter = [], iter(range(1_000_000))
+
+    def compares(m):
+        if isinstance(m, ast.Compare) and len(m.ops) == 1:
+            yield m
+        elif isinstance(m, ast.BinOp) and isinstance(m.op, (ast.BitAnd, ast.BitOr)):
+            yield from compares(m.left)
+            yield from compares(m.right)
+        elif isinstance(m, ast.UnaryOp) and isinstance(m.op, ast.Invert):
+            yield from compares(m.operand)
+
+    for st in stmts:
+        names = []
+        bound = {t.id for g in ast.walk(st) if isinstance(g, ast.comprehension)
+                 for t in ast.walk(g.target) if isinstance(t, ast.Name)}
+        for n in ast.walk(st):
+            if not (isinstance(n, ast.Subscript) and not isinstance(n.slice, ast.Slice)
+                    and isinstance(n.ctx, ast.Load)):
+                continue
+            src = n.value
+            base = src
+            while isinstance(base, ast.Subscript) and isinstance(base.slice, ast.Slice):
+                base = base.value
+            if not _is_name(base) or base.id in bound:
+                continue
+            for c in compares(n.slice):
+                sides = [c.left, c.comparators[0]]
+                hit = [ast.dump(x) == ast.dump(src) for x in sides]
+                if sum(hit) != 1:
+                    continue
+                other = sides[hit.index(False)]
+                if not _mentions(other, {base.id}) or not _element_free(other, {base.id}):
+                    continue
+                q = f"hpu_q{next(counter)}"
+                names.append(ast.copy_location(ast.Assign([ast.Name(q, ast.Store())],
+                                                          other, lineno=st.lineno), other))
+                if hit[0]:
+                    c.comparators[0] = ast.copy_location(ast.Name(q, ast.Load()), other)
+                else:
+                    c.left = ast.copy_location(ast.Name(q, ast.Load()), other)
+        out += [ast.fix_missing_locations(x) for x in names] + [st]
+    return out
 
 
 def _names(node) -> set:
@@ -283,6 +355,7 @@ def rewrite_partition(dc) -> Rewritten:
         raise NotRewritable("it has no leading `if ...: return` base case")
 
     # the recursive part: scalar statements, pieces, recursive calls, one return
+    body = _hoisted([copy.deepcopy(st) for st in body])
     pieces: dict[str, _Piece] = {}      # by name (inline ones get hpu_n<k>)
     called: dict[str, str] = {}         # l = f(piece): l -> the piece's name
     views = set()

@@ -172,11 +172,29 @@ def quicksort_oneline(arr):
         + [arr[0]] + quicksort_oneline([x for x in arr[1:] if x >= arr[0]])
 
 
+def qs_inline_pivot(a):
+    """The pivot written inside each mask: NumPy reads it once per mask."""
+    if len(a) <= 1:
+        return a
+    return np.concatenate((qs_inline_pivot(a[a < a[0]]), a[a == a[0]],
+                           qs_inline_pivot(a[a > a[0]])))
+
+
+def qs_inline_middle(a):
+    """A middle pivot inline, a mask of two comparisons, the rest named."""
+    if a.size < 2:
+        return a.copy()
+    lo = a[a < a[a.size // 2]]
+    mid = a[(a >= a[a.size // 2]) & ~(a > a[a.size // 2])]
+    return np.concatenate((qs_inline_middle(lo), mid, qs_inline_middle(a[a > a[len(a) // 2]])))
+
+
 PARTITIONS = {"quicksort": quicksort, "quicksort_oneline": quicksort_oneline,
               "quicksort_first": quicksort_first,
               "qs_masks": qs_masks, "qs_named": qs_named, "qs_listcat": qs_listcat, "qs_desc": qs_desc,
               "qs_median3": qs_median3, "qs_unique": qs_unique, "qs_rest": qs_rest,
-              "qs_hstack": qs_hstack}
+              "qs_hstack": qs_hstack, "qs_inline_pivot": qs_inline_pivot,
+              "qs_inline_middle": qs_inline_middle}
 LISTED = {"quicksort", "quicksort_first", "quicksort_oneline"}
 #: np.array of a comprehension that can be empty: float64 in Python (guide §10)
 EMPTY_FLOAT = {"qs_median3"}
