@@ -40,7 +40,7 @@ import threading
 
 from numba import njit
 
-from hpu._guard import bad_float, bad_int_store, zero_divisor
+from hpu._guard import bad_float, bad_int_store, divides_by_zero, zero_divisor
 
 __all__ = ["SITES", "add_site", "register_sites", "site_text", "OPERATIONS",
            "ZeroDivisionError", "ValueError", "OverflowError", "IndexError", "TypeError"]
@@ -105,8 +105,8 @@ def _as_python(base: type, message):
 
 # each a subclass of Python's own, under its name (a traceback shows
 # hpu._checked_ops.ZeroDivisionError: file.py:12: x // d: integer division or modulo by zero)
-ZeroDivisionError = _as_python(builtins.ZeroDivisionError,
-                               lambda v, e: "integer division or modulo by zero")
+ZeroDivisionError = _as_python(builtins.ZeroDivisionError, lambda v, e: (
+    "division by zero" if v == 1 else "integer division or modulo by zero"))
 def _empty_message(f) -> str:
     try:
         f([])
@@ -132,6 +132,11 @@ TypeError = _as_python(builtins.TypeError, lambda v, e: "slice indices must be i
 @njit(cache=True)
 def _zerodiv(site):
     raise ZeroDivisionError(site, 0, 0)
+
+
+@njit(cache=True)
+def _truezerodiv(site):
+    raise ZeroDivisionError(site, 1, 0)
 
 
 @njit(cache=True)
@@ -281,6 +286,13 @@ def floordiv(a, b, site):
 
 
 @njit(inline="always")
+def truediv(a, b, site):
+    if divides_by_zero(a, b):
+        _truezerodiv(site)
+    return a / b
+
+
+@njit(inline="always")
 def mod(a, b, site):
     if zero_divisor(b):
         _zerodiv(site)
@@ -360,7 +372,7 @@ def slice_ix(x, site):
 
 
 #: the names :class:`hpu._codegen._Checked` writes -> the checks here
-OPERATIONS = {"hpu__floordiv": floordiv, "hpu__mod": mod, "hpu__ix": ix, "hpu__int": to_int,
+OPERATIONS = {"hpu__floordiv": floordiv, "hpu__mod": mod, "hpu__truediv": truediv, "hpu__ix": ix, "hpu__int": to_int,
               "hpu__store": store, "hpu__round": to_round, "hpu__fit": fit,
               "hpu__slice_ix": slice_ix, "hpu__lix": list_ix, "hpu__lsix": list_set_ix,
               "hpu__nonempty": nonempty, "hpu__sum": summed}

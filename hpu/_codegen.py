@@ -205,7 +205,7 @@ class _Checked(ast.NodeTransformer):
     bounds-checked mode, its index is checked against the view's length.
     """
 
-    _OPS = {ast.FloorDiv: "hpu__floordiv", ast.Mod: "hpu__mod"}
+    _OPS = {ast.FloorDiv: "hpu__floordiv", ast.Mod: "hpu__mod", ast.Div: "hpu__truediv"}
     _CONV = {"int": "hpu__int", "round": "hpu__round"}
 
     def __init__(self, filename: str, line: int | None = None, context: str = "",
@@ -345,11 +345,13 @@ import numpy as hpu__numpy
 from hpu._checked_ops import _badconv as hpu__badconv
 from hpu._checked_ops import _broadcast as hpu__broadcast
 from hpu._checked_ops import _outofbounds as hpu__outofbounds
+from hpu._checked_ops import _truezerodiv as hpu__truezerodiv
 from hpu._checked_ops import _zerodiv as hpu__zerodiv
 from hpu._checked_ops import register_sites as hpu__register_sites
 from hpu._errors import HpuRecursionError as hpu__RecursionError
 from hpu._guard import bad_float as hpu__bad_float
 from hpu._guard import bad_int_store as hpu__bad_int_store
+from hpu._guard import divides_by_zero as hpu__divides_by_zero
 from hpu._interrupt import Stopped as hpu__Stopped
 from hpu._interrupt import stop_requested as hpu__stop_requested
 
@@ -370,6 +372,13 @@ def hpu__floordiv(a, b, site__):
     if b == 0:
         hpu__zerodiv(site__)
     return a // b
+
+
+@njit(cache=True)
+def hpu__truediv(a, b, site__):  # x / 0: Python's (and Numba's) error, at the user's line
+    if hpu__divides_by_zero(a, b):
+        hpu__truezerodiv(site__)
+    return a / b
 
 
 @njit(cache=True)

@@ -10,8 +10,9 @@ design notes §4).  Two things stand in the way on the CPU:
 * **Numba's messages have no line.**  ``a // 0`` in nopython code raises
   ``ZeroDivisionError("division by zero")``; which of the user's divisions it
   was is lost.  So the generated CPU module (:mod:`hpu._codegen`) rewrites
-  each ``x // y`` and ``x % y`` of the user's code into
-  ``hpu__floordiv(x, y, k)`` (and ``int(x)``/``round(x)`` into
+  each ``x // y``, ``x % y`` and ``x / y`` of the user's code into
+  ``hpu__floordiv(x, y, k)`` (``hpu__truediv`` for ``/`` of numbers: the device's IEEE
+  division would give inf or nan where Numba raises; ``int(x)``/``round(x)`` into
   ``hpu__int``/``hpu__round``, which use :func:`bad_float`), small functions
   that test, call a separate function that raises Python's exception with
   the text ``hpu__SITES[k]`` ("file:line: x // y"), and otherwise compute
@@ -56,7 +57,7 @@ from __future__ import annotations
 import functools
 
 __all__ = ["boundscheck_default", "max_depth", "depth_limits", "native_errors", "task_failed",
-           "bad_float", "zero_divisor", "check_array_fit", "INT64_BOUND"]
+           "bad_float", "zero_divisor", "divides_by_zero", "check_array_fit", "INT64_BOUND"]
 
 #: 2**63 as a float: a float ``x`` converts to int64 exactly when ``-2**63 <= x < 2**63``.
 INT64_BOUND = 9.223372036854775808e18
@@ -199,6 +200,15 @@ def zero_divisor(b) -> bool:
     return isinstance(b, (int, float, np.integer, np.floating, np.bool_)) and b == 0
 
 
+def divides_by_zero(a, b) -> bool:
+    """True when ``a / b`` divides a number by a number equal to zero (Python's and Numba's
+    ``ZeroDivisionError``).  An array on either side is NumPy's business: inf, nan and a
+    warning, in Numba too."""
+    import numpy as np
+
+    return not isinstance(a, np.ndarray) and zero_divisor(b)
+
+
 def _register() -> None:
     from numba.core import types
     from numba.extending import overload
@@ -215,6 +225,13 @@ def _register() -> None:
         if isinstance(b, (types.Integer, types.Float, types.Boolean)):
             return lambda b: b == 0
         return lambda b: False
+
+    @overload(divides_by_zero, jit_options={"cache": True})
+    def _divides_by_zero(a, b):
+        if isinstance(a, types.Array) or not isinstance(b, (types.Integer, types.Float,
+                                                            types.Boolean)):
+            return lambda a, b: False
+        return lambda a, b: b == 0
 
     @overload(bad_float, jit_options={"cache": True})
     def _bad_float(x):

@@ -218,6 +218,54 @@ def test_the_error_raised_is_the_one_python_meets_first(path, kw, n):
     assert np.array_equal(a, keep[0]) and np.array_equal(d, keep[1])
 
 
+@hpu.divide_and_conquer(b=2, cost="1")
+def ratios(a, d, lo, hi):
+    if hi - lo == 1:
+        return a[lo] / d[lo]   # LINE_TRUEDIV
+    mid = (lo + hi) // 2
+    return ratios(a, d, lo, mid) + ratios(a, d, mid, hi)
+
+
+@hpu.divide_and_conquer
+def halves(a):
+    """The slice form (a functional function), the division in a combine."""
+    if len(a) == 1:
+        return a[0] * 1.0
+    m = len(a) // 2
+    return halves(a[:m]) / halves(a[m:])   # LINE_SLICE_DIV
+
+
+@pytest.mark.parametrize("path, kw", ALL_PATHS + COMBINE_PATHS[1:])
+@settings(max_examples=4, deadline=None)
+@given(n=st.integers(2, 300), data=st.data())
+def test_true_division_by_zero_raises_with_the_users_line(path, kw, n, data):
+    """``x / 0``: Python's (and Numba's) ZeroDivisionError on every path -- the device's IEEE
+    division would give inf or nan where the CPU raises."""
+    a = np.array(data.draw(st.lists(st.floats(-1e3, 1e3), min_size=n, max_size=n)))
+    d = np.array(data.draw(st.lists(st.floats(0.5, 9), min_size=n, max_size=n)))
+    assert _call(ratios, (a, d, 0, n), path, kw) == ratios.py_func(a, d, 0, n)
+    d[data.draw(st.integers(0, n - 1))] = data.draw(st.sampled_from([0.0, -0.0]))
+    with pytest.raises(ZeroDivisionError):
+        ratios.py_func(a.tolist(), d.tolist(), 0, n)
+    with pytest.raises(ZeroDivisionError) as err:
+        _call(ratios, (a, d, 0, n), path, kw)
+    assert str(err.value) == (f"{HERE}:{_line('LINE_TRUEDIV')}: a[lo] / d[lo]: division by "
+                              "zero")
+
+
+@pytest.mark.parametrize("path, kw", ALL_PATHS)
+def test_true_division_by_zero_in_the_slice_form(path, kw):
+    x = np.linspace(1.0, 2.0, 777)
+    assert _call(halves, (x,), path, kw) == halves.py_func(x)
+    x[500] = 0.0      # a right half's value 0: its parent divides by it
+    with pytest.raises(ZeroDivisionError):
+        halves.py_func(x.tolist())
+    with pytest.raises(ZeroDivisionError) as err:
+        _call(halves, (x,), path, kw)
+    assert f"{HERE}:{_line('LINE_SLICE_DIV')}:" in str(err.value)
+    assert str(err.value).endswith("division by zero")
+
+
 def _mids(lo, hi):
     if hi - lo <= 1:
         return []
@@ -245,6 +293,7 @@ def test_the_forced_copy_path_raises_too(discrete, path, kw):
 @pytest.mark.parametrize("f, args", [
     (qsum, (np.arange(1, 50), np.zeros(49, np.int64), 0, 49)),
     (rsum, (np.arange(1, 50), np.zeros(49, np.int64), 0, 49)),
+    (ratios, (np.arange(1.0, 50.0), np.zeros(49), 0, 49)),
 ])
 def test_the_message_is_the_same_on_every_path(f, args):
     seen = set()

@@ -658,7 +658,8 @@ def device_error(err: np.ndarray, sites) -> Exception | None:
     site, value, extra = int(err[1]), int(err[2]), int(err[3])
     where = sites[site] if 0 <= site < len(sites) else "<unknown site>"
     if code == 1:
-        return ZeroDivisionError(where + ": integer division or modulo by zero")
+        return ZeroDivisionError(where + (": division by zero" if value == 1
+                                          else ": integer division or modulo by zero"))
     if code == 2:
         return ValueError(where + ": cannot convert float NaN to integer")
     if code == 3:

@@ -429,10 +429,11 @@ def _templated(name: str):
         return (f"/* abs(a) on {t} stays {t}, as in Numba (abs of the minimum wraps). */\n"
                 f"{t} {name}({t} a)\n{{\n    return ({t})(a < 0 ? -(long)a : (long)a);\n}}\n",
                 (), False)
-    if base == "divisor":
-        return (f"/* The divisor of a checked // or %: b, or 1 after recording ZeroDivisionError "
+    if base in ("divisor", "tdivisor"):     # tdivisor: of `/` ("division by zero")
+        op, v = ("/", 1) if base == "tdivisor" else ("// or %", 0)
+        return (f"/* The divisor of a checked {op}: b, or 1 after recording ZeroDivisionError "
                 f"for b == 0. */\n{t} {name}({t} b, long site, __global long *err)\n{{\n"
-                f"    if (b == 0) {{\n        hpu_raise(err, 1, site, 0L, 0L);\n"
+                f"    if (b == 0) {{\n        hpu_raise(err, 1, site, {v}L, 0L);\n"
                 f"        return 1;\n    }}\n    return b;\n}}\n", ("hpu_raise",), code == "d")
     if base == "toint" and code in ("f", "d"):
         bound = "9.223372036854775808e18" + ("f" if code == "f" else "")

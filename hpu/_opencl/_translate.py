@@ -815,10 +815,11 @@ class _FunctionEmitter:
     def _arith(self, op, a: _E, at, b: _E, bt, node=None) -> tuple[Scalar, _E]:
         res, lc, rc = arith_result(op, at, bt)
         a, b = self._conv(a, at, lc), self._conv(b, bt, rc)
-        if op in ("//", "%") and res != BOOL:
+        if op in ("//", "%", "/") and res != BOOL:
             site = self._site(node)
             if site is not None:  # checked mode: a zero divisor raises ZeroDivisionError
-                b = _call(self._helper(f"hpu_divisor_{rc.code}"), b, site, _E("hpu_err"))
+                check = "tdivisor" if op == "/" else "divisor"
+                b = _call(self._helper(f"hpu_{check}_{rc.code}"), b, site, _E("hpu_err"))
         if res == INT64:
             named = {"+": "hpu_add_l", "-": "hpu_sub_l", "*": "hpu_mul_l",
                      "//": "hpu_floordiv_l", "%": "hpu_mod_l", "**": "hpu_pow_l",
