@@ -1075,6 +1075,38 @@ class DivideAndConquer:
 
         return writes_its_arguments(self.py_func)
 
+    @functools.cached_property
+    def _shared_writes(self) -> str | None:
+        """Why every run is one task (:mod:`hpu._races`): its writes into an element every
+        task may write, or None."""
+        from hpu._races import shared_writes
+
+        found = shared_writes(self._parse(), self._resolve())
+        if not found:
+            return None
+        spec = self._parse()
+        where = "; ".join(f"line {w.line}: `{w.text}`" + (f" in {w[2]}()" if w[2] else "")
+                          for w in found[:3])
+        return (f"{self.__name__} writes into an element other tasks may write too ({where}): "
+                "side by side their updates would be lost, so it runs as one task, depth "
+                "first, on the calling thread, as Python runs it; to run in parallel, return "
+                "what it accumulates and combine the children's results (`return "
+                f"{spec.name}(...) + {spec.name}(...) + 1` for a count)")
+
+    def _one_task(self, o):
+        """The options a function with shared writes runs with: on the CPU, K = 0 (and
+        the warning, when it was asked for more)."""
+        import warnings
+
+        from hpu._errors import HpuPerformanceWarning
+
+        if self._shared_writes is None:
+            return o
+        if o["device"] != "cpu" or o["K"] not in (None, 0) or o["cluster"] is not None:
+            warnings.warn(HpuPerformanceWarning(f"hpu: {self._shared_writes}"),
+                          stacklevel=user_stacklevel())
+        return {**o, "device": "cpu", "K": 0, "cluster": None, "alpha": None, "y": None}
+
     def _run_any(self, options, args, kwargs, checked=None) -> Run:
         from hpu._options import check_options
 
@@ -1103,6 +1135,13 @@ class DivideAndConquer:
                               "is its items', and an empty one has none)")
         values = self._check_args(args, kwargs)
         program = self._program(values)
+        if self._shared_writes is not None:
+            import dataclasses
+
+            run = self._run_checked(self._one_task(o), values, program)
+            return dataclasses.replace(run, device=o["device"], reason=self._shared_writes,
+                                       fallbacks=[*run.fallbacks, self._shared_writes]
+                                       if o["device"] != "cpu" else run.fallbacks)
         return self._run_checked(o, values, program)
 
     # ------------------------------------------------------------------ lists written
@@ -1296,6 +1335,11 @@ class DivideAndConquer:
         if self._functional is not None:
             return self._plan_functional(o, args, kwargs)
         values = self._check_args(args, kwargs)
+        if self._shared_writes is not None:
+            import dataclasses
+
+            plan = make_plan(self._parse(), values, device="cpu", K=0, machine=o["machine"])
+            return dataclasses.replace(plan, reason=self._shared_writes)
         cl_device = o["cl_device"]
         if o["device"] != "cpu" and o["machine"] is None:
             from hpu._opencl._backend import OpenCLBackend

@@ -733,7 +733,7 @@ HERE = os.path.abspath(__file__)
 @hpu.divide_and_conquer(b=2, cost="1", boundscheck=True)
 def poke(a, idx, lo, hi):
     if hi - lo == 1:
-        a[idx[lo]] += 1   # LINE_POKE
+        a[lo + idx[lo]] += 1   # LINE_POKE
         return
     mid = (lo + hi) // 2
     poke(a, idx, lo, mid)
@@ -743,7 +743,7 @@ def poke(a, idx, lo, hi):
 @hpu.divide_and_conquer(b=2, cost="1")
 def poke_default(a, idx, lo, hi):
     if hi - lo == 1:
-        a[idx[lo]] += 1   # LINE_POKE_DEFAULT
+        a[lo + idx[lo]] += 1   # LINE_POKE_DEFAULT
         return
     mid = (lo + hi) // 2
     poke_default(a, idx, lo, mid)
@@ -765,14 +765,14 @@ def test_a_bounds_error_on_a_worker_names_the_users_line(client, combine):
     @given(n=st.integers(8, 200), where=st.integers(0, 10**6), over=st.integers(0, 50))
     def check(n, where, over):
         a = np.zeros(n, np.int64)
-        idx = np.arange(n) % n
-        idx[where % n] = n + over  # one index past the end, in some range
+        idx = np.zeros(n, np.int64)     # each task its own element: a[lo]
+        idx[where % n] = n + over - where % n  # one index past the end, in some range
         keep = a.copy()
         with pytest.raises(IndexError) as err:
             poke.run(a, idx, 0, n, cluster=Cluster(client, level=2, combine=combine),
                      device="cpu")
         msg = str(err.value)
-        assert msg.startswith(f"{HERE}:{_line('LINE_POKE')}: a[idx[lo]]: index {n + over} ")
+        assert msg.startswith(f"{HERE}:{_line('LINE_POKE')}: a[lo + idx[lo]]: index {n + over} ")
         assert f"out of bounds for length {n}" in msg
         np.testing.assert_array_equal(a, keep)  # nothing written into the caller's arrays
 
@@ -783,8 +783,8 @@ def test_the_clients_hpu_boundscheck_reaches_the_workers(client, monkeypatch):
     # the workers were started without HPU_BOUNDSCHECK: the client's setting decides
     monkeypatch.setenv("HPU_BOUNDSCHECK", "1")
     a = np.zeros(64, np.int64)
-    idx = np.arange(64)
-    idx[50] = 70
+    idx = np.zeros(64, np.int64)
+    idx[50] = 20
     with pytest.raises(IndexError, match=rf"^{HERE}:{_line('LINE_POKE_DEFAULT')}: .*index 70 "):
         poke_default.run(a, idx, 0, 64, cluster=Cluster(client, level=2), device="cpu")
 

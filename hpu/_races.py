@@ -1,0 +1,220 @@
+"""Writes that the tasks of one level could make to the same element: run as one task.
+
+Why
+===
+
+hpu runs a level's tasks side by side (Numba's threads, OpenCL work-items).  That is the
+plain function's answer only when sibling tasks write disjoint elements -- mergesort's
+``a[k]`` for ``k`` in its own ``[lo, hi)``.  A recursion that accumulates into one shared
+element instead::
+
+    def count(a, cnt, lo, hi):
+        if hi - lo == 1:
+            cnt[0] += 1                  # every leaf, the same element
+            h[a[lo]] += 1                # a histogram: an element chosen by the data
+            ...
+
+is correct in Python, which makes one call at a time, and silently wrong side by side: two
+tasks read the element, both add one, one update is lost (measured: 114 575 leaves of
+131 072 counted on two threads).  So such a function is found when it is decorated, and
+each of its runs is one task (K = 0: the function compiled as written, depth first, on the
+calling thread), which is exactly Python's order; the plan says so and why, and the run
+warns once with the rewrite that runs in parallel (return the count and add the children's).
+
+What counts as the task's own element
+=====================================
+
+A write ``arr[i] = ...`` (or ``+=``, or a slice ``arr[s:e] = ...``) into an array every task
+is given unchanged (a parameter passed on as it is) is the task's own when its index is a
+*position*: built by ``+``, ``-``, ``*``, ``//``, ``min``/``max`` from a parameter the calls
+change (``lo``, ``hi``, ``mid = (lo + hi) // 2``, a segment tree's ``node``), or from a
+local or loop variable that only ever holds such a value (``k = lo; k += 1``,
+``for k in range(lo, hi)``).  An index that is a constant (``cnt[0]``), made only of what
+every task sees alike (``out[n - 1]``, ``len(a)``), or read from the data (``h[a[lo]]``,
+``v = a[lo]; h[v]``, a helper's result) is not.  A write into a local array, or into a view
+of the task's part (``v = a[lo:hi]``, a slice parameter), is always the task's own.
+Helpers are followed: a helper's parameter is a position when every call passes one.
+
+The test is syntactic and errs one way only where it must: writes it cannot prove shared
+(``out[lo + rank]`` with a data-dependent ``rank``) stay parallel, as before.
+"""
+from __future__ import annotations
+
+import ast
+
+__all__ = ["shared_writes", "SharedWrite"]
+
+POS, FIXED, DATA = "position", "fixed", "data"
+_PURE = {"min", "max", "abs", "int"}
+
+
+class SharedWrite(tuple):
+    """``(line, text, helper)``: where a write into a shared element is, as the user wrote
+    it; ``helper`` is the helper's name or ``""`` for the function's own code."""
+
+    __slots__ = ()
+
+    @property
+    def line(self) -> int:
+        return self[0]
+
+    @property
+    def text(self) -> str:
+        return self[1]
+
+
+def _join(cats) -> str:
+    cats = list(cats)
+    if POS in cats:
+        return POS
+    return DATA if DATA in cats else FIXED
+
+
+class _Function:
+    """The categories of one function's names, given its parameters'."""
+
+    def __init__(self, tree: ast.FunctionDef, params: dict[str, str]):
+        self.tree = tree
+        self.cat = dict(params)
+        assigned: dict[str, list] = {}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Assign):
+                for t in n.targets:
+                    self._bind(t, n.value, assigned)
+            elif isinstance(n, (ast.AnnAssign, ast.NamedExpr)) and n.value is not None \
+                    and isinstance(n.target, ast.Name):
+                assigned.setdefault(n.target.id, []).append(n.value)
+            elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+                assigned.setdefault(n.target.id, []).append(
+                    ast.BinOp(ast.Name(n.target.id, ast.Load()), n.op, n.value))
+            elif isinstance(n, (ast.For, ast.comprehension)):
+                it = n.iter
+                if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
+                        and it.func.id == "range" and isinstance(n.target, ast.Name)):
+                    assigned.setdefault(n.target.id, []).append(
+                        ast.Call(ast.Name("min", ast.Load()), list(it.args), []))
+                else:
+                    for t in ast.walk(n.target):
+                        if isinstance(t, ast.Name):
+                            assigned.setdefault(t.id, []).append(None)     # data
+        locals_ = set(assigned) - set(params)
+        for name in locals_:
+            self.cat[name] = POS        # optimistic; lowered to the fixed point below
+        changed = True
+        while changed:
+            changed = False
+            for name in locals_:
+                values = assigned[name]
+                cats = [DATA if v is None else self.of(v) for v in values]
+                new = POS if all(c == POS for c in cats) else (
+                    DATA if DATA in cats else FIXED)
+                if new != self.cat[name]:
+                    self.cat[name] = new
+                    changed = True
+
+    @staticmethod
+    def _bind(t, value, assigned):
+        if isinstance(t, ast.Name):
+            assigned.setdefault(t.id, []).append(value)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            vals = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(
+                value.elts) == len(t.elts) else [None] * len(t.elts)
+            for sub, v in zip(t.elts, vals):
+                _Function._bind(sub, v, assigned)
+        elif isinstance(t, ast.Starred):
+            _Function._bind(t.value, None, assigned)
+
+    def of(self, e) -> str:
+        """The category of the integer expression ``e``."""
+        if isinstance(e, ast.Constant):
+            return FIXED
+        if isinstance(e, ast.Name):
+            return self.cat.get(e.id, FIXED)        # a module constant
+        if isinstance(e, ast.UnaryOp):
+            return self.of(e.operand)
+        if isinstance(e, ast.BinOp):
+            left, right = self.of(e.left), self.of(e.right)
+            if isinstance(e.op, (ast.Add, ast.Mult)):
+                return _join([left, right])
+            if isinstance(e.op, (ast.Sub, ast.FloorDiv, ast.RShift, ast.Mod, ast.LShift)):
+                return POS if left == POS else _join([left, right])
+            return _join([left, right])
+        if isinstance(e, ast.IfExp):
+            return _join([self.of(e.body), self.of(e.orelse)])
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Name):
+            if e.func.id == "len" or e.func.id == "range":
+                return FIXED if e.func.id == "len" else _join(self.of(x) for x in e.args)
+            if e.func.id in _PURE and e.args:
+                return _join(self.of(x) for x in e.args)
+            return DATA
+        if isinstance(e, ast.Attribute) and e.attr in ("size", "shape"):
+            return FIXED
+        if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Attribute) \
+                and e.value.attr == "shape":
+            return FIXED
+        return DATA
+
+    def index(self, sl) -> str:
+        if isinstance(sl, ast.Slice):
+            return POS if sl.lower is not None and self.of(sl.lower) == POS else FIXED
+        if isinstance(sl, ast.Tuple):
+            return _join(self.index(x) for x in sl.elts)
+        return self.of(sl)
+
+
+def _targets(node):
+    if isinstance(node, ast.Assign):
+        return [t for x in node.targets for t in ast.walk(x) if isinstance(t, ast.Subscript)
+                and isinstance(t.ctx, ast.Store)]
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript):
+        return [node.target]
+    return []
+
+
+def shared_writes(spec, closure) -> tuple[SharedWrite, ...]:
+    """Every write of the function (``spec``) and its helpers (``closure``) into an element
+    that another task of the same level may write too (module docstring)."""
+    helpers = {h.name: h for h in closure.helpers if h.tree is not None}
+    viewed = {v[0] for v in spec.views}
+    shared0 = {p for p in spec.passthrough if p not in viewed}
+    varying = {p for p in spec.params if p not in spec.passthrough}
+    params = {p: (POS if p in varying else FIXED) for p in spec.params}
+    for p in viewed:
+        params[p] = POS
+    # (function name, tree, its parameter categories, its shared array parameters)
+    todo = [(spec.name, spec.tree, params, shared0, "")]
+    seen: dict[str, tuple] = {}
+    found: list[SharedWrite] = []
+    while todo:
+        name, tree, cats, shared, shown = todo.pop()
+        key = (name, tuple(sorted(cats.items())), tuple(sorted(shared)))
+        if key in seen:
+            continue
+        seen[key] = True
+        fn = _Function(tree, cats)
+        for node in ast.walk(tree):
+            for t in _targets(node):
+                if isinstance(t.value, ast.Name) and t.value.id in shared \
+                        and fn.index(t.slice) != POS:
+                    found.append(SharedWrite((getattr(node, "lineno", 0),
+                                              ast.unparse(node).splitlines()[0], shown)))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id in helpers and node.func.id != spec.name:
+                h = helpers[node.func.id]
+                hp = {}
+                hs = set()
+                for k, p in enumerate(h.params):
+                    if k >= len(node.args):
+                        hp[p] = FIXED
+                        continue
+                    arg = node.args[k]
+                    if isinstance(arg, ast.Name) and arg.id in shared:
+                        hs.add(p)
+                    hp[p] = fn.of(arg)
+                todo.append((h.name, h.tree, hp, hs, h.display))
+    out, keys = [], set()
+    for w in found:
+        if (w.line, w.text) not in keys:
+            keys.add((w.line, w.text))
+            out.append(w)
+    return tuple(sorted(out))

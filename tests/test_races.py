@@ -1,0 +1,186 @@
+"""Writes several tasks of one level may make to the same element (hpu._races): found when
+the function is decorated, and every run of it one task, depth first, as Python runs it --
+the plain function's answer on every device, never a lost update."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hpu
+from algorithms import inversions, maxsubarray, mergesort, mergesort3
+from algorithms import sum as sum_alg
+from hpu._errors import HpuPerformanceWarning
+from hpu._races import shared_writes
+
+
+@hpu.divide_and_conquer
+def histogram(a, h, lo, hi):
+    if hi - lo == 1:
+        h[a[lo]] += 1   # LINE_HIST
+        return
+    mid = (lo + hi) // 2
+    histogram(a, h, lo, mid)
+    histogram(a, h, mid, hi)
+
+
+@hpu.divide_and_conquer
+def count_leaves(a, cnt, lo, hi):
+    if hi - lo <= 2:
+        cnt[0] += 1
+        return a[lo]
+    mid = (lo + hi) // 2
+    return count_leaves(a, cnt, lo, mid) + count_leaves(a, cnt, mid, hi)
+
+
+def _bump(h, v):
+    h[v] = h[v] + 1
+
+
+def _store(out, k, v):
+    out[k] = v
+
+
+def _cases():
+    """(function, the lines flagged): written as users write them."""
+    def via_helper(a, h, lo, hi):
+        if hi - lo == 1:
+            v = a[lo]
+            _bump(h, v)
+            return
+        mid = (lo + hi) // 2
+        via_helper(a, h, lo, mid)
+        via_helper(a, h, mid, hi)
+
+    def best_so_far(a, best, lo, hi):
+        if hi - lo == 1:
+            best[0] = max(best[0], a[lo])
+            return
+        mid = (lo + hi) // 2
+        best_so_far(a, best, lo, mid)
+        best_so_far(a, best, mid, hi)
+
+    def last_slot(a, out, n, lo, hi):
+        if hi - lo == 1:
+            out[n - 1] = a[lo]
+            return
+        mid = (lo + hi) // 2
+        last_slot(a, out, n, lo, mid)
+        last_slot(a, out, n, mid, hi)
+
+    def cursor(a, out, pos, lo, hi):
+        if hi - lo == 1:
+            out[pos[0]] = a[lo]
+            pos[0] += 1
+            return
+        mid = (lo + hi) // 2
+        cursor(a, out, pos, lo, mid)
+        cursor(a, out, pos, mid, hi)
+
+    # -- each task's own elements: never flagged
+    def own_loop(a, tmp, lo, hi):
+        if hi - lo <= 1:
+            return
+        mid = (lo + hi) // 2
+        own_loop(a, tmp, lo, mid)
+        own_loop(a, tmp, mid, hi)
+        i, j, k = lo, mid, lo
+        while k < hi:
+            if j >= hi or (i < mid and a[i] <= a[j]):
+                tmp[k] = a[i]
+                i += 1
+            else:
+                tmp[k] = a[j]
+                j += 1
+            k += 1
+        for k in range(lo, hi):
+            a[k] = tmp[k]
+
+    def partition(a, lo, hi):
+        if hi - lo <= 1:
+            return
+        p = a[hi - 1]
+        i = lo - 1
+        for j in range(lo, hi - 1):
+            if a[j] <= p:
+                i += 1
+                a[i], a[j] = a[j], a[i]
+        a[i + 1], a[hi - 1] = a[hi - 1], a[i + 1]
+        partition(a, lo, i + 1)
+        partition(a, i + 2, hi)
+
+    def tree_build(a, tree, node, lo, hi):
+        if hi - lo == 1:
+            tree[node] = a[lo]
+            return
+        mid = (lo + hi) // 2
+        tree_build(a, tree, 2 * node, lo, mid)
+        tree_build(a, tree, 2 * node + 1, mid, hi)
+        tree[node] = tree[2 * node] + tree[2 * node + 1]
+
+    def helper_store(a, out, lo, hi):
+        if hi - lo == 1:
+            _store(out, lo, a[lo] * 2)
+            return
+        mid = (lo + hi) // 2
+        helper_store(a, out, lo, mid)
+        helper_store(a, out, mid, hi)
+
+    return [(via_helper, ["h[v] = h[v] + 1"]), (best_so_far, ["best[0] = max(best[0], a[lo])"]),
+            (last_slot, ["out[n - 1] = a[lo]"]),
+            (cursor, ["out[pos[0]] = a[lo]", "pos[0] += 1"]),
+            (histogram.py_func, ["h[a[lo]] += 1"]), (count_leaves.py_func, ["cnt[0] += 1"]),
+            (own_loop, []), (partition, []), (tree_build, []), (helper_store, [])]
+
+
+@pytest.mark.parametrize("fn, flagged", _cases(), ids=lambda v: getattr(v, "__name__", ""))
+def test_which_writes_are_shared(fn, flagged):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dc = hpu.divide_and_conquer(fn)
+    found = shared_writes(dc._parse(), dc._resolve())
+    assert sorted(w.text for w in found) == sorted(flagged)
+    assert (dc._shared_writes is None) == (not flagged)
+
+
+@pytest.mark.parametrize("dc", [mergesort.mergesort, mergesort3.mergesort3, sum_alg.dc_sum,
+                                inversions.inversions, maxsubarray.max_subarray_sum],
+                         ids=lambda d: d.__name__)
+def test_no_shipped_algorithm_is_flagged(dc):
+    assert dc._shared_writes is None
+
+
+PATHS = [("cpu", {}), ("gpu", {}), ("hybrid", {"alpha": 0.5, "y": 2}), ("hybrid", {})]
+
+
+@pytest.mark.parametrize("device, kw", PATHS, ids=str)
+@settings(max_examples=3, deadline=None)
+@given(n=st.integers(1, 1 << 16), bins=st.integers(1, 9), seed=st.integers(0, 99))
+def test_shared_updates_are_never_lost(device, kw, n, bins, seed):
+    a = np.random.default_rng(seed).integers(0, bins, n)
+    want = np.zeros(bins, np.int64)
+    histogram.py_func(a, want, 0, n)
+    h = np.zeros(bins, np.int64)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = histogram.run(a, h, 0, n, device=device, **kw)
+    assert np.array_equal(h, want) and h.sum() == n
+    assert run.K == 0 and run.cpu_tasks == 1 and run.gpu_tasks == 0
+    assert "h[a[lo]] += 1" in run.reason
+    warned = [w for w in caught if issubclass(w.category, HpuPerformanceWarning)]
+    assert bool(warned) == (device != "cpu")
+    cnt, ref = np.zeros(1, np.int64), np.zeros(1, np.int64)
+    assert count_leaves.options(device=device, **kw)(a, cnt, 0, n) == \
+        count_leaves.py_func(a, ref, 0, n)
+    assert cnt[0] == ref[0]
+
+
+def test_the_plan_says_one_task_and_why():
+    a = np.zeros(1000, np.int64)
+    plan = histogram.plan(a, np.zeros(1, np.int64), 0, 1000, device="hybrid", alpha=0.5, y=2)
+    assert plan.cutoff_level == 0 and not plan.uses_device
+    assert "writes into an element other tasks may write too" in plan.reason
+    assert "`h[a[lo]] += 1`" in plan.reason
