@@ -493,7 +493,7 @@ class DivideAndConquer:
         2**24 on 16 threads against 4.3x, and 0.73x its time: ``bench/README.md``) --
         unless ``K=`` is given (it sets the compiled call's fan-out, as documented).  A
         smaller array stays the compiled function's (its first call compiles less)."""
-        if o["cluster"] is not None:
+        if o["cluster"] is not None or self._shared_writes is not None:
             return False
         if o["device"] != "cpu":
             return True
@@ -517,6 +517,8 @@ class DivideAndConquer:
         """Why this functional function's run stays on the CPU (a sentence)."""
         from hpu._functional import FALLBACK_REASON
 
+        if self._shared_writes is not None:
+            return self._shared_writes
         _, line, what = self._functional
         dc, why = self._in_place()
         if dc is not None:
@@ -823,6 +825,8 @@ class DivideAndConquer:
         threads = numba.get_num_threads()
         K, reason = fanout_levels(n, a, float(self._options["b"]), threads, o["K"], loop,
                                   self._lists)
+        if K and self._shared_writes is not None:
+            K, reason = 0, self._shared_writes
         if K and not recursion_through_globals(self.py_func, self):
             K, reason = 0, (f"{self.__name__} calls itself through a closure, not a global "
                             "name: the function compiled by Numba, as one call")
@@ -1079,19 +1083,24 @@ class DivideAndConquer:
     def _shared_writes(self) -> str | None:
         """Why every run is one task (:mod:`hpu._races`): its writes into an element every
         task may write, or None."""
-        from hpu._races import shared_writes
+        from hpu._races import shared_writes, shared_writes_of
 
-        found = shared_writes(self._parse(), self._resolve())
+        self._settle()
+        if self._functional is not None:
+            found = shared_writes_of(self.py_func)
+            name = self.py_func.__name__
+        else:
+            found = shared_writes(self._parse(), self._resolve())
+            name = self._parse().name
         if not found:
             return None
-        spec = self._parse()
         where = "; ".join(f"line {w.line}: `{w.text}`" + (f" in {w[2]}()" if w[2] else "")
                           for w in found[:3])
         return (f"{self.__name__} writes into an element other tasks may write too ({where}): "
                 "side by side their updates would be lost, so it runs as one task, depth "
                 "first, on the calling thread, as Python runs it; to run in parallel, return "
                 "what it accumulates and combine the children's results (`return "
-                f"{spec.name}(...) + {spec.name}(...) + 1` for a count)")
+                f"{name}(...) + {name}(...) + 1` for a count)")
 
     def _one_task(self, o):
         """The options a function with shared writes runs with: on the CPU, K = 0 (and

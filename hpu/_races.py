@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["shared_writes", "SharedWrite"]
+__all__ = ["shared_writes", "shared_writes_of", "SharedWrite"]
 
 POS, FIXED, DATA = "position", "fixed", "data"
 _PURE = {"min", "max", "abs", "int"}
@@ -174,44 +174,81 @@ def _targets(node):
 def shared_writes(spec, closure) -> tuple[SharedWrite, ...]:
     """Every write of the function (``spec``) and its helpers (``closure``) into an element
     that another task of the same level may write too (module docstring)."""
-    helpers = {h.name: h for h in closure.helpers if h.tree is not None}
+    helpers = {h.name: (h.tree, tuple(h.params), h.display) for h in closure.helpers
+               if h.tree is not None}
     viewed = {v[0] for v in spec.views}
-    shared0 = {p for p in spec.passthrough if p not in viewed}
-    varying = {p for p in spec.params if p not in spec.passthrough}
-    params = {p: (POS if p in varying else FIXED) for p in spec.params}
-    for p in viewed:
-        params[p] = POS
-    # (function name, tree, its parameter categories, its shared array parameters)
-    todo = [(spec.name, spec.tree, params, shared0, "")]
-    seen: dict[str, tuple] = {}
+    shared = {p for p in spec.passthrough if p not in viewed}
+    cats = {p: (FIXED if p in spec.passthrough else POS) for p in spec.params}
+    cats.update({p: POS for p in viewed})
+    return _scan(spec.name, spec.tree, cats, shared, helpers)
+
+
+def shared_writes_of(fn) -> tuple[SharedWrite, ...]:
+    """:func:`shared_writes` of a functional function (:mod:`hpu._functional`: compiled as
+    written and fanned out over the cores), read from its source: an array every recursive
+    call passes on as it is (``f(a[:m], calls)``) is shared; a slice of one is the task's."""
+    from hpu._functional import _trees
+
+    found = list(_trees(fn))
+    if not found:
+        return ()
+    _, tree = found[0]
+    name = tree.name
+    params = [x.arg for x in tree.args.args]
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Name) and n.func.id == name]
+    if not calls:
+        return ()
+    shared, cats = set(), {}
+    for k, p in enumerate(params):
+        passed = []
+        for c in calls:
+            given = {kw.arg: kw.value for kw in c.keywords}
+            passed.append(c.args[k] if k < len(c.args) else given.get(p))
+        same = all(isinstance(e, ast.Name) and e.id == p for e in passed)
+        if same:
+            shared.add(p)
+        cats[p] = FIXED if same else POS
+    helpers = {}
+    for f, t in found[1:]:
+        helpers.setdefault(t.name, (t, tuple(x.arg for x in t.args.args), t.name))
+    return _scan(name, tree, cats, shared, helpers)
+
+
+def _scan(name, tree, cats, shared, helpers) -> tuple[SharedWrite, ...]:
+    """The shared writes of ``tree`` (its names' categories from ``cats``; ``shared``: its
+    arrays every task is given alike) and of the helpers it calls, followed with the
+    categories of their arguments."""
+    # hpu's own arrays (the in-place forms' flag, hpu._functional_dps.ARENA): a task that
+    # sets the flag stores a constant any task may store, read after the level
+    shared = {x for x in shared if not x.startswith("hpu_")}
+    todo = [(name, tree, cats, set(shared), "")]
+    seen: set = set()
     found: list[SharedWrite] = []
     while todo:
-        name, tree, cats, shared, shown = todo.pop()
-        key = (name, tuple(sorted(cats.items())), tuple(sorted(shared)))
+        fname, t, cats, shared, shown = todo.pop()
+        key = (fname, tuple(sorted(cats.items())), tuple(sorted(shared)))
         if key in seen:
             continue
-        seen[key] = True
-        fn = _Function(tree, cats)
-        for node in ast.walk(tree):
-            for t in _targets(node):
-                if isinstance(t.value, ast.Name) and t.value.id in shared \
-                        and fn.index(t.slice) != POS:
+        seen.add(key)
+        fn = _Function(t, cats)
+        for node in ast.walk(t):
+            for tgt in _targets(node):
+                if isinstance(tgt.value, ast.Name) and tgt.value.id in shared \
+                        and fn.index(tgt.slice) != POS:
                     found.append(SharedWrite((getattr(node, "lineno", 0),
                                               ast.unparse(node).splitlines()[0], shown)))
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-                    and node.func.id in helpers and node.func.id != spec.name:
-                h = helpers[node.func.id]
-                hp = {}
-                hs = set()
-                for k, p in enumerate(h.params):
-                    if k >= len(node.args):
-                        hp[p] = FIXED
-                        continue
-                    arg = node.args[k]
-                    if isinstance(arg, ast.Name) and arg.id in shared:
+                    and node.func.id in helpers and node.func.id != name:
+                htree, hparams, display = helpers[node.func.id]
+                hp, hs = {}, set()
+                for k, p in enumerate(hparams):
+                    arg = node.args[k] if k < len(node.args) else None
+                    if isinstance(arg, ast.Name) and arg.id in shared \
+                            and not p.startswith("hpu_"):
                         hs.add(p)
-                    hp[p] = fn.of(arg)
-                todo.append((h.name, h.tree, hp, hs, h.display))
+                    hp[p] = FIXED if arg is None else fn.of(arg)
+                todo.append((node.func.id, htree, hp, hs, display))
     out, keys = [], set()
     for w in found:
         if (w.line, w.text) not in keys:

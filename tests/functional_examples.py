@@ -256,21 +256,23 @@ FANOUT_REFERENCES = {
 
 
 def spin_leaf(a, marks, work):
-    """A one-key sorted copy after ``work`` steps; ``marks[key]`` nonzero when done."""
+    """A one-key sorted copy after ``work`` steps; its mark (``marks[0]`` of the leaf's
+    slice) nonzero when done."""
     x = 1
     for _ in range(work):
         x = (x * 3 + 1) % 1000003
-    marks[a[0]] = x | 1
+    marks[0] = x | 1
     return a.copy()
 
 
 @hpu.divide_and_conquer
 def spin_sort(a, marks, work):
-    """Mergesort of distinct keys ``0..n-1`` whose leaves take ``work`` steps each."""
+    """Mergesort whose leaves take ``work`` steps each, marking their element of
+    ``marks`` (sliced along with ``a``: each task writes its own part)."""
     if len(a) <= 1:
         return spin_leaf(a, marks, work)
     m = len(a) // 2
-    return merge(spin_sort(a[:m], marks, work), spin_sort(a[m:], marks, work))
+    return merge(spin_sort(a[:m], marks[:m], work), spin_sort(a[m:], marks[m:], work))
 
 
 @hpu.divide_and_conquer

@@ -184,3 +184,70 @@ def test_the_plan_says_one_task_and_why():
     assert plan.cutoff_level == 0 and not plan.uses_device
     assert "writes into an element other tasks may write too" in plan.reason
     assert "`h[a[lo]] += 1`" in plan.reason
+
+
+# ------------------------------------------------ the slice form and functional functions
+@hpu.divide_and_conquer
+def count_halves(a, cnt):
+    """The slice form: ``a`` is the task's own, ``cnt`` every task's."""
+    if len(a) == 1:
+        cnt[0] += 1
+        return a[0]
+    m = len(a) // 2
+    return count_halves(a[:m], cnt) + count_halves(a[m:], cnt)
+
+
+def _merge(left, right):
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = j = 0
+    for k in range(len(out)):
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+    return out
+
+
+@hpu.divide_and_conquer
+def counted_sort(a, calls):
+    """A functional mergesort that counts its calls (compiled as written, fanned out)."""
+    calls[0] += 1
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    return _merge(counted_sort(a[:m], calls), counted_sort(a[m:], calls))
+
+
+def _marked_sort(a, marks):
+    """Each task marks its own slice of ``marks``: not shared."""
+    if len(a) <= 1:
+        marks[0] = 1
+        return a.copy()
+    m = len(a) // 2
+    return _merge(_marked_sort(a[:m], marks[:m]), _marked_sort(a[m:], marks[m:]))
+
+
+def test_the_functional_reading():
+    from hpu._races import shared_writes_of
+
+    assert [w.text for w in shared_writes_of(counted_sort.py_func)] == ["calls[0] += 1"]
+    assert shared_writes_of(_marked_sort) == ()
+    assert shared_writes_of(_merge) == ()          # no recursion: nothing shared
+    assert "`cnt[0] += 1`" in count_halves._shared_writes
+
+
+@pytest.mark.parametrize("device, kw", PATHS, ids=str)
+def test_the_slice_and_functional_forms_lose_no_update(device, kw):
+    a = np.random.default_rng(7).integers(-50, 50, 1 << 15)
+    for f, want in ((count_halves, int(a.sum())), (counted_sort, np.sort(a))):
+        mine, ref = np.zeros(1, np.int64), np.zeros(1, np.int64)
+        f.py_func(a, ref)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run = f.run(a, mine, device=device, **kw)
+        assert np.array_equal(run.value, want) and mine[0] == ref[0], (f.__name__, mine, ref)
+        assert run.gpu_tasks == 0 and run.cpu_tasks == 1, f.__name__
+    plan = counted_sort.plan(a, np.zeros(1, np.int64), device=device, **kw)
+    assert plan.K == 0 and "`calls[0] += 1`" in plan.reason
