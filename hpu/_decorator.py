@@ -885,7 +885,8 @@ class DivideAndConquer:
         import numba
 
         fan = FanOut(self.py_func, self, compiled, self._helpers, K=K,
-                     threads=numba.get_num_threads(), arity=self._call_shape[1])
+                     threads=numba.get_num_threads(), arity=self._call_shape[1],
+                     barriers=self._writes_arguments is not None)
         value = fan.run(args, kwargs)
         sizes = list(fan.level_sizes)
         while sizes[-1] == 0:       # the tree ended above level K: as really expanded

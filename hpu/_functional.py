@@ -1243,6 +1243,52 @@ def box_like_numba(v, t):
     return v
 
 
+#: the name of the fan-out's barrier in the Python copy of a function that writes arrays
+BARRIER = "hpu__wait_children"
+
+
+def with_barriers(tree: ast.FunctionDef, selves: set) -> ast.FunctionDef:
+    """``tree`` with ``hpu__wait_children()`` before each statement that follows one making a
+    recursive call (a call of a name in ``selves``), in every block, and before each return
+    after one: in the fan-out's top levels a call returns at once, its subtree running on a
+    thread, so a function that writes into its arrays must not read or write them again
+    (``merge(a, lo, mid, hi)`` after ``f(a, lo, mid); f(a, mid, hi)``) until its children are
+    done.  Consecutive calls stay side by side."""
+    def calls(node) -> bool:
+        return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                   and n.func.id in selves for n in ast.walk(node))
+
+    def pure_call(st) -> bool:
+        """``f(...)`` or ``x = f(...)`` (``x, k = f(...)``): a call started, nothing read."""
+        if isinstance(st, ast.Assign) and not all(
+                isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Store))
+                for t in st.targets for n in ast.walk(t)):
+            return False
+        return (isinstance(st, (ast.Expr, ast.Assign)) and isinstance(st.value, ast.Call)
+                and isinstance(st.value.func, ast.Name) and st.value.func.id in selves
+                and not any(calls(a) for a in [*st.value.args, *st.value.keywords]))
+
+    def block(stmts):
+        out, after = [], False
+        for st in stmts:
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(st, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    setattr(st, field, block(inner))
+            if after and not pure_call(st):
+                out.append(ast.copy_location(ast.Expr(ast.Call(
+                    ast.Name(BARRIER, ast.Load()), [], [])), st))
+                after = False
+            out.append(st)
+            after = after or calls(st)
+        return out
+
+    tree = copy.deepcopy(tree)
+    tree.decorator_list = []
+    tree.body = block(tree.body)
+    return ast.fix_missing_locations(tree)
+
+
 class FanOut:
     """One call of a functional function with its top ``K`` levels run as Python and
     each call at level ``K`` as the compiled function on ``threads`` threads (see the
@@ -1252,8 +1298,11 @@ class FanOut:
     seconds)."""
 
     def __init__(self, fn, self_obj, compiled, helpers: dict, *, K: int, threads: int,
-                 arity: int | None):
+                 arity: int | None, barriers: bool = False):
         self.fn, self.self_obj, self.compiled = fn, self_obj, compiled
+        #: the function writes into its arrays: wait for a node's children before its next
+        #: statement (:func:`with_barriers`)
+        self.barriers = barriers
         self.helpers = helpers
         self.K, self.threads, self.arity = K, threads, arity
         self.subtrees = 0
@@ -1278,6 +1327,8 @@ class FanOut:
         py = types.FunctionType(fn.__code__, glb, fn.__name__, fn.__defaults__,
                                 fn.__closure__)
         py.__kwdefaults__ = fn.__kwdefaults__
+        if self.barriers:
+            py = self._with_barriers(glb) or py
         for name in _code_names(fn.__code__):
             obj = glb.get(name)
             if _is_self(obj, fn, self.self_obj):
@@ -1287,6 +1338,33 @@ class FanOut:
             elif _is_dispatcher(obj):
                 glb[name] = _resolving(obj)
         return py
+
+    def _with_barriers(self, glb):
+        """The Python copy of a function that writes arrays, with :func:`with_barriers`'s
+        waits (None where its source cannot be read or it is a closure)."""
+        import inspect
+
+        fn = self.fn
+        tree = _tree_of(fn)
+        if tree is None or fn.__closure__:
+            return None
+        selves = {n for n in _code_names(fn.__code__) if _is_self(glb.get(n), fn, self.self_obj)}
+        code = compile(ast.Module([with_barriers(tree, selves)], []),
+                       inspect.getsourcefile(fn) or fn.__code__.co_filename, "exec")
+        ns: dict = {}
+        exec(code, glb, ns)     # noqa: S102 - the user's own function, with waits added
+        py = ns[tree.name]
+        py.__defaults__, py.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
+        glb[BARRIER] = self._wait_children
+        return py
+
+    def _wait_children(self):
+        """Until every call this node has made so far has finished (its subtree's writes
+        done); their errors are raised here, as the calls' own."""
+        mine = getattr(self._local, "children", None) or []
+        self._local.children = []
+        for fut in mine:
+            self._result(fut)
 
     def _self_call(self, *args, **kwargs):
         if self._cancel.is_set():
@@ -1312,6 +1390,10 @@ class FanOut:
                 fut = self._pool.submit(self._subtree, args, kwargs)
         with self._lock:
             self._pending.add(fut)
+        if self.barriers:
+            if getattr(self._local, "children", None) is None:
+                self._local.children = []
+            self._local.children.append(fut)
         return Lazy(lambda: self._result(fut), self.arity)
 
     def _subtree(self, args, kwargs):
@@ -1332,6 +1414,8 @@ class FanOut:
         self._local.depth = depth
         try:
             value = resolve(self._py(*args, **kwargs))
+            if self.barriers:       # done only when its subtrees' writes are
+                self._wait_children()
         except BaseException as err:  # noqa: BLE001 - handed to whoever waits for it
             fut.set_exception(err)
         else:

@@ -4,9 +4,11 @@ each giving plain Python's answer on every device path, or refused at decoration
 user's line with every blocking construct named."""
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 import sys
+import textwrap
 import warnings
 import math
 
@@ -607,6 +609,80 @@ def test_ctrl_c_stops_waiting_and_cancels_the_pending_subtrees():
     assert np.count_nonzero(marks) < x.size                # the pending ones were cancelled
     assert msort.run(np.arange(9)[::-1].copy(), device="cpu", K=2).value.tolist() == \
         list(range(9))
+
+
+def _merge_back(a, lo, mid, hi):
+    left = a[lo:mid].copy()
+    right = a[mid:hi].copy()
+    i = j = 0
+    k = lo
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            a[k] = left[i]
+            i += 1
+        else:
+            a[k] = right[j]
+            j += 1
+        k += 1
+    while i < len(left):
+        a[k] = left[i]
+        i += 1
+        k += 1
+    while j < len(right):
+        a[k] = right[j]
+        j += 1
+        k += 1
+
+
+@hpu.divide_and_conquer
+def sort_in_place(a, lo, hi):
+    """In place, the merge's copies allocated in a helper: functional, fanned out."""
+    if hi - lo > 1:
+        mid = (lo + hi) // 2
+        sort_in_place(a, lo, mid)
+        sort_in_place(a, mid, hi)
+        _merge_back(a, lo, mid, hi)
+
+
+@pytest.mark.parametrize("K", [1, 2, 3])
+def test_a_function_that_writes_its_arrays_waits_for_its_children(K):
+    """The fan-out's top levels start each call on a thread and go on: a merge written
+    after the calls ran while the halves were still being sorted (wrong, silently, from
+    2**15 elements on).  Its Python copy waits for its children first (with_barriers)."""
+    x = np.random.default_rng(K).integers(-10**6, 10**6, 200_001)
+    run = sort_in_place.run(x, 0, x.size, device="cpu", K=K)
+    assert run.K == K and run.cpu_tasks == 2 ** K
+    assert np.array_equal(x, np.sort(x))
+
+
+def test_the_waits_go_after_the_calls():
+    from hpu._functional import BARRIER, with_barriers
+
+    tree = ast.parse(textwrap.dedent("""
+        @deco
+        def f(a, lo, hi):
+            if hi - lo > 1:
+                mid = (lo + hi) // 2
+                l = f(a, lo, mid)
+                r, k = f(a, mid, hi)
+                merge(a, lo, mid, hi)
+                return l + r
+            f(a, lo, lo)
+            return 0
+    """)).body[0]
+    got = ast.unparse(with_barriers(tree, {"f"}))
+    assert got == textwrap.dedent(f"""\
+        def f(a, lo, hi):
+            if hi - lo > 1:
+                mid = (lo + hi) // 2
+                l = f(a, lo, mid)
+                r, k = f(a, mid, hi)
+                {BARRIER}()
+                merge(a, lo, mid, hi)
+                return l + r
+            f(a, lo, lo)
+            {BARRIER}()
+            return 0""")
 
 
 def test_every_subtree_is_submitted_before_any_ends():
