@@ -399,6 +399,9 @@ class DivideAndConquer:
         fallbacks = []
         self._typed_as(args, kwargs)
         converted = convert_arguments(args, kwargs, self._lists)
+        scratch = None if converted is None else self._scratch_call(*converted)
+        if scratch is not None:     # allocations carved from buffers: breadth-first
+            return scratch[0]._run_any(o, scratch[1], {}, checked=o)
         ran = None
         tried = self._device_form_applies(o, converted)
         if tried:
@@ -480,6 +483,40 @@ class DivideAndConquer:
                 except TranslationError as err:
                     self._dps = (None, _refused(err))
             return self._dps
+
+    @functools.cached_property
+    def _scratch_form(self):
+        """``(DivideAndConquer, ScratchForm)`` of an index-form function whose allocations
+        are parts of its range (:mod:`hpu._scratch_form`), or None; decided once."""
+        from hpu._functional import _numpy_names
+        from hpu._scratch_form import NotScratch, rewrite_scratch
+
+        if self._functional is None or self._lists or self._shared_writes is not None:
+            return None
+        try:
+            form = rewrite_scratch(self.py_func, _numpy_names(self.py_func.__globals__))
+            span = self._options.get("span") or form.bounds
+            dc = DivideAndConquer(form.fn, b=self._options["b"], cost=self._options["cost"],
+                                  span=span, boundscheck=self._boundscheck)
+        except (NotScratch, TranslationError):
+            return None
+        return dc, form
+
+    def _scratch_call(self, args, kwargs):
+        """``(form's DivideAndConquer, its arguments)`` for this call, or None where the
+        scratch form does not apply to it (:meth:`_scratch_form`)."""
+        got = self._scratch_form
+        if got is None:
+            return None
+        dc, form = got
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError:
+            return None
+        bufs = form.buffers(bound.arguments)
+        if bufs is None:
+            return None
+        return dc, (*(bound.arguments[p] for p in form.params), *bufs)
 
     def _device_form_applies(self, o, converted) -> bool:
         """Whether a call tries the in-place form (:meth:`_run_in_place`): on ``gpu`` and
@@ -917,6 +954,9 @@ class DivideAndConquer:
 
         self._typed_as(args, kwargs)
         converted = convert_arguments(args, kwargs, self._lists)
+        scratch = None if converted is None else self._scratch_call(*converted)
+        if scratch is not None:     # as the run does (_run_functional)
+            return scratch[0]._plan(o, scratch[1], {})
         if self._device_form_applies(o, converted):
             ready = self._in_place_call(converted, o["arena"])
             if ready is not None:           # the in-place form's breadth-first plan

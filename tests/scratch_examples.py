@@ -1,0 +1,140 @@
+"""Index-form recursions that allocate their merge buffers, as people write them, for the
+scratch form (hpu._scratch_form): each a plain function; the tests decorate them.
+``CARVED`` have the form, ``KEPT`` do not, with the reason each gives."""
+import numpy as np
+
+
+def msort_tmp(a, lo, hi):
+    """The buffer of the whole range, copied back by a slice assignment."""
+    if hi - lo <= 1:
+        return
+    mid = (lo + hi) // 2
+    msort_tmp(a, lo, mid)
+    msort_tmp(a, mid, hi)
+    tmp = np.empty(hi - lo, a.dtype)
+    i, j = lo, mid
+    for k in range(hi - lo):
+        if j >= hi or (i < mid and a[i] <= a[j]):
+            tmp[k] = a[i]
+            i += 1
+        else:
+            tmp[k] = a[j]
+            j += 1
+    a[lo:hi] = tmp
+
+
+def msort_copies(a, lo, hi):
+    """The halves copied out (``.copy()``, ``np.copy``), merged back into ``a``."""
+    if hi - lo < 2:
+        return
+    mid = (lo + hi) // 2
+    msort_copies(a, lo, mid)
+    msort_copies(a, mid, hi)
+    left = a[lo:mid].copy()
+    right = np.copy(a[mid:hi])
+    i = j = 0
+    k = lo
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            a[k] = left[i]
+            i += 1
+        else:
+            a[k] = right[j]
+            j += 1
+        k += 1
+    while i < len(left):
+        a[k] = left[i]
+        i += 1
+        k += 1
+    while j < len(right):
+        a[k] = right[j]
+        j += 1
+        k += 1
+
+
+def count_inv(a, lo, hi):
+    """Inversions, the calls inside an expression, a zeroed buffer, the overflow-safe midpoint."""
+    if hi - lo <= 1:
+        return 0
+    mid = lo + (hi - lo) // 2
+    c = count_inv(a, lo, mid) + count_inv(a, mid, hi)
+    tmp = np.zeros(hi - lo, dtype=a.dtype)
+    i, j, k = lo, mid, 0
+    while i < mid and j < hi:
+        if a[i] <= a[j]:
+            tmp[k] = a[i]
+            i += 1
+        else:
+            tmp[k] = a[j]
+            j += 1
+            c += mid - i
+        k += 1
+    while i < mid:
+        tmp[k] = a[i]
+        i += 1
+        k += 1
+    while j < hi:
+        tmp[k] = a[j]
+        j += 1
+        k += 1
+    for t in range(hi - lo):
+        a[lo + t] = tmp[t]
+    return c
+
+
+def sorted_sum(a, lo, hi):
+    """Inside ``if``, NumPy's default float64 buffer, the right half past the midpoint."""
+    if hi - lo > 1:
+        mid = (lo + hi) >> 1
+        s = sorted_sum(a, lo, mid) + sorted_sum(a, mid, hi)
+        buf = np.empty(hi - lo)
+        for k in range(hi - lo):
+            buf[k] = a[lo + k]
+        for k in range(hi - lo):
+            s += buf[k] * 0.5
+        return s
+    return a[lo] * 1.0 if hi - lo == 1 else 0.0
+
+
+# -- not the form (the function keeps its path, compiled as written)
+def alloc_first(a, lo, hi):
+    if hi - lo <= 1:
+        return
+    mid = (lo + hi) // 2
+    tmp = np.empty(hi - lo, a.dtype)
+    alloc_first(a, lo, mid)
+    alloc_first(a, mid, hi)
+    for k in range(hi - lo):
+        tmp[k] = a[lo + k]
+    a[lo:hi] = tmp
+
+
+def one_more(a, lo, hi):
+    if hi - lo <= 1:
+        return
+    mid = (lo + hi) // 2
+    one_more(a, lo, mid)
+    one_more(a, mid, hi)
+    tmp = np.empty(hi - lo + 1, a.dtype)
+    for k in range(hi - lo):
+        tmp[k] = a[lo + k]
+    a[lo:hi] = tmp[:hi - lo]
+
+
+def overlapping(a, lo, hi):
+    if hi - lo <= 2:
+        return
+    mid = (lo + hi) // 2
+    overlapping(a, lo, mid + 1)
+    overlapping(a, mid, hi)
+    tmp = np.empty(hi - lo, a.dtype)
+    for k in range(hi - lo):
+        tmp[k] = a[lo + k]
+    a[lo:hi] = tmp
+
+
+CARVED = {"msort_tmp": msort_tmp, "msort_copies": msort_copies, "count_inv": count_inv,
+          "sorted_sum": sorted_sum}
+KEPT = {"alloc_first": ("before its last recursive call", alloc_first),
+        "one_more": ("not sized by a part of", one_more),
+        "overlapping": ("are not a part of", overlapping)}

@@ -1,0 +1,117 @@
+"""The scratch form (hpu._scratch_form): an index-form recursion that allocates its merge
+buffer runs breadth-first on every device, each allocation a part of one buffer per site,
+with the plain function's answer and the caller's array as Python leaves it."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import hpu
+import scratch_examples as ex
+from hpu._functional import _numpy_names
+from hpu._scratch_form import NotScratch, rewrite_scratch
+
+COMPILES = settings(deadline=None, max_examples=4,
+                    suppress_health_check=[HealthCheck.too_slow,
+                                           HealthCheck.function_scoped_fixture])
+PATHS = [("cpu", {}), ("gpu", {}), ("hybrid", {"alpha": 0.5, "y": 2}),
+         ("hybrid", {"alpha": 0.0, "y": 1}), ("hybrid", {})]
+_DECORATED: dict = {}
+
+
+def decorated(name):
+    if name not in _DECORATED:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fn = ex.CARVED.get(name) or ex.KEPT[name][1]
+            _DECORATED[name] = hpu.divide_and_conquer(fn)
+    return _DECORATED[name]
+
+
+def check(name, x, device, kw):
+    ref = x.copy()
+    want = ex.CARVED[name](ref, 0, x.size)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = decorated(name).run(x, 0, x.size, device=device, **kw)
+    assert np.array_equal(x, ref), (name, device, kw)
+    assert run.value == want and type(run.value) is type(want) or (
+        isinstance(want, np.generic) and run.value == want), (run.value, want)
+    return run
+
+
+@pytest.mark.parametrize("name", sorted(ex.CARVED))
+def test_the_form_is_found(name):
+    assert decorated(name)._scratch_form is not None
+
+
+@pytest.mark.parametrize("name", sorted(ex.KEPT))
+def test_other_shapes_keep_their_path_and_say_why(name):
+    why, fn = ex.KEPT[name]
+    with pytest.raises(NotScratch, match=why):
+        rewrite_scratch(fn, _numpy_names(fn.__globals__))
+    assert decorated(name)._scratch_form is None
+    x = np.random.default_rng(1).integers(-99, 99, 300)
+    ref = x.copy()
+    fn(ref, 0, ref.size)
+    decorated(name).run(x, 0, x.size, device="cpu")
+    assert np.array_equal(x, ref)
+
+
+@pytest.mark.parametrize("device, kw", PATHS, ids=str)
+@COMPILES
+@given(values=st.lists(st.integers(-10**6, 10**6), min_size=0, max_size=3000),
+       name=st.sampled_from(["msort_copies", "count_inv"]))
+def test_every_path_gives_the_plain_answer(device, kw, values, name):
+    check(name, np.asarray(values, np.int64), device, kw)
+
+
+@pytest.mark.parametrize("name", sorted(ex.CARVED))
+def test_sizes_up_to_the_devices(name):
+    for n in (0, 1, 2, 3, 17, 50_001):
+        x = np.random.default_rng(n).integers(-10**6, 10**6, n)
+        if name == "sorted_sum":
+            x = x.astype(np.float64)
+        for device, kw in (("gpu", {}), ("hybrid", {"alpha": 0.5, "y": 2})):
+            run = check(name, x.copy(), device, kw)
+            if n >= 17:
+                assert run.gpu_tasks >= 1, (name, n, device)
+
+
+def test_the_plan_is_breadth_first_and_the_buffers_per_site():
+    f = decorated("msort_copies")
+    x = np.arange(1 << 16)[::-1].copy()
+    plan = f.plan(x, 0, x.size, device="hybrid", alpha=0.5, y=2)
+    assert plan.cutoff_level >= 2 and plan.uses_device
+    dc, form = f._scratch_form
+    assert form.bounds == ("lo", "hi") and form.dtypes == ("a", "a")   # left, right
+    bufs = form.buffers({"a": x, "lo": 0, "hi": x.size})
+    assert [b.dtype for b in bufs] == [x.dtype] * 2 and all(b.size == x.size for b in bufs)
+    # a root outside the array: no buffers, the function runs as written
+    assert form.buffers({"a": x, "lo": 0, "hi": x.size + 1}) is None
+    assert form.buffers({"a": x, "lo": 5, "hi": 4}) is None
+
+
+def test_an_error_names_the_users_line():
+    x = np.arange(40, dtype=np.int64)[::-1].copy()
+    keep = x.copy()
+    with pytest.raises(ZeroDivisionError, match=r"scratch_div\.py|test_scratch_form\.py:\d+: "):
+        _divides.run(x, 0, x.size, device="gpu")
+    assert np.array_equal(x, keep)
+
+
+@hpu.divide_and_conquer
+def _divides(a, lo, hi):
+    if hi - lo <= 1:
+        return
+    mid = (lo + hi) // 2
+    _divides(a, lo, mid)
+    _divides(a, mid, hi)
+    tmp = np.empty(hi - lo, a.dtype)
+    for k in range(hi - lo):
+        tmp[k] = a[lo + k] // (a[lo + k] - 20)
+    a[lo:hi] = tmp
