@@ -495,10 +495,13 @@ class DivideAndConquer:
             return None
         try:
             form = rewrite_scratch(self.py_func, _numpy_names(self.py_func.__globals__))
-            span = self._options.get("span") or form.bounds
+            # (span= is half-open: a function on closed ranges has none, its n the array's)
+            span = None if form.extra else (self._options.get("span") or form.bounds)
             dc = DivideAndConquer(form.fn, b=self._options["b"], cost=self._options["cost"],
                                   span=span, boundscheck=self._boundscheck)
         except (NotScratch, TranslationError):
+            return None
+        except Exception:  # noqa: BLE001 - a form hpu cannot build: the function as written
             return None
         return dc, form
 

@@ -32,17 +32,20 @@ What is rewritten (else the function keeps its path, compiled as written)
 
 * allocations in the function's own body, each ``name = <allocation>`` as a statement of
   the block that makes the recursive calls, after the last of them (so it is not alive
-  while the children use the same buffer):
+  while the children use the same buffer), or at the top level of a helper that block
+  calls once (a helper returns before the children run, or runs after them):
   ``np.empty(B - A[, dtype])``, ``np.zeros(B - A[, dtype])``, ``np.empty_like(x[A:B])``,
   ``np.zeros_like(x[A:B])``, ``x[A:B].copy()``, ``np.copy(x[A:B])`` -- zeros and copies are
   filled by a loop; the dtype is a parameter array's ``.dtype``, a NumPy type, or
   float64 as NumPy's default;
 * ``A`` and ``B`` are the task's bounds ``lo``, ``hi`` (two int parameters) or a midpoint
   ``mid`` assigned once from ``(lo + hi) // 2``, ``lo + (hi - lo) // 2`` or ``(lo + hi) >> 1``,
-  with ``A`` before ``B`` (``lo..hi``, ``lo..mid``, ``mid..hi``): inside the task's range;
-* every recursive call passes the bounds ``(lo, mid)``, ``(mid, hi)``, ``(mid + 1, hi)``
-  or ``(lo, mid - 1)``: inside the task's range, so no two tasks of a level share an element
-  of a buffer;
+  each possibly ``+ 1`` or ``- 1``, with ``A`` before ``B`` (``lo..hi``, ``lo..mid``,
+  ``mid..hi``): inside the task's part;
+* every recursive call passes bounds of that kind inside ``[lo, hi]``, and no two calls'
+  overlap, so no two tasks of a level share an element of a buffer.  Where the calls are
+  apart by one more element (``(lo, mid)`` and ``(mid + 1, hi)``: CLRS's closed ranges,
+  ``merge_sort(A, 0, len(A) - 1)``), a task's part is ``[lo, hi + 1)`` (``A[q + 1:r + 1]``);
 * the allocated name is never reassigned, returned or passed to a recursive call.
 
 The root's bounds are checked when the run starts (``0 <= lo <= hi <= len`` of the longest
@@ -74,6 +77,8 @@ class ScratchForm:
     params: tuple[str, ...]             #: the user's parameters
     bounds: tuple[str, str]             #: (lo, hi)
     dtypes: tuple[object, ...]          #: per buffer: a parameter's name (its dtype) or a dtype
+    #: 1 where a task's part is [lo, hi + 1) (calls on (lo, mid) and (mid + 1, hi)), else 0
+    extra: int = 0
 
     def buffers(self, bound: dict) -> tuple[np.ndarray, ...] | None:
         """The buffers for a call (``bound``: parameter -> value), or None where the root's
@@ -84,7 +89,7 @@ class ScratchForm:
                                  for v in (lo, hi)):
             return None
         n = max(v.size for v in arrays)
-        if not 0 <= lo <= hi <= n:
+        if not 0 <= lo <= hi + self.extra <= n:
             return None
         out = []
         for d in self.dtypes:
@@ -141,9 +146,100 @@ def _stored(tree) -> dict[str, int]:
 
 
 class _Site:
+    """One allocation: ``name = <kind>`` of ``[lo, hi)`` (names in its function), the
+    dtype (an array's name or a dtype), ``source`` for a copy; ``owner``: the helper it is
+    in (None: the function itself)."""
+
     def __init__(self, stmt, name, kind, lo, hi, dtype, source=None):
         self.stmt, self.name, self.kind = stmt, name, kind
         self.lo, self.hi, self.dtype, self.source = lo, hi, dtype, source
+        self.owner = None
+        self.stores: dict = {}
+
+    def at(self, x):
+        """The caller's name for ``x``, a name (or a position) in this site's function."""
+        if isinstance(x, tuple):
+            return self.at(x[0]), x[1]
+        if self.owner is None or not isinstance(x, str):
+            return x
+        return self.owner.binds.get(x, f"<{x}>")
+
+
+class _Helper:
+    """A helper called from the calls' block that allocates: its tree, the one call, and
+    which of the caller's names each of its parameters receives."""
+
+    def __init__(self, fn, tree, text, start, call, binds):
+        self.fn, self.tree, self.text, self.start = fn, tree, text, start
+        self.call, self.binds = call, binds
+
+
+def _fresh(base: str, used: set) -> str:
+    name, k = base, 2
+    while name in used:
+        name, k = f"{base}{k}", k + 1
+    return name
+
+
+def _helper_sites(block, name, fn, nps, sites) -> list:
+    """The helpers the calls' block calls that allocate: their sites appended to ``sites``
+    (each bound to its helper), the helpers returned.  A helper that allocates anywhere
+    else (in a loop, in a helper of its own), or is called more than once, is not this
+    form."""
+    import types
+
+    from hpu._functional import _allocation_in
+    from hpu._functional_dps import _tree
+
+    out = []
+    seen = {}
+    for st in block:
+        for c in ast.walk(st):
+            if not (isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                    and c.func.id != name):
+                continue
+            h = fn.__globals__.get(c.func.id)
+            if not isinstance(h, types.FunctionType):
+                continue
+            try:
+                tree, text, start = _tree(h)
+            except Exception:  # noqa: BLE001 - no source: Numba's business as written
+                continue
+            if _allocation_in(tree, h.__globals__) is None:
+                continue
+            if c.func.id in seen:
+                raise NotScratch(f"its helper {c.func.id}() allocates and is called twice")
+            hparams = [a.arg for a in tree.args.args]
+            if (c.keywords or len(c.args) != len(hparams) or tree.args.vararg
+                    or tree.args.defaults or tree.args.kwonlyargs):
+                raise NotScratch(f"its helper {c.func.id}() allocates and is not called with "
+                                 "every parameter by position")
+            binds = {p: a.id for p, a in zip(hparams, c.args) if isinstance(a, ast.Name)}
+            helper = _Helper(h, tree, text, start, c, binds)
+            mine = []
+            for s in tree.body:
+                if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(
+                        s.targets[0], ast.Name):
+                    site = _allocation(s, nps)
+                    if site is not None:
+                        site.owner, site.stores = helper, _stored(tree)
+                        mine.append(site)
+            rest = copy.deepcopy(tree)
+            keep = {(s.stmt.lineno, s.stmt.col_offset) for s in mine}
+            rest.body = [x for x in rest.body if (x.lineno, x.col_offset) not in keep]
+            if not mine or _allocation_in(rest, h.__globals__) is not None:
+                raise NotScratch(f"its helper {c.func.id}() allocates other than at its top "
+                                 "level")
+            used = {x for s in mine for x in (s.lo and s.lo[0], s.hi and s.hi[0], s.source)
+                    if x is not None}
+            if used & set(_stored(tree)):
+                raise NotScratch(f"its helper {c.func.id}() assigns "
+                                 f"{sorted(used & set(_stored(tree)))[0]!r}, which sizes its "
+                                 "allocation")
+            seen[c.func.id] = helper
+            sites.extend(mine)
+            out.append(helper)
+    return out
 
 
 def rewrite_scratch(fn, nps: set) -> ScratchForm:
@@ -201,6 +297,7 @@ def rewrite_scratch(fn, nps: set) -> ScratchForm:
             raise NotScratch(f"it allocates `{s.targets[0].id}` (line {s.lineno}) before its "
                              "last recursive call")
         sites.append(site)
+    helpers = _helper_sites(block, name, fn, nps, sites)
     if not sites:
         raise NotScratch("it allocates nothing this form carves")
     # every allocation of the function is one of these sites
@@ -223,15 +320,14 @@ def rewrite_scratch(fn, nps: set) -> ScratchForm:
         if site.lo is None:
             raise NotScratch(f"`{site.name}` (line {site.stmt.lineno}) is not sized by a part "
                              f"of its range: `{ast.unparse(site.stmt.value)}`")
-    names = {s.lo for s in sites} | {s.hi for s in sites}
-    bound_params = [p for p in params if p in names]
+    names = {s.at(s.lo)[0] for s in sites} | {s.at(s.hi)[0] for s in sites}
     mids = {}
     for n in ast.walk(node):
         if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0],
                                                                              ast.Name):
             mids.setdefault(n.targets[0].id, []).append(n.value)
-    los = {s.lo for s in sites if s.lo in params}
-    his = {s.hi for s in sites if s.hi in params}
+    los = {s.at(s.lo)[0] for s in sites if s.at(s.lo)[0] in params}
+    his = {s.at(s.hi)[0] for s in sites if s.at(s.hi)[0] in params}
     lo = next(iter(los)) if len(los) == 1 else None
     hi = next(iter(his)) if len(his) == 1 else None
     if (lo is None) != (hi is None):
@@ -247,45 +343,51 @@ def rewrite_scratch(fn, nps: set) -> ScratchForm:
         raise NotScratch("its allocations are not sized from two bounds it never reassigns")
     mid_names = {m for m, v in mids.items() if len(v) == 1 and stores.get(m) == 1
                  and _midpoint(v[0], lo, hi)}
-    order = {lo: 0, hi: 2, **{m: 1 for m in mid_names}}
-    for site in sites:
-        if site.lo not in order or site.hi not in order or order[site.lo] >= order[site.hi]:
-            raise NotScratch(f"`{site.name}` (line {site.stmt.lineno}) is not sized by a part "
-                             f"of [{lo}, {hi}) (lo..hi, lo..mid or mid..hi)")
-        if stores.get(site.name) != 1:
-            raise NotScratch(f"`{site.name}` is assigned again")
-    del bound_params
+    base = {lo: 0, hi: 4, **{m: 2 for m in mid_names}}
     ilo, ihi = params.index(lo), params.index(hi)
 
-    def part(x, allowed):
-        if isinstance(x, ast.Name):
-            return x.id in allowed
-        return (isinstance(x, ast.BinOp) and isinstance(x.op, (ast.Add, ast.Sub))
-                and isinstance(x.left, ast.Name) and x.left.id in mid_names
-                and isinstance(x.right, ast.Constant) and x.right.value == 1)
+    def value(pos):
+        """A position's place: lo 0, a midpoint 2, hi 4, each +-1 (None: not one of them)."""
+        return None if pos is None or pos[0] not in base else base[pos[0]] + pos[1]
 
+    # the calls' parts of [lo, hi): inside it, and apart from each other -- by one element
+    # more where the calls leave the midpoint to one side (`(lo, mid)`, `(mid + 1, hi)`: the
+    # closed ranges of `f(a, 0, len(a) - 1)`), so that [lo, hi + 1) is the task's part then
+    parts = []
     for c in calls:
-        clo, chi = c.args[ilo], c.args[ihi]
-        ok_lo = part(clo, {lo} | mid_names) and not (
-            isinstance(clo, ast.BinOp) and isinstance(clo.op, ast.Sub))
-        ok_hi = (isinstance(chi, ast.Name) and chi.id in {hi} | mid_names) or (
-            isinstance(chi, ast.BinOp) and isinstance(chi.op, ast.Sub) and part(chi, mid_names))
-        if not (ok_lo and ok_hi) or ast.dump(clo) == ast.dump(chi):
+        vlo, vhi = value(_position(c.args[ilo])), value(_position(c.args[ihi]))
+        if vlo is None or vhi is None or not 0 <= vlo <= vhi <= 4:
             raise NotScratch(f"a recursive call's bounds (line {c.lineno}) are not a part of "
                              f"[{lo}, {hi})")
         for k, p in enumerate(params):
             if k not in (ilo, ihi) and not _is(c.args[k], p):
                 raise NotScratch(f"a recursive call (line {c.lineno}) passes {p} changed")
-    for n in ast.walk(node):
-        if isinstance(n, ast.Return) and n.value is not None and any(
-                _is(x, s.name) for s in sites for x in ast.walk(n.value)):
-            raise NotScratch("it returns an allocated array")
+        parts.append((vlo, vhi, c.lineno))
+    parts.sort()
+    if any(a_[1] > b_[0] for a_, b_ in zip(parts, parts[1:])):
+        raise NotScratch(f"its recursive calls' bounds overlap (line {parts[-1][2]}): "
+                         f"tasks of one level would share a buffer's elements")
+    ext = int(all(a_[1] + 1 <= b_[0] for a_, b_ in zip(parts, parts[1:])))
+    for site in sites:
+        slo, shi = value(site.at(site.lo)), value(site.at(site.hi))
+        if slo is None or shi is None or not 0 <= slo <= shi <= 4 + ext:
+            span = f"[{lo}, {hi} + 1)" if ext else f"[{lo}, {hi})"
+            raise NotScratch(f"`{site.name}` (line {site.stmt.lineno}) is not sized by a part "
+                             f"of {span} (lo..hi, lo..mid or mid..hi)")
+        if (site.stores if site.owner else stores).get(site.name) != 1:
+            raise NotScratch(f"`{site.name}` is assigned again")
+    for s in sites:
+        for n in ast.walk(s.owner.tree if s.owner else node):
+            if isinstance(n, ast.Return) and n.value is not None and any(
+                    _is(x, s.name) for x in ast.walk(n.value)):
+                raise NotScratch(f"it returns the allocated `{s.name}`")
 
     # the rewrite
     new = copy.deepcopy(node)
     bufs = [f"{PREFIX}{k}" for k in range(len(sites))]
     new.args.args = new.args.args + [ast.arg(b) for b in bufs]
-    by_line = {(s.stmt.lineno, s.stmt.col_offset): (k, s) for k, s in enumerate(sites)}
+    by_line = {(s.stmt.lineno, s.stmt.col_offset): (k, s) for k, s in enumerate(sites)
+               if s.owner is None}
 
     def replace(stmts):
         out = []
@@ -293,13 +395,14 @@ def rewrite_scratch(fn, nps: set) -> ScratchForm:
             hit = by_line.get((getattr(st, "lineno", None), getattr(st, "col_offset", None)))
             if hit is not None and isinstance(st, ast.Assign):
                 k, s = hit
-                src = f"{s.name} = {bufs[k]}[{s.lo}:{s.hi}]\n"
+                a_, b_ = _text(s.lo), _text(s.hi)
+                src = f"{s.name} = {bufs[k]}[{a_}:{b_}]\n"
                 if s.kind == "zeros":
-                    src += (f"for hpu_i in range({s.hi} - {s.lo}):\n"
+                    src += (f"for hpu_i in range(({b_}) - ({a_})):\n"
                             f"    {s.name}[hpu_i] = 0\n")
                 elif s.kind == "copy":
-                    src += (f"for hpu_i in range({s.hi} - {s.lo}):\n"
-                            f"    {s.name}[hpu_i] = {s.source}[{s.lo} + hpu_i]\n")
+                    src += (f"for hpu_i in range(({b_}) - ({a_})):\n"
+                            f"    {s.name}[hpu_i] = {s.source}[{a_} + hpu_i]\n")
                 for x in ast.parse(src).body:
                     for m in ast.walk(x):
                         ast.copy_location(m, st)
@@ -315,18 +418,37 @@ def rewrite_scratch(fn, nps: set) -> ScratchForm:
     new.body = replace(new.body)
     for c in _self_calls(new, name):
         c.args = c.args + [ast.Name(b, ast.Load()) for b in bufs]
+    glb = dict(fn.__globals__)
+    for h in helpers:           # each its copy with its sites carved, called with its buffers
+        mine = [(k, s) for k, s in enumerate(sites) if s.owner is h]
+        by_line = {(s.stmt.lineno, s.stmt.col_offset): (k, s) for k, s in mine}
+        hnew = copy.deepcopy(h.tree)
+        hnew.name = _fresh(f"{h.tree.name}_scratch", set(glb) | set(_stored(node)))
+        hnew.args.args = hnew.args.args + [ast.arg(bufs[k]) for k, _ in mine]
+        hnew.body = replace(hnew.body)
+        ast.fix_missing_locations(hnew)
+        hglb = dict(h.fn.__globals__)
+        hfile = inspect.getsourcefile(h.fn) or h.fn.__code__.co_filename
+        hfn = _function(hnew, hglb, hfile)
+        hfn.__hpu_tree__ = (hnew, hfile, h.text, h.start)
+        hfn.__hpu_shown__ = h.tree.name
+        glb[hnew.name] = hfn
+        for c in ast.walk(new):
+            if (isinstance(c, ast.Call) and _is(c.func, h.tree.name)
+                    and (c.lineno, c.col_offset) == (h.call.lineno, h.call.col_offset)):
+                c.func = ast.Name(hnew.name, ast.Load())
+                c.args = c.args + [ast.Name(bufs[k], ast.Load()) for k, _ in mine]
     ast.fix_missing_locations(new)
     filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
-    glb = dict(fn.__globals__)
     made = _function(new, glb, filename)
     made.__hpu_tree__ = (new, filename, text, start)
     glb[name] = made
-    dtypes = tuple(s.dtype for s in sites)
+    dtypes = tuple(s.at(s.dtype) if isinstance(s.dtype, str) else s.dtype for s in sites)
     for d in dtypes:
         if not isinstance(d, str) or d not in params:
             if isinstance(d, str):
                 raise NotScratch(f"a buffer's dtype `{d}` is not known")
-    return ScratchForm(fn=made, params=tuple(params), bounds=(lo, hi), dtypes=dtypes)
+    return ScratchForm(fn=made, params=tuple(params), bounds=(lo, hi), dtypes=dtypes, extra=ext)
 
 
 def _dtype_of(e, nps):
@@ -345,21 +467,43 @@ def _dtype_of(e, nps):
     return ast.unparse(e)
 
 
+def _position(e):
+    """``(name, offset)`` of ``name``, ``name + 1`` or ``name - 1``, else None."""
+    if isinstance(e, ast.Name):
+        return e.id, 0
+    if (isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub))
+            and isinstance(e.left, ast.Name) and isinstance(e.right, ast.Constant)
+            and e.right.value == 1 and type(e.right.value) is int):
+        return e.left.id, 1 if isinstance(e.op, ast.Add) else -1
+    return None
+
+
 def _extent(size):
-    """``(A, B)`` of ``B - A`` (two names), else None."""
+    """``(A, B)`` positions of ``B - A`` or ``B - A + 1`` (``B + 1`` then), else None."""
+    plus = 0
+    if (isinstance(size, ast.BinOp) and isinstance(size.op, ast.Add)
+            and isinstance(size.right, ast.Constant) and size.right.value == 1):
+        size, plus = size.left, 1
     if (isinstance(size, ast.BinOp) and isinstance(size.op, ast.Sub)
             and isinstance(size.left, ast.Name) and isinstance(size.right, ast.Name)):
-        return size.right.id, size.left.id
+        return (size.right.id, 0), (size.left.id, plus)
     return None
 
 
 def _slice_part(x):
-    """``(array, A, B)`` of ``array[A:B]``, else None."""
+    """``(array, A, B)`` of ``array[A:B]`` (positions), else None."""
     if (isinstance(x, ast.Subscript) and isinstance(x.value, ast.Name)
             and isinstance(x.slice, ast.Slice) and x.slice.step is None
-            and isinstance(x.slice.lower, ast.Name) and isinstance(x.slice.upper, ast.Name)):
-        return x.value.id, x.slice.lower.id, x.slice.upper.id
+            and x.slice.lower is not None and x.slice.upper is not None):
+        lo, hi = _position(x.slice.lower), _position(x.slice.upper)
+        if lo is not None and hi is not None:
+            return x.value.id, lo, hi
     return None
+
+
+def _text(pos) -> str:
+    name, off = pos
+    return name if off == 0 else f"{name} {'+' if off > 0 else '-'} 1"
 
 
 def _allocation(st: ast.Assign, nps) -> _Site | None:

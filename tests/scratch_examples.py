@@ -137,4 +137,78 @@ CARVED = {"msort_tmp": msort_tmp, "msort_copies": msort_copies, "count_inv": cou
           "sorted_sum": sorted_sum}
 KEPT = {"alloc_first": ("before its last recursive call", alloc_first),
         "one_more": ("not sized by a part of", one_more),
-        "overlapping": ("are not a part of", overlapping)}
+        "overlapping": ("bounds overlap", overlapping)}
+
+
+def merge_clrs(A, p, q, r):
+    """CLRS's MERGE on closed ranges, the halves copied out in a helper."""
+    L = A[p:q + 1].copy()
+    R = A[q + 1:r + 1].copy()
+    i = j = 0
+    k = p
+    while i < len(L) and j < len(R):
+        if L[i] <= R[j]:
+            A[k] = L[i]
+            i += 1
+        else:
+            A[k] = R[j]
+            j += 1
+        k += 1
+    while i < len(L):
+        A[k] = L[i]
+        i += 1
+        k += 1
+    while j < len(R):
+        A[k] = R[j]
+        j += 1
+        k += 1
+
+
+def merge_sort_clrs(A, p, r):
+    """CLRS's MERGE-SORT: called as ``merge_sort_clrs(A, 0, len(A) - 1)``."""
+    if p < r:
+        q = (p + r) // 2
+        merge_sort_clrs(A, p, q)
+        merge_sort_clrs(A, q + 1, r)
+        merge_clrs(A, p, q, r)
+
+
+def merge_half_open(a, lo, mid, hi):
+    tmp = np.empty(hi - lo, a.dtype)
+    i, j = lo, mid
+    for k in range(hi - lo):
+        if j >= hi or (i < mid and a[i] <= a[j]):
+            tmp[k] = a[i]
+            i += 1
+        else:
+            tmp[k] = a[j]
+            j += 1
+    for k in range(hi - lo):
+        a[lo + k] = tmp[k]
+
+
+def msort_helper(a, lo, hi):
+    """The buffer allocated in the merge helper."""
+    if hi - lo > 1:
+        mid = (lo + hi) // 2
+        msort_helper(a, lo, mid)
+        msort_helper(a, mid, hi)
+        merge_half_open(a, lo, mid, hi)
+
+
+def overlapping_closed(a, lo, hi):
+    """Closed ranges that share the midpoint: (lo, mid) and (mid, hi)."""
+    if hi - lo < 2:
+        return
+    mid = (lo + hi) // 2
+    overlapping_closed(a, lo, mid)
+    overlapping_closed(a, mid, hi)
+    tmp = a[lo:hi + 1].copy()
+    for k in range(hi + 1 - lo):
+        a[lo + k] = tmp[k]
+
+
+CARVED.update({"merge_sort_clrs": merge_sort_clrs, "msort_helper": msort_helper})
+KEPT["overlapping_closed"] = ("is not sized by a part of", overlapping_closed)
+#: called on closed ranges: (A, 0, len(A) - 1)
+CLOSED = {"merge_sort_clrs"}

@@ -34,10 +34,11 @@ def decorated(name):
 
 def check(name, x, device, kw):
     ref = x.copy()
-    want = ex.CARVED[name](ref, 0, x.size)
+    hi = x.size - 1 if name in ex.CLOSED else x.size
+    want = ex.CARVED[name](ref, 0, hi)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        run = decorated(name).run(x, 0, x.size, device=device, **kw)
+        run = decorated(name).run(x, 0, hi, device=device, **kw)
     assert np.array_equal(x, ref), (name, device, kw)
     assert run.value == want and type(run.value) is type(want) or (
         isinstance(want, np.generic) and run.value == want), (run.value, want)
@@ -57,15 +58,15 @@ def test_other_shapes_keep_their_path_and_say_why(name):
     assert decorated(name)._scratch_form is None
     x = np.random.default_rng(1).integers(-99, 99, 300)
     ref = x.copy()
-    fn(ref, 0, ref.size)
-    decorated(name).run(x, 0, x.size, device="cpu")
+    fn(ref, 0, ref.size - 1)
+    decorated(name).run(x, 0, x.size - 1, device="cpu")
     assert np.array_equal(x, ref)
 
 
 @pytest.mark.parametrize("device, kw", PATHS, ids=str)
 @COMPILES
 @given(values=st.lists(st.integers(-10**6, 10**6), min_size=0, max_size=3000),
-       name=st.sampled_from(["msort_copies", "count_inv"]))
+       name=st.sampled_from(["msort_copies", "count_inv", "merge_sort_clrs"]))
 def test_every_path_gives_the_plain_answer(device, kw, values, name):
     check(name, np.asarray(values, np.int64), device, kw)
 
@@ -94,6 +95,12 @@ def test_the_plan_is_breadth_first_and_the_buffers_per_site():
     # a root outside the array: no buffers, the function runs as written
     assert form.buffers({"a": x, "lo": 0, "hi": x.size + 1}) is None
     assert form.buffers({"a": x, "lo": 5, "hi": 4}) is None
+    # closed ranges: the task's part is [p, r + 1), the root's r at most len - 1
+    clrs = decorated("merge_sort_clrs")._scratch_form[1]
+    assert clrs.extra == 1 and clrs.dtypes == ("A", "A")
+    assert clrs.buffers({"A": x, "p": 0, "r": x.size - 1}) is not None
+    assert clrs.buffers({"A": x, "p": 0, "r": x.size}) is None
+    assert clrs.buffers({"A": x, "p": 0, "r": -1}) is not None       # empty: p > r
 
 
 def test_an_error_names_the_users_line():
