@@ -70,7 +70,7 @@ from typing import Any
 
 import numpy as np
 
-from hpu._errors import HpuError, TranslationError, user_stacklevel
+from hpu._errors import ArrayMismatchError, HpuError, TranslationError, user_stacklevel
 from hpu._options import DEFAULT_DEVICE, DEVICES, STRATEGIES  # noqa: F401 - re-exported
 from hpu._run import LevelRecord, Run
 from hpu._types import ARRAY_DTYPES, dtype_name_list
@@ -519,7 +519,17 @@ class DivideAndConquer:
         bufs = form.buffers(bound.arguments)
         if bufs is None:
             return None
-        return dc, (*(bound.arguments[p] for p in form.params), *bufs)
+        values = (*(bound.arguments[p] for p in form.params), *bufs)
+        try:
+            # a buffer copied into an array that cannot hold its values (a float64
+            # `np.zeros(n)` into an int32 `a[lo:hi]`: NumPy converts, the breadth-first path
+            # refuses, hpu._guard.check_array_fit): the function as written
+            from hpu._guard import check_array_fit
+
+            check_array_fit(dc._parse(), dc._resolve(), dc._check_args(values, {}))
+        except ArrayMismatchError:
+            return None
+        return dc, values
 
     def _device_form_applies(self, o, converted) -> bool:
         """Whether a call tries the in-place form (:meth:`_run_in_place`): on ``gpu`` and

@@ -212,3 +212,25 @@ CARVED.update({"merge_sort_clrs": merge_sort_clrs, "msort_helper": msort_helper}
 KEPT["overlapping_closed"] = ("is not sized by a part of", overlapping_closed)
 #: called on closed ranges: (A, 0, len(A) - 1)
 CLOSED = {"merge_sort_clrs"}
+
+
+def msort_float_buffer(a, lo, hi):
+    """A float64 buffer (NumPy's default) copied back into ``a``: NumPy converts."""
+    if hi - lo < 2:
+        return
+    m = (lo + hi) // 2
+    msort_float_buffer(a, lo, m)
+    msort_float_buffer(a, m, hi)
+    t = np.zeros(hi - lo)
+    i, j = lo, m
+    for k in range(hi - lo):
+        if j >= hi or (i < m and a[i] <= a[j]):
+            t[k] = a[i]
+            i += 1
+        else:
+            t[k] = a[j]
+            j += 1
+    a[lo:hi] = t
+
+
+CARVED["msort_float_buffer"] = msort_float_buffer

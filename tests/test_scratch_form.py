@@ -75,7 +75,7 @@ def test_every_path_gives_the_plain_answer(device, kw, values, name):
 def test_sizes_up_to_the_devices(name):
     for n in (0, 1, 2, 3, 17, 50_001):
         x = np.random.default_rng(n).integers(-10**6, 10**6, n)
-        if name == "sorted_sum":
+        if name in ("sorted_sum", "msort_float_buffer"):    # (float64 buffers)
             x = x.astype(np.float64)
         for device, kw in (("gpu", {}), ("hybrid", {"alpha": 0.5, "y": 2})):
             run = check(name, x.copy(), device, kw)
@@ -122,3 +122,17 @@ def _divides(a, lo, hi):
     for k in range(hi - lo):
         tmp[k] = a[lo + k] // (a[lo + k] - 20)
     a[lo:hi] = tmp
+
+
+def test_a_buffer_the_array_cannot_hold_runs_the_function_as_written():
+    """``a[lo:hi] = t`` of a float64 buffer into an int32 array: NumPy converts, the
+    breadth-first path refuses such a copy (hpu._guard.check_array_fit), so the call runs
+    the function as written; a float64 array takes the form."""
+    f = decorated("msort_float_buffer")
+    x = np.random.default_rng(3).integers(-999, 999, 5000).astype(np.int32)
+    run = check("msort_float_buffer", x, "gpu", {})
+    assert run.gpu_tasks == 0 and run.cpu_tasks == 1
+    assert f._scratch_call((x, 0, x.size), {}) is None
+    y = x.astype(np.float64)
+    assert f._scratch_call((y, 0, y.size), {}) is not None
+    assert check("msort_float_buffer", y, "gpu", {}).gpu_tasks >= 1
