@@ -1150,11 +1150,13 @@ class DivideAndConquer:
             return None
         where = "; ".join(f"line {w.line}: `{w.text}`" + (f" in {w[2]}()" if w[2] else "")
                           for w in found[:3])
+        fix = ("make the calls' ranges apart (`f(a, lo, mid)`, `f(a, mid, hi)`)"
+               if any(w.text.endswith(" overlap") for w in found) else
+               "return what it accumulates and combine the children's results (`return "
+               f"{name}(...) + {name}(...) + 1` for a count)")
         return (f"{self.__name__} writes into an element other tasks may write too ({where}): "
                 "side by side their updates would be lost, so it runs as one task, depth "
-                "first, on the calling thread, as Python runs it; to run in parallel, return "
-                "what it accumulates and combine the children's results (`return "
-                f"{name}(...) + {name}(...) + 1` for a count)")
+                f"first, on the calling thread, as Python runs it; to run in parallel, {fix}")
 
     def _one_task(self, o):
         """The options a function with shared writes runs with: on the CPU, K = 0 (and

@@ -35,6 +35,9 @@ every task sees alike (``out[n - 1]``, ``len(a)``), or read from the data (``h[a
 of the task's part (``v = a[lo:hi]``, a slice parameter), is always the task's own.
 Helpers are followed: a helper's parameter is a position when every call passes one.
 
+Sibling calls whose index ranges provably overlap (``f(a, lo, mid + 1)`` beside
+``f(a, mid, hi)``) in a function that writes arrays count too (:func:`_overlapping_calls`).
+
 The test is syntactic and errs one way only where it must: writes it cannot prove shared
 (``out[lo + rank]`` with a data-dependent ``rank``) stay parallel, as before.
 """
@@ -180,7 +183,56 @@ def shared_writes(spec, closure) -> tuple[SharedWrite, ...]:
     shared = {p for p in spec.passthrough if p not in viewed}
     cats = {p: (FIXED if p in spec.passthrough else POS) for p in spec.params}
     cats.update({p: POS for p in viewed})
-    return _scan(spec.name, spec.tree, cats, shared, helpers)
+    found = _scan(spec.name, spec.tree, cats, shared, helpers)
+    if closure.written:
+        found = tuple(sorted(found + _overlapping_calls(spec)))
+    return found
+
+
+def _overlapping_calls(spec) -> tuple[SharedWrite, ...]:
+    """Sibling calls whose index ranges provably overlap (``f(a, lo, mid + 1)`` beside
+    ``f(a, mid, hi)``) in a function that writes arrays: their tasks, side by side, write the
+    elements both ranges hold.  The bounds are read as :mod:`hpu._scratch_form` reads them
+    (two parameters, a midpoint assigned once, each +-1); anything else gives no verdict."""
+    from hpu._scratch_form import _midpoint, _position
+
+    tree, params = spec.tree, list(spec.params)
+    assigned: dict[str, list] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                for x in ast.walk(t):
+                    if isinstance(x, ast.Name):
+                        assigned.setdefault(x.id, []).append(n.value)
+        elif isinstance(n, (ast.AugAssign, ast.For)) and isinstance(
+                getattr(n, "target", None), ast.Name):
+            assigned.setdefault(n.target.id, []).append(None)
+    calls = [c for c in spec.calls]
+    for lo in params:
+        for hi in params:
+            if lo == hi or lo in assigned or hi in assigned:
+                continue
+            mids = {m for m, v in assigned.items() if len(v) == 1 and v[0] is not None
+                    and _midpoint(v[0], lo, hi)}
+            if not mids:
+                continue
+            base = {lo: 0, hi: 4, **{m: 2 for m in mids}}
+            ilo, ihi = params.index(lo), params.index(hi)
+            parts = []
+            for c in calls:
+                pl, ph = _position(c.args[ilo]), _position(c.args[ihi])
+                if pl is None or ph is None or pl[0] not in base or ph[0] not in base:
+                    break
+                parts.append((base[pl[0]] + pl[1], base[ph[0]] + ph[1], c))
+            else:
+                parts.sort(key=lambda t: (t[0], t[1]))
+                for a_, b_ in zip(parts, parts[1:]):
+                    if a_[1] > b_[0] and a_[0] < a_[1] and b_[0] < b_[1]:
+                        text = (f"{spec.name}({', '.join(ast.unparse(x) for x in a_[2].args)}) "
+                                f"and {spec.name}({', '.join(ast.unparse(x) for x in b_[2].args)})"
+                                " overlap")
+                        return (SharedWrite((b_[2].lineno, text, "")),)
+    return ()
 
 
 def shared_writes_of(fn) -> tuple[SharedWrite, ...]:

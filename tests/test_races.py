@@ -251,3 +251,30 @@ def test_the_slice_and_functional_forms_lose_no_update(device, kw):
         assert run.gpu_tasks == 0 and run.cpu_tasks == 1, f.__name__
     plan = counted_sort.plan(a, np.zeros(1, np.int64), device=device, **kw)
     assert plan.K == 0 and "`calls[0] += 1`" in plan.reason
+
+
+@hpu.divide_and_conquer
+def overlapping(a, lo, hi):
+    """Sibling ranges that share the midpoint's element: both subtrees write it."""
+    if hi - lo <= 2:
+        for i in range(lo, hi):
+            a[i] += 1
+        return
+    mid = (lo + hi) // 2
+    overlapping(a, lo, mid + 1)
+    overlapping(a, mid, hi)
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+def test_overlapping_sibling_ranges_run_as_one_task(device):
+    assert "overlapping(a, lo, mid + 1) and overlapping(a, mid, hi) overlap" in \
+        overlapping._shared_writes
+    assert "make the calls' ranges apart" in overlapping._shared_writes
+    x = np.zeros(1 << 15, np.int64)
+    ref = x.copy()
+    overlapping.py_func(ref, 0, ref.size)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = overlapping.run(x, 0, x.size, device=device, **(
+            {"alpha": 0.5, "y": 2} if device == "hybrid" else {}))
+    assert np.array_equal(x, ref) and run.K == 0
