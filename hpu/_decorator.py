@@ -527,7 +527,9 @@ class DivideAndConquer:
             from hpu._guard import check_array_fit
 
             check_array_fit(dc._parse(), dc._resolve(), dc._check_args(values, {}))
-        except ArrayMismatchError:
+        except (ArrayMismatchError, TypeError, ValueError):
+            # (a buffer of a dtype the breadth-first path does not take, np.bool_; or
+            # arguments it refuses: the function as written says what Python says)
             return None
         return dc, values
 
