@@ -208,9 +208,12 @@ def _overlapping_calls(spec) -> tuple[SharedWrite, ...]:
                 getattr(n, "target", None), ast.Name):
             assigned.setdefault(n.target.id, []).append(None)
     calls = [c for c in spec.calls]
-    for lo in params:
-        for hi in params:
-            if lo == hi or lo in assigned or hi in assigned:
+    for i, lo in enumerate(params):
+        # lo before hi in the signature (f(a, lo, hi), CLRS's f(A, p, r)): a midpoint
+        # (lo + hi) // 2 reads the same either way round, and read the other way round
+        # CLRS's apart calls (p, q), (q + 1, r) would seem to overlap
+        for hi in params[i + 1:]:
+            if lo in assigned or hi in assigned:
                 continue
             mids = {m for m, v in assigned.items() if len(v) == 1 and v[0] is not None
                     and _midpoint(v[0], lo, hi)}

@@ -129,7 +129,24 @@ def _cases():
         helper_store(a, out, lo, mid)
         helper_store(a, out, mid, hi)
 
-    return [(via_helper, ["h[v] = h[v] + 1"]), (best_so_far, ["best[0] = max(best[0], a[lo])"]),
+    def clrs_closed(A, tmp, p, r):
+        """Closed ranges (p, q), (q + 1, r): apart, not overlapping."""
+        if p < r:
+            q = (p + r) // 2
+            clrs_closed(A, tmp, p, q)
+            clrs_closed(A, tmp, q + 1, r)
+            for k in range(p, r + 1):
+                tmp[k] = A[k]
+            i, j = p, q + 1
+            for k in range(p, r + 1):
+                if j > r or (i <= q and tmp[i] <= tmp[j]):
+                    A[k] = tmp[i]
+                    i += 1
+                else:
+                    A[k] = tmp[j]
+                    j += 1
+
+    return [(clrs_closed, []), (via_helper, ["h[v] = h[v] + 1"]), (best_so_far, ["best[0] = max(best[0], a[lo])"]),
             (last_slot, ["out[n - 1] = a[lo]"]),
             (cursor, ["out[pos[0]] = a[lo]", "pos[0] += 1"]),
             (histogram.py_func, ["h[a[lo]] += 1"]), (count_leaves.py_func, ["cnt[0] += 1"]),
