@@ -372,7 +372,8 @@ def slice_ix(x, site):
 
 
 #: the names :class:`hpu._codegen._Checked` writes -> the checks here
-OPERATIONS = {"hpu__floordiv": floordiv, "hpu__mod": mod, "hpu__truediv": truediv, "hpu__ix": ix, "hpu__int": to_int,
-              "hpu__store": store, "hpu__round": to_round, "hpu__fit": fit,
+OPERATIONS = {"hpu__floordiv": floordiv, "hpu__mod": mod, "hpu__truediv": truediv,
+              "hpu__ix": ix, "hpu__int": to_int, "hpu__store": store, "hpu__round": to_round,
+              "hpu__fit": fit,
               "hpu__slice_ix": slice_ix, "hpu__lix": list_ix, "hpu__lsix": list_set_ix,
               "hpu__nonempty": nonempty, "hpu__sum": summed}

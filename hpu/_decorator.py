@@ -166,6 +166,7 @@ class DivideAndConquer:
         self._not_compiled_for: dict = {}
         self._call_kinds = threading.local()
         self._dps = None            # (DivideAndConquer | None, Rewritten | reason): _in_place
+        self._scratch_fits: dict = {}   # argument kinds -> the scratch form takes them
         self._pending = False       # a helper defined after the function: _settle
         if not _disabled():
             if self._found_functional():
@@ -489,7 +490,7 @@ class DivideAndConquer:
         """``(DivideAndConquer, ScratchForm)`` of an index-form function whose allocations
         are parts of its range (:mod:`hpu._scratch_form`), or None; decided once."""
         from hpu._functional import _numpy_names
-        from hpu._scratch_form import NotScratch, rewrite_scratch
+        from hpu._scratch_form import rewrite_scratch
 
         if self._functional is None or self._lists or self._shared_writes is not None:
             return None
@@ -499,10 +500,8 @@ class DivideAndConquer:
             span = None if form.extra else (self._options.get("span") or form.bounds)
             dc = DivideAndConquer(form.fn, b=self._options["b"], cost=self._options["cost"],
                                   span=span, boundscheck=self._boundscheck)
-        except (NotScratch, TranslationError):
-            return None
-        except Exception:  # noqa: BLE001 - a form hpu cannot build: the function as written
-            return None
+        except Exception:  # noqa: BLE001 - NotScratch, a TranslationError, or a form hpu
+            return None     # cannot build: the function as written
         return dc, form
 
     def _scratch_call(self, args, kwargs):
@@ -520,18 +519,27 @@ class DivideAndConquer:
         if bufs is None:
             return None
         values = (*(bound.arguments[p] for p in form.params), *bufs)
-        try:
-            # a buffer copied into an array that cannot hold its values (a float64
-            # `np.zeros(n)` into an int32 `a[lo:hi]`: NumPy converts, the breadth-first path
-            # refuses, hpu._guard.check_array_fit): the function as written
+        # a buffer copied into an array that cannot hold its values (a float64 `np.zeros(n)`
+        # into an int32 `a[lo:hi]`: NumPy converts, the breadth-first path refuses,
+        # hpu._guard.check_array_fit) runs the function as written; decided once per kind
+        # of arguments (the check reads every copy of the code: half a millisecond)
+        key = tuple((v.dtype.str, v.ndim) if isinstance(v, np.ndarray) else type(v).__name__
+                    for v in values)
+        fits = self._scratch_fits.get(key)
+        if fits is None:
             from hpu._guard import check_array_fit
 
-            check_array_fit(dc._parse(), dc._resolve(), dc._check_args(values, {}))
-        except (ArrayMismatchError, TypeError, ValueError):
-            # (a buffer of a dtype the breadth-first path does not take, np.bool_; or
-            # arguments it refuses: the function as written says what Python says)
-            return None
-        return dc, values
+            try:
+                check_array_fit(dc._parse(), dc._resolve(), dc._check_args(values, {}))
+                fits = True
+            except ArrayMismatchError:
+                fits = False
+            except (TypeError, ValueError):
+                # (a buffer of a dtype the breadth-first path does not take, np.bool_; or
+                # arguments it refuses: the function as written says what Python says)
+                return None
+            self._scratch_fits[key] = fits
+        return (dc, values) if fits else None
 
     def _device_form_applies(self, o, converted) -> bool:
         """Whether a call tries the in-place form (:meth:`_run_in_place`): on ``gpu`` and
@@ -1150,7 +1158,7 @@ class DivideAndConquer:
             name = self._parse().name
         if not found:
             return None
-        where = "; ".join(f"line {w.line}: `{w.text}`" + (f" in {w[2]}()" if w[2] else "")
+        where = "; ".join(f"line {w.line}: `{w.text}`" + (f" in {w.helper}()" if w.helper else "")
                           for w in found[:3])
         fix = ("make the calls' ranges apart (`f(a, lo, mid)`, `f(a, mid, hi)`)"
                if any(w.text.endswith(" overlap") for w in found) else
@@ -1161,14 +1169,12 @@ class DivideAndConquer:
                 f"first, on the calling thread, as Python runs it; to run in parallel, {fix}")
 
     def _one_task(self, o):
-        """The options a function with shared writes runs with: on the CPU, K = 0 (and
-        the warning, when it was asked for more)."""
+        """The options a function with shared writes (:attr:`_shared_writes`) runs with:
+        on the CPU, K = 0 (and the warning, when it was asked for more)."""
         import warnings
 
         from hpu._errors import HpuPerformanceWarning
 
-        if self._shared_writes is None:
-            return o
         if o["device"] != "cpu" or o["K"] not in (None, 0) or o["cluster"] is not None:
             warnings.warn(HpuPerformanceWarning(f"hpu: {self._shared_writes}"),
                           stacklevel=user_stacklevel())

@@ -48,7 +48,7 @@ import ast
 __all__ = ["shared_writes", "shared_writes_of", "SharedWrite"]
 
 POS, FIXED, DATA = "position", "fixed", "data"
-_PURE = {"min", "max", "abs", "int"}
+_PURE = {"min", "max", "abs", "int", "range"}
 
 
 class SharedWrite(tuple):
@@ -65,6 +65,10 @@ class SharedWrite(tuple):
     def text(self) -> str:
         return self[1]
 
+    @property
+    def helper(self) -> str:
+        return self[2]
+
 
 def _join(cats) -> str:
     cats = list(cats)
@@ -77,7 +81,6 @@ class _Function:
     """The categories of one function's names, given its parameters'."""
 
     def __init__(self, tree: ast.FunctionDef, params: dict[str, str]):
-        self.tree = tree
         self.cat = dict(params)
         assigned: dict[str, list] = {}
         for n in ast.walk(tree):
@@ -136,17 +139,13 @@ class _Function:
         if isinstance(e, ast.UnaryOp):
             return self.of(e.operand)
         if isinstance(e, ast.BinOp):
-            left, right = self.of(e.left), self.of(e.right)
-            if isinstance(e.op, (ast.Add, ast.Mult)):
-                return _join([left, right])
-            if isinstance(e.op, (ast.Sub, ast.FloorDiv, ast.RShift, ast.Mod, ast.LShift)):
-                return POS if left == POS else _join([left, right])
-            return _join([left, right])
+            # (a position minus, divided by, shifted by anything is still one: mid - 1)
+            return _join([self.of(e.left), self.of(e.right)])
         if isinstance(e, ast.IfExp):
             return _join([self.of(e.body), self.of(e.orelse)])
         if isinstance(e, ast.Call) and isinstance(e.func, ast.Name):
-            if e.func.id == "len" or e.func.id == "range":
-                return FIXED if e.func.id == "len" else _join(self.of(x) for x in e.args)
+            if e.func.id == "len":
+                return FIXED
             if e.func.id in _PURE and e.args:
                 return _join(self.of(x) for x in e.args)
             return DATA
@@ -207,7 +206,7 @@ def _overlapping_calls(spec) -> tuple[SharedWrite, ...]:
         elif isinstance(n, (ast.AugAssign, ast.For)) and isinstance(
                 getattr(n, "target", None), ast.Name):
             assigned.setdefault(n.target.id, []).append(None)
-    calls = [c for c in spec.calls]
+    calls = spec.calls
     for i, lo in enumerate(params):
         # lo before hi in the signature (f(a, lo, hi), CLRS's f(A, p, r)): a midpoint
         # (lo + hi) // 2 reads the same either way round, and read the other way round

@@ -60,6 +60,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hpu._functional import _allocation_in
+from hpu._functional_dps import _fresh, _function, _is_name, _self_calls, _tree
+from hpu._functional_partition import _np_call
+
 __all__ = ["rewrite_scratch", "ScratchForm", "NotScratch"]
 
 PREFIX = "hpu_scr"
@@ -98,16 +102,6 @@ class ScratchForm:
         return tuple(out)
 
 
-def _np_call(e, nps, *names) -> bool:
-    return (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute)
-            and e.func.attr in names and isinstance(e.func.value, ast.Name)
-            and e.func.value.id in nps)
-
-
-def _is(e, name) -> bool:
-    return isinstance(e, ast.Name) and e.id == name
-
-
 def _midpoint(e, lo: str, hi: str) -> bool:
     """``(lo + hi) // 2``, ``(hi + lo) // 2``, ``lo + (hi - lo) // 2``, ``(lo + hi) >> 1``."""
     def two(x):
@@ -124,17 +118,13 @@ def _midpoint(e, lo: str, hi: str) -> bool:
         return sum_(e.left)
     if isinstance(e, ast.BinOp) and isinstance(e.op, ast.RShift) and one(e.right):
         return sum_(e.left)
-    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add) and _is(e.left, lo):
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add) and _is_name(e.left, lo):
         r = e.right
         return (isinstance(r, ast.BinOp) and isinstance(r.op, (ast.FloorDiv, ast.RShift))
                 and (two(r.right) if isinstance(r.op, ast.FloorDiv) else one(r.right))
                 and isinstance(r.left, ast.BinOp) and isinstance(r.left.op, ast.Sub)
-                and _is(r.left.left, hi) and _is(r.left.right, lo))
+                and _is_name(r.left.left, hi) and _is_name(r.left.right, lo))
     return False
-
-
-def _self_calls(tree, name):
-    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and _is(n.func, name)]
 
 
 def _stored(tree) -> dict[str, int]:
@@ -174,22 +164,12 @@ class _Helper:
         self.call, self.binds = call, binds
 
 
-def _fresh(base: str, used: set) -> str:
-    name, k = base, 2
-    while name in used:
-        name, k = f"{base}{k}", k + 1
-    return name
-
-
 def _helper_sites(block, name, fn, nps, sites) -> list:
     """The helpers the calls' block calls that allocate: their sites appended to ``sites``
     (each bound to its helper), the helpers returned.  A helper that allocates anywhere
     else (in a loop, in a helper of its own), or is called more than once, is not this
     form."""
     import types
-
-    from hpu._functional import _allocation_in
-    from hpu._functional_dps import _tree
 
     out = []
     seen = {}
@@ -244,8 +224,6 @@ def _helper_sites(block, name, fn, nps, sites) -> list:
 
 def rewrite_scratch(fn, nps: set) -> ScratchForm:
     """The scratch form of ``fn`` (module docstring), or :class:`NotScratch`."""
-    from hpu._functional_dps import _function, _tree
-
     try:
         node, text, start = _tree(fn)
     except Exception:  # noqa: BLE001 - no source: not this form
@@ -301,8 +279,6 @@ def rewrite_scratch(fn, nps: set) -> ScratchForm:
     if not sites:
         raise NotScratch("it allocates nothing this form carves")
     # every allocation of the function is one of these sites
-    from hpu._functional import _allocation_in
-
     rest = copy.deepcopy(node)
     site_lines = {(s.stmt.lineno, s.stmt.col_offset) for s in sites}
     for n in ast.walk(rest):
@@ -360,7 +336,7 @@ def rewrite_scratch(fn, nps: set) -> ScratchForm:
             raise NotScratch(f"a recursive call's bounds (line {c.lineno}) are not a part of "
                              f"[{lo}, {hi})")
         for k, p in enumerate(params):
-            if k not in (ilo, ihi) and not _is(c.args[k], p):
+            if k not in (ilo, ihi) and not _is_name(c.args[k], p):
                 raise NotScratch(f"a recursive call (line {c.lineno}) passes {p} changed")
         parts.append((vlo, vhi, c.lineno))
     parts.sort()
@@ -379,8 +355,14 @@ def rewrite_scratch(fn, nps: set) -> ScratchForm:
     for s in sites:
         for n in ast.walk(s.owner.tree if s.owner else node):
             if isinstance(n, ast.Return) and n.value is not None and any(
-                    _is(x, s.name) for x in ast.walk(n.value)):
+                    _is_name(x, s.name) for x in ast.walk(n.value)):
                 raise NotScratch(f"it returns the allocated `{s.name}`")
+
+    # each buffer's dtype: a parameter array's (by name) or a NumPy type
+    dtypes = tuple(s.at(s.dtype) if isinstance(s.dtype, str) else s.dtype for s in sites)
+    unknown = [d for d in dtypes if isinstance(d, str) and d not in params]
+    if unknown:
+        raise NotScratch(f"a buffer's dtype `{unknown[0]}` is not known")
 
     # the rewrite
     new = copy.deepcopy(node)
@@ -434,7 +416,7 @@ def rewrite_scratch(fn, nps: set) -> ScratchForm:
         hfn.__hpu_shown__ = h.tree.name
         glb[hnew.name] = hfn
         for c in ast.walk(new):
-            if (isinstance(c, ast.Call) and _is(c.func, h.tree.name)
+            if (isinstance(c, ast.Call) and _is_name(c.func, h.tree.name)
                     and (c.lineno, c.col_offset) == (h.call.lineno, h.call.col_offset)):
                 c.func = ast.Name(hnew.name, ast.Load())
                 c.args = c.args + [ast.Name(bufs[k], ast.Load()) for k, _ in mine]
@@ -443,11 +425,6 @@ def rewrite_scratch(fn, nps: set) -> ScratchForm:
     made = _function(new, glb, filename)
     made.__hpu_tree__ = (new, filename, text, start)
     glb[name] = made
-    dtypes = tuple(s.at(s.dtype) if isinstance(s.dtype, str) else s.dtype for s in sites)
-    for d in dtypes:
-        if not isinstance(d, str) or d not in params:
-            if isinstance(d, str):
-                raise NotScratch(f"a buffer's dtype `{d}` is not known")
     return ScratchForm(fn=made, params=tuple(params), bounds=(lo, hi), dtypes=dtypes, extra=ext)
 
 
