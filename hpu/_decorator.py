@@ -385,6 +385,32 @@ class DivideAndConquer:
                 self._helpers = helpers
             return self._compiled
 
+    @functools.cached_property
+    def _outlined(self):
+        """``(tree, {name: OutlinedCall})``: the function with its own loops outlined into
+        compiled helpers, for the fan-out's Python top levels (:mod:`hpu._outline`), or
+        None where it has none or they cannot be; decided once."""
+        from hpu._functional import _code_names, _is_self, compile_functional
+        from hpu._guard import boundscheck_default
+        from hpu._outline import OutlinedCall, outline_loops
+
+        fn = self.py_func
+        selves = {n for n in _code_names(fn.__code__) if _is_self(fn.__globals__.get(n), fn, self)}
+        got = outline_loops(fn, selves | {fn.__name__})
+        if got is None:
+            return None
+        lock = threading.Lock()     # one compile at a time: they share self._helpers
+
+        def compile_(py):
+            self._functional_compiled()     # (the function's helpers, compiled once)
+            bounds = (self._boundscheck if self._boundscheck is not None
+                      else boundscheck_default())
+            with lock:
+                return compile_functional(py, object(), self._helpers, boundscheck=bounds,
+                                          lists=self._lists)
+
+        return got.tree, {name: OutlinedCall(py, compile_) for name, py in got.helpers.items()}
+
     def _run_functional(self, o, args, kwargs) -> Run:
         """A function that allocates or returns arrays (see :mod:`hpu._functional`): the
         function compiled by Numba on the CPU's threads (its top ``K`` levels as Python,
@@ -881,6 +907,8 @@ class DivideAndConquer:
         if self._call_shape is None:
             self._call_shape = call_shape(self.py_func)
         a, arity, loop = self._call_shape
+        if loop is not None and o["K"] is None and self._outlined is not None:
+            loop = None         # the top levels run it compiled (hpu._outline)
         n = _elements(args, kwargs)
         threads = numba.get_num_threads()
         K, reason = fanout_levels(n, a, float(self._options["b"]), threads, o["K"], loop,
@@ -946,7 +974,7 @@ class DivideAndConquer:
 
         fan = FanOut(self.py_func, self, compiled, self._helpers, K=K,
                      threads=numba.get_num_threads(), arity=self._call_shape[1],
-                     barriers=self._writes_arguments is not None)
+                     barriers=self._writes_arguments is not None, outlined=self._outlined)
         value = fan.run(args, kwargs)
         sizes = list(fan.level_sizes)
         while sizes[-1] == 0:       # the tree ended above level K: as really expanded

@@ -1298,8 +1298,11 @@ class FanOut:
     seconds)."""
 
     def __init__(self, fn, self_obj, compiled, helpers: dict, *, K: int, threads: int,
-                 arity: int | None, barriers: bool = False):
+                 arity: int | None, barriers: bool = False, outlined=None):
         self.fn, self.self_obj, self.compiled = fn, self_obj, compiled
+        #: ``(tree, {name: callable})``: the function with its own loops outlined into
+        #: compiled helpers (:mod:`hpu._outline`), for the Python copy; None: as written
+        self.outlined = outlined
         #: the function writes into its arrays: wait for a node's children before its next
         #: statement (:func:`with_barriers`)
         self.barriers = barriers
@@ -1327,8 +1330,12 @@ class FanOut:
         py = types.FunctionType(fn.__code__, glb, fn.__name__, fn.__defaults__,
                                 fn.__closure__)
         py.__kwdefaults__ = fn.__kwdefaults__
-        if self.barriers:
-            py = self._with_barriers(glb) or py
+        tree = None
+        if self.outlined is not None:
+            tree, calls = self.outlined
+            glb.update(calls)
+        if self.barriers or tree is not None:
+            py = self._with_barriers(glb, tree) or py
         for name in _code_names(fn.__code__):
             obj = glb.get(name)
             if _is_self(obj, fn, self.self_obj):
@@ -1339,17 +1346,21 @@ class FanOut:
                 glb[name] = _resolving(obj)
         return py
 
-    def _with_barriers(self, glb):
+    def _with_barriers(self, glb, tree=None):
         """The Python copy of a function that writes arrays, with :func:`with_barriers`'s
-        waits (None where its source cannot be read or it is a closure)."""
+        waits (None where its source cannot be read or it is a closure); ``tree``: the
+        function's tree to start from (its loops outlined), else its source's."""
         import inspect
 
         fn = self.fn
-        tree = _tree_of(fn)
+        tree = _tree_of(fn) if tree is None else tree
         if tree is None or fn.__closure__:
             return None
-        selves = {n for n in _code_names(fn.__code__) if _is_self(glb.get(n), fn, self.self_obj)}
-        code = compile(ast.Module([with_barriers(tree, selves)], []),
+        if self.barriers:
+            selves = {n for n in _code_names(fn.__code__)
+                      if _is_self(glb.get(n), fn, self.self_obj)}
+            tree = with_barriers(tree, selves)
+        code = compile(ast.Module([tree], []),
                        inspect.getsourcefile(fn) or fn.__code__.co_filename, "exec")
         ns: dict = {}
         exec(code, glb, ns)     # noqa: S102 - the user's own function, with waits added

@@ -728,7 +728,7 @@ def _sum_top(a):
     return _sum_top(a[:m]) + _sum_top(a[m:]) + max(a[0], a[-1]) + sum(a)  # sum-here
 
 
-def test_a_loop_of_its_own_keeps_the_function_whole_unless_K_is_given():
+def test_a_loop_of_its_own_runs_compiled_at_the_top_levels_or_keeps_the_function_whole():
     from functional_examples import msort_inline
 
     from hpu._functional import call_shape
@@ -738,12 +738,18 @@ def test_a_loop_of_its_own_keeps_the_function_whole_unless_K_is_given():
     assert call_shape(msort.py_func)[2] is None
     assert call_shape(_sum_top)[2] == (_line(_sum_top, "sum-here"), "sum(a)")
     x = np.random.default_rng(2).integers(0, 1000, FANOUT_MIN)
+    # the merge loop is outlined (hpu._outline): the function fans out
     run = msort_inline.run(x, device="cpu")
     assert np.array_equal(run.value, np.sort(x))
-    assert run.K == 0 and run.cpu_tasks == 1
-    assert f"line {line}" in run.reason and "helper" in run.reason
-    forced = msort_inline.run(x[:64], device="cpu", K=2)
-    assert forced.cpu_tasks == 4 and np.array_equal(forced.value, np.sort(x[:64]))
+    assert run.K >= 1 and run.cpu_tasks == 2 ** run.K, run.reason
+    # sum(a) inside the expression that recurses cannot be: one call, the line named
+    whole = hpu.divide_and_conquer(_sum_top)
+    got = whole.run(x, device="cpu")
+    assert got.value.tolist() == _sum_top(x).tolist()
+    assert got.K == 0 and got.cpu_tasks == 1
+    assert f"line {_line(_sum_top, 'sum-here')}" in got.reason and "helper" in got.reason
+    forced = whole.run(x[:64], device="cpu", K=2)
+    assert forced.cpu_tasks == 4 and forced.value.tolist() == _sum_top(x[:64]).tolist()
     # a loop around the self-calls (msort4's) is the divide step: it fans out
     assert call_shape(FANOUT_REFERENCES["msort4"][0].py_func)[2] is None
 
