@@ -427,8 +427,16 @@ class DivideAndConquer:
         self._typed_as(args, kwargs)
         converted = convert_arguments(args, kwargs, self._lists)
         scratch = None if converted is None else self._scratch_call(*converted)
-        if scratch is not None:     # allocations carved from buffers: breadth-first
+        form = None if scratch is None else self._scratch_form[1]
+        if scratch is not None and not hasattr(form, "flagged"):
+            # allocations carved from buffers: breadth-first
             return scratch[0]._run_any(o, scratch[1], {}, checked=o)
+        if scratch is not None and o["cluster"] is None:
+            ran = self._run_copy_halves(o, scratch, form)
+            if isinstance(ran, Run):
+                return ran
+            fallbacks.append(ran)
+            warnings.warn(HpuPerformanceWarning(f"hpu: {ran}"), stacklevel=user_stacklevel())
         ran = None
         tried = self._device_form_applies(o, converted)
         if tried:
@@ -471,6 +479,22 @@ class DivideAndConquer:
                 fallbacks.append(ran)
                 warnings.warn(HpuPerformanceWarning(f"hpu: {ran}"), stacklevel=user_stacklevel())
         return self._plain_instead(o, args, kwargs, fallbacks)
+
+    def _run_copy_halves(self, o, scratch, form):
+        """The copy-halves form's run (:mod:`hpu._copy_halves`), or -- where a task's merge
+        left elements of its slice unwritten, which the form cannot answer for -- the
+        reason, the array given back as it was (the run then goes on as written)."""
+        dc, values = scratch
+        arr = values[form.params.index(form.array)]
+        before = arr.copy()
+        run = dc._run_any(o, values, {}, checked=o)
+        if not form.flagged(values):
+            return run
+        arr[...] = before
+        return (f"{self.__name__}: a merge stopped before its counter {form.counter} reached "
+                f"len({form.array}), so its copies of the halves could not be made after "
+                "its recursive calls (guide §10, the copy-halves form): the call ran again, "
+                "as written")
 
     def _form_instead_of_plain(self, o) -> bool:
         """On ``device="cpu"`` (no ``K=``, no cluster), whether a function Numba cannot
@@ -515,13 +539,18 @@ class DivideAndConquer:
     def _scratch_form(self):
         """``(DivideAndConquer, ScratchForm)`` of an index-form function whose allocations
         are parts of its range (:mod:`hpu._scratch_form`), or None; decided once."""
+        from hpu._copy_halves import rewrite_copy_halves
         from hpu._functional import _numpy_names
-        from hpu._scratch_form import rewrite_scratch
+        from hpu._scratch_form import NotScratch, rewrite_scratch
 
         if self._functional is None or self._lists or self._shared_writes is not None:
             return None
         try:
-            form = rewrite_scratch(self.py_func, _numpy_names(self.py_func.__globals__))
+            nps = _numpy_names(self.py_func.__globals__)
+            try:
+                form = rewrite_scratch(self.py_func, nps)
+            except NotScratch:
+                form = rewrite_copy_halves(self.py_func, nps)
             # (span= is half-open: a function on closed ranges has none, its n the array's)
             span = None if form.extra else (self._options.get("span") or form.bounds)
             dc = DivideAndConquer(form.fn, b=self._options["b"], cost=self._options["cost"],

@@ -7,29 +7,28 @@ import hpu
 
 
 def copy_halves_sort(arr):
+    """The tutorials' mergesort, merging at ``i + j`` (the copy-halves form, which needs one
+    counter, does not take it: it fans out)."""
     if len(arr) > 1:
         mid = len(arr) // 2
         L = arr[:mid].copy()
         R = arr[mid:].copy()
         copy_halves_sort(L)
         copy_halves_sort(R)
-        i = j = k = 0
+        i = j = 0
         while i < len(L) and j < len(R):
             if L[i] <= R[j]:
-                arr[k] = L[i]
+                arr[i + j] = L[i]
                 i += 1
             else:
-                arr[k] = R[j]
+                arr[i + j] = R[j]
                 j += 1
-            k += 1
         while i < len(L):
-            arr[k] = L[i]
+            arr[i + j] = L[i]
             i += 1
-            k += 1
         while j < len(R):
-            arr[k] = R[j]
+            arr[i + j] = R[j]
             j += 1
-            k += 1
 
 
 def inline_merge(a):

@@ -1,0 +1,168 @@
+"""Slice-form mergesorts that copy their halves before recursing on the copies, as Python
+tutorials write them, for the copy-halves form (hpu._copy_halves): each a plain function;
+the tests decorate them.  ``CARVED`` have the form, ``KEPT`` do not (the reason each
+gives); ``SHORT`` has it, but its merge stops early, which only a run can tell."""
+import numpy as np
+
+
+def tutorial(arr):
+    """The tutorials' mergesort, with NumPy's .copy() where a list's slice copies."""
+    if len(arr) > 1:
+        mid = len(arr) // 2
+        L = arr[:mid].copy()
+        R = arr[mid:].copy()
+        tutorial(L)
+        tutorial(R)
+        i = j = k = 0
+        while i < len(L) and j < len(R):
+            if L[i] <= R[j]:
+                arr[k] = L[i]
+                i += 1
+            else:
+                arr[k] = R[j]
+                j += 1
+            k += 1
+        while i < len(L):
+            arr[k] = L[i]
+            i += 1
+            k += 1
+        while j < len(R):
+            arr[k] = R[j]
+            j += 1
+            k += 1
+
+
+def count_inversions(a):
+    """Sorts ``a`` and returns its inversions: np.copy, a tuple assignment, n = len(a),
+    ``k = k + 1``, the base case returning first."""
+    n = len(a)
+    if n < 2:
+        return 0
+    half = n // 2
+    left, right = np.copy(a[:half]), np.copy(a[half:n])
+    inv = count_inversions(left) + count_inversions(right)
+    i = 0
+    j = 0
+    k = 0
+    while k < n:
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            a[k] = left[i]
+            i = i + 1
+        else:
+            a[k] = right[j]
+            inv += len(left) - i
+            j = j + 1
+        k = k + 1
+    return inv
+
+
+def descending(x):
+    """Sorted largest first, the halves split at (n + 1) // 2, np.array copies."""
+    if len(x) <= 1:
+        return
+    m = (len(x) + 1) // 2
+    first = np.array(x[0:m])
+    second = np.array(x[m:])
+    descending(first)
+    descending(second)
+    p = q = 0
+    out = 0
+    while p < len(first) or q < len(second):
+        if q == len(second) or (p < len(first) and first[p] >= second[q]):
+            x[out] = first[p]
+            p += 1
+        else:
+            x[out] = second[q]
+            q += 1
+        out += 1
+
+
+def no_tails(arr):
+    """Its merge forgets the loops that copy what is left: elements stay unwritten."""
+    if len(arr) > 1:
+        mid = len(arr) // 2
+        L = arr[:mid].copy()
+        R = arr[mid:].copy()
+        no_tails(L)
+        no_tails(R)
+        i = j = k = 0
+        while i < len(L) and j < len(R):
+            if L[i] <= R[j]:
+                arr[k] = L[i]
+                i += 1
+            else:
+                arr[k] = R[j]
+                j += 1
+            k += 1
+
+
+def reads_arr(arr):
+    """Reads arr's elements after its calls (arr[k] + 0): the copies must come first."""
+    if len(arr) > 1:
+        mid = len(arr) // 2
+        L = arr[:mid].copy()
+        R = arr[mid:].copy()
+        reads_arr(L)
+        reads_arr(R)
+        i = j = k = 0
+        while i < len(L) and j < len(R):
+            if L[i] <= R[j]:
+                arr[k] = L[i] + arr[k] * 0
+                i += 1
+            else:
+                arr[k] = R[j]
+                j += 1
+            k += 1
+        while i < len(L):
+            arr[k] = L[i]
+            i += 1
+            k += 1
+        while j < len(R):
+            arr[k] = R[j]
+            j += 1
+            k += 1
+
+
+def two_indices(arr):
+    """Writes arr at i + j, not at one counter."""
+    if len(arr) > 1:
+        mid = len(arr) // 2
+        L = arr[:mid].copy()
+        R = arr[mid:].copy()
+        two_indices(L)
+        two_indices(R)
+        i = j = 0
+        while i < len(L) or j < len(R):
+            if j == len(R) or (i < len(L) and L[i] <= R[j]):
+                arr[i + j] = L[i]
+                i += 1
+            else:
+                arr[i + j] = R[j]
+                j += 1
+
+
+def third(arr):
+    """Split at len // 3: not the halves."""
+    if len(arr) > 1:
+        mid = len(arr) // 3 + 1
+        L = arr[:mid].copy()
+        R = arr[mid:].copy()
+        third(L)
+        third(R)
+        k = 0
+        i = j = 0
+        while i < len(L) or j < len(R):
+            if j == len(R) or (i < len(L) and L[i] <= R[j]):
+                arr[k] = L[i]
+                i += 1
+            else:
+                arr[k] = R[j]
+                j += 1
+            k += 1
+
+
+CARVED = {f.__name__: f for f in (tutorial, count_inversions, descending)}
+SHORT = {"no_tails": no_tails}
+KEPT = {"reads_arr": ("reads arr after its calls", reads_arr),
+        "two_indices": ("not at one counter", two_indices),
+        "third": ("not len\\(arr\\) // 2", third)}

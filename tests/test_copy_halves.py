@@ -1,0 +1,127 @@
+"""The copy-halves form (hpu._copy_halves): the tutorials' mergesort, which copies its
+halves and recurses on the copies, runs breadth-first on every device with one buffer --
+with the plain function's answer, the caller's array as Python leaves it, and a merge that
+stops early redone as written."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import copy_halves_examples as ex
+import hpu
+from hpu._copy_halves import CopyHalvesForm, NotCopyHalves, rewrite_copy_halves
+from hpu._functional import _numpy_names
+
+COMPILES = settings(deadline=None, max_examples=4,
+                    suppress_health_check=[HealthCheck.too_slow,
+                                           HealthCheck.function_scoped_fixture])
+PATHS = [("cpu", {}), ("gpu", {}), ("hybrid", {"alpha": 0.5, "y": 2}),
+         ("hybrid", {"alpha": 0.25, "y": 3})]
+_DECORATED: dict = {}
+
+
+def decorated(name):
+    if name not in _DECORATED:
+        fn = ex.CARVED.get(name) or ex.SHORT.get(name) or ex.KEPT[name][1]
+        _DECORATED[name] = hpu.divide_and_conquer(fn)
+    return _DECORATED[name]
+
+
+def plain(name, x):
+    fn = ex.CARVED.get(name) or ex.SHORT.get(name) or ex.KEPT[name][1]
+    return fn(x)
+
+
+def check(name, x, device, kw):
+    ref = x.copy()
+    want = plain(name, ref)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = decorated(name).run(x, device=device, **kw)
+    assert np.array_equal(x, ref), (name, device, kw, x.size)
+    assert run.value == want and type(run.value) is type(want), (run.value, want)
+    return run
+
+
+@pytest.mark.parametrize("name", sorted(ex.CARVED) + sorted(ex.SHORT))
+def test_the_form_is_found(name):
+    got = decorated(name)._scratch_form
+    assert got is not None and isinstance(got[1], CopyHalvesForm)
+
+
+@pytest.mark.parametrize("name", sorted(ex.KEPT))
+def test_other_shapes_keep_their_path_and_say_why(name):
+    why, fn = ex.KEPT[name]
+    with pytest.raises(NotCopyHalves, match=why):
+        rewrite_copy_halves(fn, _numpy_names(fn.__globals__))
+    assert decorated(name)._scratch_form is None
+    x = np.random.default_rng(1).integers(-99, 99, 300)
+    check(name, x, "gpu", {})
+
+
+@pytest.mark.parametrize("device,kw", PATHS)
+@pytest.mark.parametrize("name", sorted(ex.CARVED))
+@settings(COMPILES)
+@given(xs=st.lists(st.integers(-30, 30), max_size=80),
+       dtype=st.sampled_from([np.int64, np.float64, np.int32]))
+def test_every_path_gives_the_plain_answer(name, device, kw, xs, dtype):
+    check(name, np.asarray(xs, dtype=dtype), device, kw)
+
+
+@pytest.mark.parametrize("name", sorted(ex.CARVED))
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 17, 4097, 50_001])
+def test_sizes_with_device_tasks(name, n):
+    x = np.random.default_rng(n).integers(-10**6, 10**6, n)
+    run = check(name, x, "hybrid", {"alpha": 0.5, "y": 3})
+    if n >= 4097:
+        assert run.gpu_tasks > 0 and run.cpu_tasks > 0 and not run.fallbacks
+
+
+def test_the_breadth_first_run_uses_every_core_and_one_buffer():
+    x = np.random.default_rng(3).integers(-10**9, 10**9, 1 << 17).astype(np.int32)
+    run = check("tutorial", x, "cpu", {})
+    assert run.cpu_tasks > 1 and run.level_sizes[0] == 1 and len(run.level_sizes) > 3
+    assert decorated("tutorial").options(device="cpu").plan(x).reason == run.plan.reason
+
+
+@pytest.mark.parametrize("device,kw", PATHS[:3])
+def test_a_merge_that_stops_early_is_redone_as_written(device, kw):
+    x = np.random.default_rng(4).integers(-50, 50, 20_001)
+    ref = x.copy()
+    ex.no_tails(ref)
+    with pytest.warns(hpu.HpuPerformanceWarning, match="counter k"):
+        run = decorated("no_tails").run(x, device=device, **kw)
+    assert np.array_equal(x, ref)
+    assert run.fallbacks and "as written" in run.fallbacks[0]
+
+
+def test_an_error_in_the_merge_names_the_users_line():
+    import inspect
+
+    def bad(arr):
+        if len(arr) > 1:
+            mid = len(arr) // 2
+            L = arr[:mid].copy()
+            R = arr[mid:].copy()
+            bad(L)
+            bad(R)
+            k = 0
+            for i in range(len(L)):
+                arr[k] = L[i] // (len(arr) - 5)  # here
+                k += 1
+            for j in range(len(R)):
+                arr[k] = R[j]
+                k += 1
+
+    lines, start = inspect.getsourcelines(bad)
+    line = start + next(i for i, t in enumerate(lines) if "# here" in t)
+    f = hpu.divide_and_conquer(bad)
+    assert isinstance(f._scratch_form[1], CopyHalvesForm)
+    for device in ("cpu", "gpu"):
+        x = np.arange(40)
+        with pytest.raises(ZeroDivisionError, match=rf"test_copy_halves.py:{line}:"):
+            f.run(x, device=device)
