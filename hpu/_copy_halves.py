@@ -338,7 +338,11 @@ def rewrite_copy_halves(fn, nps) -> CopyHalvesForm:
     buf, flag = _fresh("hpu_s", used), _fresh("hpu_flag", used)
     used |= {buf, flag}
     n_before = len(block)
-    _instrument_counter(node, block, last, arr, counter, flag, used)
+    loop = _loop_over(block, last, arr, counter, node)
+    if loop is not None:
+        _instrument_loop(node, block, loop, arr, counter, flag, used)
+    else:
+        _instrument_counter(node, block, last, arr, counter, flag, used)
     # (the instrumentation adds statements after the calls only: their places hold)
     assert len(block) >= n_before
     for n in ast.walk(node):
@@ -372,12 +376,15 @@ def rewrite_copy_halves(fn, nps) -> CopyHalvesForm:
             for n in ast.walk(x):
                 ast.copy_location(n, at)
             made.append(x)
-    check = ast.parse(f"if {counter} != len({arr}):\n    {flag}[0] = 1").body[0]
     tail = after
-    end_at = len(tail) if not (tail and isinstance(tail[-1], ast.Return)) else len(tail) - 1
-    for n in ast.walk(check):
-        ast.copy_location(n, tail[end_at - 1] if end_at else block[last])
-    new_tail = tail[:end_at] + [check] + tail[end_at:]
+    new_tail = tail
+    if loop is None:        # the counter's: it must have reached len(arr)
+        check = ast.parse(f"if {counter} != len({arr}):\n    {flag}[0] = 1").body[0]
+        end_at = (len(tail) if not (tail and isinstance(tail[-1], ast.Return))
+                  else len(tail) - 1)
+        for n in ast.walk(check):
+            ast.copy_location(n, tail[end_at - 1] if end_at else block[last])
+        new_tail = tail[:end_at] + [check] + tail[end_at:]
     kept = [st for i, st in enumerate(block[:last + 1]) if i not in (cl[0], cr[0])]
     block[:] = kept + made + new_tail
     node.args.args = node.args.args + [ast.arg(buf), ast.arg(flag)]
@@ -479,3 +486,96 @@ def _instrument_counter(node, block, last: int, arr: str, k: str, flag: str,
         return out
 
     block[:] = walk(block)
+
+
+def _loop_over(block, last: int, arr: str, k: str, node):
+    """The statement ``for k in range(len(arr)):`` (``range(0, len(arr))``, ``range(n)``
+    with ``n = len(arr)`` assigned once) of the calls' block after its calls, else None."""
+    counts = _stores(node)
+    lengths = {n.targets[0].id for n in ast.walk(node)
+               if isinstance(n, ast.Assign) and len(n.targets) == 1 and _is_name(n.targets[0])
+               and counts.get(n.targets[0].id) == 1 and isinstance(n.value, ast.Call)
+               and _is_name(n.value.func, "len") and len(n.value.args) == 1
+               and _is_name(n.value.args[0], arr)}
+
+    def whole(e):
+        return (isinstance(e, ast.Call) and _is_name(e.func, "len") and len(e.args) == 1
+                and _is_name(e.args[0], arr)) or (_is_name(e) and e.id in lengths)
+
+    for st in block[last + 1:]:
+        if (isinstance(st, ast.For) and _is_name(st.target, k) and isinstance(st.iter, ast.Call)
+                and _is_name(st.iter.func, "range") and not st.iter.keywords
+                and (len(st.iter.args) == 1 and whole(st.iter.args[0])
+                     or len(st.iter.args) == 2 and isinstance(st.iter.args[0], ast.Constant)
+                     and st.iter.args[0].value == 0 and type(st.iter.args[0].value) is int
+                     and whole(st.iter.args[1]))):
+            return st
+    return None
+
+
+def _instrument_loop(node, block, loop, arr: str, k: str, flag: str, used: set) -> None:
+    """Check that ``for k in range(len(arr)):`` writes ``arr[k]`` in each of its turns --
+    every store into ``arr`` is ``arr[k] = v`` in its body, ``k`` is assigned nowhere else,
+    and no ``break``/``continue`` ends a turn early -- and add the check that each turn
+    stored: ``hpu_w`` set to 0 as a turn starts, to 1 by a store; a turn that ends with 0
+    sets the flag."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id == k and isinstance(n.ctx, ast.Store) \
+                and n is not loop.target:
+            raise NotCopyHalves(f"its loop variable {k} is assigned in its loop (line "
+                                f"{n.lineno})")
+    inside = {id(n) for n in ast.walk(loop)}
+    stores = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 \
+                and isinstance(n.targets[0], ast.Subscript) \
+                and _is_name(n.targets[0].value, arr) and _is_name(n.targets[0].slice, k):
+            stores.add(id(n))
+    for n in ast.walk(node):
+        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) \
+                and _is_name(n.value, arr):
+            owner = next((st for st in ast.walk(node) if isinstance(st, (ast.Assign,
+                                                                          ast.AugAssign))
+                          and n in (st.targets if isinstance(st, ast.Assign)
+                                    else [st.target])), None)
+            if owner is None or id(owner) not in stores or id(owner) not in inside:
+                raise NotCopyHalves(f"it changes {arr} other than by `{arr}[{k}] = ...` in "
+                                    f"its loop over {k} (line {n.lineno})")
+
+    def jumps(stmts) -> bool:
+        for s2 in stmts:
+            if isinstance(s2, (ast.Break, ast.Continue)):
+                return True
+            if not isinstance(s2, (ast.For, ast.While)):
+                for field in ("body", "orelse"):
+                    inner = getattr(s2, field, None)
+                    if isinstance(inner, list) and jumps(inner):
+                        return True
+        return False
+
+    if jumps(loop.body):
+        raise NotCopyHalves(f"its loop over {k} may end a turn early (break or continue)")
+    w = _fresh("hpu_w", used)
+    used.add(w)
+
+    def made(src, at):
+        out = ast.parse(src).body
+        for x in out:
+            for n in ast.walk(x):
+                ast.copy_location(n, at)
+        return out
+
+    def walk(stmts):
+        out = []
+        for st in stmts:
+            for field in ("body", "orelse"):
+                inner = getattr(st, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    setattr(st, field, walk(inner))
+            out.append(st)
+            if id(st) in stores:
+                out += made(f"{w} = 1", st)
+        return out
+
+    loop.body = (made(f"{w} = 0", loop.body[0]) + walk(loop.body)
+                 + made(f"if {w} == 0:\n    {flag}[0] = 1", loop.body[-1]))

@@ -491,9 +491,9 @@ class DivideAndConquer:
         if not form.flagged(values):
             return run
         arr[...] = before
-        return (f"{self.__name__}: a merge stopped before its counter {form.counter} reached "
-                f"len({form.array}), so its copies of the halves could not be made after "
-                "its recursive calls (guide §10, the copy-halves form): the call ran again, "
+        return (f"{self.__name__}: a merge left elements of {form.array} unwritten (at "
+                f"{form.counter}), so its copies of the halves could not be made after its "
+                "recursive calls (guide §10, the copy-halves form): the call ran again, "
                 "as written")
 
     def _form_instead_of_plain(self, o) -> bool:

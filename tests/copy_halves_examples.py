@@ -166,3 +166,42 @@ SHORT = {"no_tails": no_tails}
 KEPT = {"reads_arr": ("reads arr after its calls", reads_arr),
         "two_indices": ("not at one counter", two_indices),
         "third": ("not len\\(arr\\) // 2", third)}
+
+
+def loop_over_k(a):
+    """The merge as a loop over every position, ``range(len(a))``."""
+    if len(a) > 1:
+        mid = len(a) // 2
+        left = a[:mid].copy()
+        right = a[mid:].copy()
+        loop_over_k(left)
+        loop_over_k(right)
+        i = j = 0
+        for k in range(len(a)):
+            if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+                a[k] = left[i]
+                i += 1
+            else:
+                a[k] = right[j]
+                j += 1
+
+
+def loop_skips(a):
+    """Its loop over every position writes only where the left half wins."""
+    if len(a) > 1:
+        mid = len(a) // 2
+        left = a[:mid].copy()
+        right = a[mid:].copy()
+        loop_skips(left)
+        loop_skips(right)
+        i = j = 0
+        for k in range(len(a)):
+            if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+                a[k] = left[i]
+                i += 1
+            else:
+                j += 1
+
+
+CARVED["loop_over_k"] = loop_over_k
+SHORT["loop_skips"] = loop_skips
