@@ -109,8 +109,11 @@ class CopyHalvesForm:
         return bool(values[-1][0])
 
 
-def _copy_source(e, nps):
-    """``arr[...]`` of ``arr[...].copy()``, ``np.copy(arr[...])``, ``np.array(arr[...])``."""
+def _copy_source(e, nps, bare: bool = False):
+    """``arr[...]`` of ``arr[...].copy()``, ``np.copy(arr[...])``, ``np.array(arr[...])``
+    (``bare``: of ``arr[...]`` itself, a list's slice being a copy)."""
+    if bare and isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Slice):
+        return e
     if (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "copy"
             and not e.args and not e.keywords):
         return e.func.value
@@ -223,8 +226,11 @@ def _calls_block(stmts, name: str):
     return None
 
 
-def rewrite_copy_halves(fn, nps) -> CopyHalvesForm:
-    """``fn`` rewritten as the module describes, or :class:`NotCopyHalves`."""
+def rewrite_copy_halves(fn, nps, lists: bool = False) -> CopyHalvesForm:
+    """``fn`` rewritten as the module describes, or :class:`NotCopyHalves`.  ``lists``:
+    for a list argument, whose slices are copies (``L = arr[:mid]``, as the tutorials
+    write it for lists): the form runs on the list's elements as an array, written back
+    into the list when it is done (:meth:`hpu._decorator.DivideAndConquer._run_as_written`)."""
     node, text, start = _tree(fn)
     node = copy.deepcopy(node)
     name = node.name
@@ -255,7 +261,7 @@ def rewrite_copy_halves(fn, nps) -> CopyHalvesForm:
                and _is_name(n.value.args[0])}
     for i, st in enumerate(block):
         if (isinstance(st, ast.Assign) and len(st.targets) == 1 and _is_name(st.targets[0])):
-            src = _copy_source(st.value, nps)
+            src = _copy_source(st.value, nps, lists)
             if src is not None and isinstance(src, ast.Subscript) and _is_name(src.value) \
                     and src.value.id in params:
                 half = _half(src, src.value.id, frozenset(

@@ -1318,19 +1318,78 @@ class DivideAndConquer:
             self._not_compiled = _not_compiled_reason(self.__name__, err)
             return None, self._not_compiled
 
+    @functools.cached_property
+    def _copy_halves_of_lists(self):
+        """``(DivideAndConquer, CopyHalvesForm)`` of a function that copies the halves of
+        a list by slicing it (``L = arr[:mid]``) and merges them back into it, as the
+        tutorials write it for lists (:mod:`hpu._copy_halves`), or None; decided once."""
+        from hpu._copy_halves import rewrite_copy_halves
+        from hpu._functional import _numpy_names
+
+        if self._shared_writes is not None:
+            return None
+        try:
+            form = rewrite_copy_halves(self.py_func, _numpy_names(self.py_func.__globals__),
+                                       lists=True)
+            dc = DivideAndConquer(form.fn, b=self._options["b"], cost=self._options["cost"],
+                                  boundscheck=self._boundscheck)
+        except Exception:  # noqa: BLE001 - NotCopyHalves, a TranslationError: as written
+            return None
+        return dc, form
+
+    def _list_copy_halves(self, o, args, kwargs, p):
+        """The copy-halves form on the list ``p`` (all ints, or all floats) as an array,
+        the sorted elements written back into the list; None where it does not apply (the
+        function then runs as written), or the reason a run was redone as written."""
+        got = self._copy_halves_of_lists
+        if got is None or o["cluster"] is not None:
+            return None
+        dc, form = got
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError:
+            return None
+        if form.array != p or any(type(v) is list for q, v in bound.arguments.items()
+                                  if q != p):
+            return None
+        items = bound.arguments[p]
+        kinds = set(map(type, items))
+        if kinds not in ({int}, {float}):
+            return None
+        try:
+            arr = np.array(items, dtype=np.int64 if kinds == {int} else np.float64)
+        except OverflowError:
+            return None                 # ints past int64: Python's own
+        bufs = form.buffers({p: arr})
+        values = (*(arr if q == p else bound.arguments[q] for q in form.params), *bufs)
+        try:
+            ran = self._run_copy_halves(o, (dc, values), form)
+        except (TypeError, ValueError, ArrayMismatchError):
+            return None
+        if isinstance(ran, Run):
+            items[:] = arr.tolist()
+        return ran
+
     def _run_as_written(self, o, args, kwargs, written) -> Run:
         import warnings
 
         from hpu._errors import HpuPerformanceWarning
 
         p, line = written
+        form_ran = self._list_copy_halves(o, args, kwargs, p)
+        if isinstance(form_ran, Run):
+            return form_ran
         at = f" (line {line})" if line else ""
         reason = (f"{self.__name__} writes to {p!r}{at} and was given a list: the function "
                   "compiled by Numba as written, on the list, as one call on the CPU "
                   "(Python's list slices are copies and NumPy's are views, so an array "
                   "could change what it does; pass a NumPy array to run breadth-first)")
         fallbacks = []
-        if o["device"] != "cpu" or o["cluster"] is not None:
+        if isinstance(form_ran, str):       # the form's run, redone as written below
+            reason = form_ran
+            fallbacks.append(reason)
+            warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=user_stacklevel())
+        elif o["device"] != "cpu" or o["cluster"] is not None:
             fallbacks.append(reason)
             warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=user_stacklevel())
         t0 = time.perf_counter()

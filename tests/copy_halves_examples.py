@@ -205,3 +205,49 @@ def loop_skips(a):
 
 CARVED["loop_over_k"] = loop_over_k
 SHORT["loop_skips"] = loop_skips
+
+
+def for_lists(arr):
+    """The tutorials' mergesort exactly, for lists: a list's slices are copies."""
+    if len(arr) > 1:
+        mid = len(arr) // 2
+        L = arr[:mid]
+        R = arr[mid:]
+        for_lists(L)
+        for_lists(R)
+        i = j = k = 0
+        while i < len(L) and j < len(R):
+            if L[i] <= R[j]:
+                arr[k] = L[i]
+                i += 1
+            else:
+                arr[k] = R[j]
+                j += 1
+            k += 1
+        while i < len(L):
+            arr[k] = L[i]
+            i += 1
+            k += 1
+        while j < len(R):
+            arr[k] = R[j]
+            j += 1
+            k += 1
+
+
+def for_lists_short(arr):
+    """For lists, its merge forgetting the tail loops."""
+    if len(arr) > 1:
+        mid = len(arr) // 2
+        L = arr[:mid]
+        R = arr[mid:]
+        for_lists_short(L)
+        for_lists_short(R)
+        i = j = k = 0
+        while i < len(L) and j < len(R):
+            if L[i] <= R[j]:
+                arr[k] = L[i]
+                i += 1
+            else:
+                arr[k] = R[j]
+                j += 1
+            k += 1

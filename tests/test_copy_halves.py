@@ -126,3 +126,50 @@ def test_an_error_in_the_merge_names_the_users_line():
         x = np.arange(40)
         with pytest.raises(ZeroDivisionError, match=rf"test_copy_halves.py:{line}:"):
             f.run(x, device=device)
+
+
+# ------------------------------------------------------------------ lists, whose slices copy
+_LISTED = {f.__name__: hpu.divide_and_conquer(f) for f in (ex.for_lists, ex.for_lists_short)}
+
+
+def check_list(name, xs, device, kw):
+    fn = getattr(ex, name)
+    want = list(xs)
+    fn(want)
+    got = list(xs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = _LISTED[name].run(got, device=device, **kw)
+    assert got == want and [type(v) for v in got] == [type(v) for v in want]
+    return run
+
+
+@pytest.mark.parametrize("device,kw", PATHS)
+@settings(COMPILES)
+@given(xs=st.one_of(st.lists(st.integers(-30, 30), max_size=80),
+                    st.lists(st.floats(-1e6, 1e6, allow_nan=False), max_size=80)))
+def test_a_list_runs_the_form_and_gets_its_elements_back(device, kw, xs):
+    run = check_list("for_lists", xs, device, kw)
+    if len(xs) > 1:
+        assert run.cpu_tasks + run.gpu_tasks >= 1 and not run.fallbacks
+
+
+def test_a_large_list_runs_breadth_first_on_the_device():
+    xs = [int(v) for v in np.random.default_rng(7).integers(-10**12, 10**12, 30_001)]
+    run = check_list("for_lists", xs, "hybrid", {"alpha": 0.5, "y": 3})
+    assert run.gpu_tasks > 0 and run.cpu_tasks > 0
+
+
+@pytest.mark.parametrize("xs", [[1, 2.5, -3], [2**70, 1, 0], [True, False], []],
+                         ids=["mixed", "big-ints", "bools", "empty"])
+def test_lists_the_form_cannot_hold_run_as_written(xs):
+    run = check_list("for_lists", xs, "gpu", {})
+    assert run.gpu_tasks == 0
+    if len(xs) > 1:
+        assert run.fallbacks
+
+
+def test_a_list_whose_merge_stops_early_is_redone_as_written():
+    xs = [int(v) for v in np.random.default_rng(8).integers(-50, 50, 5_001)]
+    run = check_list("for_lists_short", xs, "gpu", {})   # (its warning is checked above)
+    assert any("unwritten" in f and "as written" in f for f in run.fallbacks)
