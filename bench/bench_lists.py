@@ -8,8 +8,9 @@ Three functions as tutorials print them, each given a Python list of ints:
 * ``merge_sort``: the in-place mergesort most tutorials print (``L = arr[:mid]``,
   both halves sorted, merged back into ``arr``), a list the function writes to.
 
-hpu compiles ``merge_sort`` with Numba as written, on the caller's lists
-(``hpu._functional``, guide §10): one call on the CPU; ``lsort`` and ``qsort`` have
+``merge_sort`` runs as the copy-halves form (``hpu._copy_halves``, guide §10: its copies
+made after its calls from one buffer, breadth-first on the CPU's threads, the list's ints
+as an array written back into the list); ``lsort`` and ``qsort`` have
 in-place forms (``hpu._functional_dps``: the list merge written into one buffer;
 ``hpu._functional_partition``: the comprehensions' pieces written at their places), which
 run breadth-first on the CPU's threads on ``device="cpu"`` too.  The plain function is ``f.py_func`` (Python's own
