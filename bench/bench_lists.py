@@ -142,7 +142,8 @@ def measure(f, xs, rounds: int) -> dict:
     run = f.run(list(xs[:1000]), device="cpu")
     return {"hpu_s": statistics.median(times["hpu"]), "plain_s": statistics.median(times["plain"]),
             "speedup": statistics.median(ratios), "all_hpu_s": times["hpu"],
-            "all_plain_s": times["plain"], "reason": run.reason}
+            "all_plain_s": times["plain"],
+            "reason": run.reason or (run.plan.reason if run.plan is not None else None)}
 
 
 def measure_ks(xs, ks, rounds: int) -> dict:
