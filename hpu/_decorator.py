@@ -1405,6 +1405,25 @@ class DivideAndConquer:
                 value = self._plain_function()(*args, **kwargs)
         return _one_call_run(o, value, t0, fallbacks, reason)
 
+    def _as_written_call(self, program):
+        """``call(values)``: the user's function as written, compiled by Numba
+        (:func:`hpu._functional.compile_functional`: Python's order, its ``and``/``or``
+        skipping what Python skips -- the program's own function evaluates every call of
+        an expression), on the call's values; the program's function where Numba cannot
+        compile it so."""
+        from hpu._functional import on_big_stack
+
+        params = list(self._signature.parameters)
+
+        def call(values):
+            try:
+                compiled = self._functional_compiled()
+                return on_big_stack(compiled, *(values[p] for p in params))
+            except (_numba_error(), KeyError):
+                return program.function(*(values[p] for p in program.spec.params))
+
+        return call
+
     def _run_checked(self, o, values, program=None) -> Run:
         """A run of already checked arguments (``values``: every parameter, the hidden
         view parameters included) with checked options ``o``."""
@@ -1429,7 +1448,8 @@ class DivideAndConquer:
 
         # the caller's arrays as they were, put back on any exception (hpu._snapshot)
         snapshot = Snapshot.take(program, values, keep=o["keep_inputs"])
-        user_error = None
+        user_error = in_order = None
+        t0 = time.perf_counter()
         try:
             if o["device"] != "cpu":
                 from hpu._hybrid import run_on_devices
@@ -1456,12 +1476,25 @@ class DivideAndConquer:
             # another text on the hybrid split than in Python.  So the plain compiled
             # function reruns from the restored arguments and its error is the one raised
             # (also a task's error that its rerun alone did not repeat, hpu._guard)
-            user_error = snapshot.rerun(program, values) if (
-                getattr(err, "not_reproduced", False) or _a_tasks_error(err)) else None
-            if user_error is None:
+            raised = type(err).__name__
+            if getattr(err, "not_reproduced", False) or _a_tasks_error(err):
+                user_error, in_order = snapshot.rerun_in_order(
+                    program, values, self._as_written_call(program))
+            if user_error is None and in_order is None:
                 raise
         if user_error is not None:
             raise user_error
+        if in_order is not None:
+            # a task raised that Python never runs (`f(a, lo, mid) and f(a, mid, hi)`: a
+            # level runs both calls): the run in Python's order is the answer
+            reason = (f"{self.__name__}: a task raised {raised} in a call that "
+                      "Python does not make for these arguments (the right operand of "
+                      "`and`/`or`, or a branch of a conditional expression, both run by a "
+                      "level's tasks); the function ran again as one call, in Python's "
+                      "order, which raised nothing")
+            return Run(value=in_order[0], device=o["device"], alpha=None, y=None, K=0,
+                       cpu_tasks=1, gpu_tasks=0, fallbacks=[reason], levels=(), transfers=(),
+                       seconds=time.perf_counter() - t0, reason=reason)
         from hpu._overheads import observe
 
         observe(run)  # what a parallel region costs now (hpu._overheads)

@@ -104,6 +104,30 @@ class Snapshot:
             return None
         return self.copies[name]
 
+    def rerun_in_order(self, program, values, call=None):
+        """``(error, None)`` as :meth:`rerun` finds it, or -- where the plain compiled
+        function, run from the restored arguments in Python's order, raises nothing --
+        ``(None, (value,))``, its writes left in the arrays: the task that raised was one
+        Python never runs (the right operand of ``and``/``or``, a branch of a conditional
+        expression), so this run is Python's answer.  ``(None, None)`` where nothing was
+        kept to run from.  ``call(values)``: the function to run (the user's function as
+        written, compiled: the program's own evaluates every call of an expression)."""
+        if not self.kept:
+            return None, None
+        try:
+            value = (call(values) if call is not None
+                     else program.function(*(values[p] for p in program.spec.params)))
+        except Exception as err:  # noqa: BLE001 - the user's error, raised by the caller
+            from hpu._interrupt import raise_if_stopped
+
+            raise_if_stopped(err)  # a Ctrl-C stopped it: KeyboardInterrupt
+            self.restore()
+            return err.with_traceback(None), None
+        except BaseException:
+            self.restore()
+            raise
+        return None, (value,)
+
     def rerun(self, program, values) -> BaseException | None:
         """The exception the plain compiled function raises on the restored arguments (the
         arrays restored again after it), or None: for a task that failed on Numba's threads

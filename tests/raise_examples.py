@@ -82,3 +82,25 @@ def fsort(a):
         return a.copy()
     m = len(a) // 2
     return merge_new(fsort(a[:m]), fsort(a[m:]))
+
+
+def all_positive(a, lo, hi):
+    """``and`` of the calls: Python never makes the right call once the left is False, so
+    its ValueError (a zero key) is not raised."""
+    if hi - lo == 1:
+        if a[lo] == 0:
+            raise ValueError("zero key")
+        return a[lo] > 0
+    mid = (lo + hi) // 2
+    return all_positive(a, lo, mid) and all_positive(a, mid, hi)
+
+
+def first_positive(a, lo, hi):
+    """A conditional expression: the right half only when the left has none."""
+    if hi - lo == 1:
+        if a[lo] == 0:
+            raise ValueError("zero key")
+        return a[lo] if a[lo] > 0 else -1
+    mid = (lo + hi) // 2
+    left = first_positive(a, lo, mid)
+    return left if left > 0 else first_positive(a, mid, hi)

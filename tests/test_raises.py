@@ -239,3 +239,19 @@ def test_a_functional_sort_that_raises_runs_its_device_form(config):
     assert info.value.args == ("NaN in fsort",)
     assert info.value.__notes__ == [f"raised at raise_examples.py:{_line_of('NaN in fsort')}"]
     assert np.array_equal(y[:2024], x[:2024]) and np.isnan(y[2024])
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=IDS)
+@pytest.mark.parametrize("name", ["all_positive", "first_positive"])
+@pytest.mark.parametrize("n", [3, 100, 20001])
+def test_a_call_python_skips_raises_nothing(name, n, config):
+    f = hpu.divide_and_conquer(getattr(ex, name))
+    a = np.arange(1, n + 1)
+    a[0] = -1 if name == "all_positive" else 5      # the left answers; the right raises
+    a[n // 2 + 1:] = 0
+    got = _same(f, config, (a, 0, n))
+    assert got[0] == "value"
+    b = a.copy()
+    b[0] = 1 if name == "all_positive" else 0       # now Python makes the call, and raises
+    with pytest.raises(ValueError, match="zero key"):
+        f.options(**config)(b, 0, n)
