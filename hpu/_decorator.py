@@ -1217,6 +1217,13 @@ class DivideAndConquer:
             return None
         where = "; ".join(f"line {w.line}: `{w.text}`" + (f" in {w.helper}()" if w.helper else "")
                           for w in found[:3])
+        if all("neighbouring task" in w.text for w in found):
+            return (f"{self.__name__} reaches outside a one-element leaf's own element "
+                    f"({where}): side by side its answer would depend on which task runs "
+                    "first, so it runs as one task, depth first, on the calling thread, as "
+                    "Python runs it; to run in parallel, have each task write only its own "
+                    "elements and read only elements no task writes (write the results "
+                    "into another array)")
         fix = ("make the calls' ranges apart (`f(a, lo, mid)`, `f(a, mid, hi)`)"
                if any(w.text.endswith(" overlap") for w in found) else
                "return what it accumulates and combine the children's results (`return "
@@ -1225,15 +1232,15 @@ class DivideAndConquer:
                 "side by side their updates would be lost, so it runs as one task, depth "
                 f"first, on the calling thread, as Python runs it; to run in parallel, {fix}")
 
-    def _one_task(self, o):
-        """The options a function with shared writes (:attr:`_shared_writes`) runs with:
-        on the CPU, K = 0 (and the warning, when it was asked for more)."""
+    def _one_task(self, o, why=None):
+        """The options a function with shared writes (:attr:`_shared_writes`, or ``why``)
+        runs with: on the CPU, K = 0 (and the warning, when it was asked for more)."""
         import warnings
 
         from hpu._errors import HpuPerformanceWarning
 
         if o["device"] != "cpu" or o["K"] not in (None, 0) or o["cluster"] is not None:
-            warnings.warn(HpuPerformanceWarning(f"hpu: {self._shared_writes}"),
+            warnings.warn(HpuPerformanceWarning(f"hpu: {why or self._shared_writes}"),
                           stacklevel=user_stacklevel())
         return {**o, "device": "cpu", "K": 0, "cluster": None, "alpha": None, "y": None}
 
@@ -1265,14 +1272,41 @@ class DivideAndConquer:
                               "is its items', and an empty one has none)")
         values = self._check_args(args, kwargs)
         program = self._program(values)
-        if self._shared_writes is not None:
+        alone = self._shared_writes or self._aliased(args, kwargs)
+        if alone is not None:
             import dataclasses
 
-            run = self._run_checked(self._one_task(o), values, program)
-            return dataclasses.replace(run, device=o["device"], reason=self._shared_writes,
-                                       fallbacks=[*run.fallbacks, self._shared_writes]
+            run = self._run_checked(self._one_task(o, alone), values, program)
+            return dataclasses.replace(run, device=o["device"], reason=alone,
+                                       fallbacks=[*run.fallbacks, alone]
                                        if o["device"] != "cpu" else run.fallbacks)
         return self._run_checked(o, values, program)
+
+    def _aliased(self, args, kwargs) -> str | None:
+        """Why a call whose array arguments share memory, one of them written, runs as one
+        task (``f(x, x, 0, n)`` reading ``a[lo - 1]`` and writing ``out[lo]``: side by side a
+        task could read what another writes), or None."""
+        arrays = [(p, v) for p, v in self._bound_arguments(args, kwargs)
+                  if isinstance(v, np.ndarray)]
+        if len(arrays) < 2:
+            return None
+        written = self._resolve().written
+        for i, (p, x) in enumerate(arrays):
+            for q, y in arrays[i + 1:]:
+                if (p in written or q in written) and np.may_share_memory(x, y):
+                    w = p if p in written else q
+                    return (f"{self.__name__} was given arrays that share memory ({p!r} and "
+                            f"{q!r}) and writes {w!r}: side by side a task could read what "
+                            "another writes, so it runs as one task, depth first, on the "
+                            "calling thread, as Python runs it; pass separate arrays (a "
+                            "copy) to run in parallel")
+        return None
+
+    def _bound_arguments(self, args, kwargs) -> list:
+        try:
+            return list(self._signature.bind(*args, **kwargs).arguments.items())
+        except TypeError:
+            return []
 
     # ------------------------------------------------------------------ lists written
     def _written_list(self, args, kwargs):
@@ -1557,11 +1591,12 @@ class DivideAndConquer:
         if self._functional is not None:
             return self._plan_functional(o, args, kwargs)
         values = self._check_args(args, kwargs)
-        if self._shared_writes is not None:
+        alone = self._shared_writes or self._aliased(args, kwargs)
+        if alone is not None:
             import dataclasses
 
             plan = make_plan(self._parse(), values, device="cpu", K=0, machine=o["machine"])
-            return dataclasses.replace(plan, reason=self._shared_writes)
+            return dataclasses.replace(plan, reason=alone)
         cl_device = o["cl_device"]
         if o["device"] != "cpu" and o["machine"] is None:
             from hpu._opencl._backend import OpenCLBackend

@@ -139,13 +139,31 @@ class _Function:
         if isinstance(e, ast.UnaryOp):
             return self.of(e.operand)
         if isinstance(e, ast.BinOp):
-            # (a position minus, divided by, shifted by anything is still one: mid - 1)
-            return _join([self.of(e.left), self.of(e.right)])
+            left, right = self.of(e.left), self.of(e.right)
+            if DATA in (left, right):
+                return DATA
+            if isinstance(e.op, (ast.FloorDiv, ast.RShift, ast.Mod, ast.BitAnd)):
+                # a position halved, shifted or reduced is many tasks' (lo // 64, lo % 8),
+                # except a midpoint: (lo + hi) // 2, (lo + hi) >> 1
+                mid = (isinstance(e.op, (ast.FloorDiv, ast.RShift))
+                       and isinstance(e.left, ast.BinOp) and isinstance(e.left.op, ast.Add)
+                       and self.of(e.left.left) == POS and self.of(e.left.right) == POS)
+                return POS if mid else FIXED
+            if isinstance(e.op, ast.Sub) and left == POS and right == POS:
+                return FIXED            # a width (hi - lo): tasks of one size share it
+            # (a position plus, minus, times anything else is still one: mid - 1, 2 * node)
+            return _join([left, right])
         if isinstance(e, ast.IfExp):
             return _join([self.of(e.body), self.of(e.orelse)])
         if isinstance(e, ast.Call) and isinstance(e.func, ast.Name):
             if e.func.id == "len":
                 return FIXED
+            if e.func.id in ("min", "max") and e.args:
+                # min(lo, 5) clamps many tasks to one element: a position only when every
+                # operand is one (min(hi, lo + 16))
+                cats = [self.of(x) for x in e.args]
+                return (DATA if DATA in cats else POS if all(c == POS for c in cats)
+                        else FIXED)
             if e.func.id in _PURE and e.args:
                 return _join(self.of(x) for x in e.args)
             return DATA
@@ -184,8 +202,84 @@ def shared_writes(spec, closure) -> tuple[SharedWrite, ...]:
     cats.update({p: POS for p in viewed})
     found = _scan(spec.name, spec.tree, cats, shared, helpers)
     if closure.written:
-        found = tuple(sorted(found + _overlapping_calls(spec)))
+        found = tuple(sorted(found + _overlapping_calls(spec)
+                             + _neighbours(spec, shared, set(closure.written))))
     return found
+
+
+def _width_one(test, lo: str, hi: str):
+    """``"open"`` where ``test`` says the task holds one element of a half-open range
+    (``hi - lo == 1``, ``hi - lo <= 1``, ``hi - lo < 2``, ``hi == lo + 1``, either way
+    round), ``"closed"`` of a closed one (``lo == hi``), else None."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    a, op, b = test.left, test.ops[0], test.comparators[0]
+    text = {ast.unparse(a), ast.unparse(b)}
+
+    def const(x, *vals):
+        return isinstance(x, ast.Constant) and type(x.value) is int and x.value in vals
+
+    width = f"{hi} - {lo}"
+    if isinstance(op, ast.Eq):
+        if text == {lo, hi}:
+            return "closed"
+        if (ast.unparse(a) == width and const(b, 1)) or (ast.unparse(b) == width
+                                                        and const(a, 1)):
+            return "open"
+        if text in ({hi, f"{lo} + 1"}, {f"{hi} - 1", lo}):
+            return "open"
+    if ast.unparse(a) == width and ((isinstance(op, ast.LtE) and const(b, 1))
+                                   or (isinstance(op, ast.Lt) and const(b, 2))):
+        return "open"
+    return None
+
+
+def _neighbours(spec, shared: set, written: set) -> tuple[SharedWrite, ...]:
+    """In a leaf of one element (``if hi - lo == 1:``), an access of a shared array at
+    another position than the task's own, ``lo + 1`` or ``lo - 1``: a write there is the
+    neighbouring task's element; a read there of an array the function writes reads what
+    the neighbour writes, which Python's order has written first (a running sum over the
+    leaves, ``a[lo] += a[lo - 1]``) and side by side it may not have."""
+    from hpu._scratch_form import _position
+
+    tree, params = spec.tree, list(spec.params)
+    stored = {x.id for n in ast.walk(tree) for x in ast.walk(n)
+              if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)}
+    out = []
+    arrays = {x for x in shared if not x.startswith("hpu_")}
+    for i, lo in enumerate(params):
+        for hi in params[i + 1:]:
+            if lo in stored or hi in stored or lo in arrays or hi in arrays:
+                continue
+            for node in ast.walk(tree):
+                if not isinstance(node, ast.If):
+                    continue
+                kind = _width_one(node.test, lo, hi)
+                if kind is None:
+                    continue
+                own = {(lo, 0), (hi, 0) if kind == "closed" else (hi, -1)}
+                for st in node.body:
+                    for x in ast.walk(st):
+                        if not (isinstance(x, ast.Subscript) and isinstance(x.value, ast.Name)
+                                and x.value.id in arrays):
+                            continue
+                        pos = _position(x.slice)
+                        if pos is None or pos[0] not in (lo, hi) or pos in own:
+                            continue
+                        store = isinstance(x.ctx, ast.Store) or any(
+                            isinstance(a, ast.AugAssign) and a.target is x
+                            for a in ast.walk(st))
+                        if store or x.value.id in written:
+                            line = getattr(x, "lineno", node.lineno)
+                            what = "writes" if store else "reads"
+                            out.append(SharedWrite((line, f"{ast.unparse(x)} ({what} a "
+                                                    "neighbouring task's element)", "")))
+    keys, found = set(), []
+    for w in out:
+        if (w.line, w.text) not in keys:
+            keys.add((w.line, w.text))
+            found.append(w)
+    return tuple(found)
 
 
 def _overlapping_calls(spec) -> tuple[SharedWrite, ...]:

@@ -146,7 +146,68 @@ def _cases():
                     A[k] = tmp[j]
                     j += 1
 
-    return [(clrs_closed, []), (via_helper, ["h[v] = h[v] + 1"]), (best_so_far, ["best[0] = max(best[0], a[lo])"]),
+    def running(a, lo, hi):
+        """A running sum over the leaves: each reads what its left neighbour wrote."""
+        if hi - lo == 1:
+            if lo > 0:
+                a[lo] += a[lo - 1]
+            return
+        mid = (lo + hi) // 2
+        running(a, lo, mid)
+        running(a, mid, hi)
+
+    def bubble(a, lo, hi):
+        """A bubble pass by leaves: each swaps with its right neighbour's element."""
+        if hi - lo == 1:
+            if lo + 1 < len(a) and a[lo] > a[lo + 1]:
+                a[lo], a[lo + 1] = a[lo + 1], a[lo]
+            return
+        mid = (lo + hi) // 2
+        bubble(a, lo, mid)
+        bubble(a, mid, hi)
+
+    def smooth_out(a, out, lo, hi):
+        """Reads its neighbours in an array no task writes: its own."""
+        if hi - lo == 1:
+            out[lo] = a[lo] + a[lo - 1] + a[lo + 1]
+            return
+        mid = (lo + hi) // 2
+        smooth_out(a, out, lo, mid)
+        smooth_out(a, out, mid, hi)
+
+    def block_last(a, owner, lo, hi):
+        if hi - lo == 1:
+            if a[lo] > 0:
+                owner[lo // 64] = lo
+            return
+        mid = (lo + hi) // 2
+        block_last(a, owner, lo, mid)
+        block_last(a, owner, mid, hi)
+
+    def clip_store(a, out, lo, hi):
+        if hi - lo == 1:
+            out[min(lo, 5)] += a[lo]
+            out[max(lo, hi - 1)] += 0          # (both positions: its own)
+            return
+        mid = lo + (hi - lo) // 2
+        clip_store(a, out, lo, mid)
+        clip_store(a, out, mid, hi)
+
+    def by_width(a, out, lo, hi):
+        if hi - lo == 1:
+            out[hi - lo] += a[lo]
+            return
+        mid = (lo + hi) >> 1
+        by_width(a, out, lo, mid)
+        by_width(a, out, mid, hi)
+
+    return [(running, ["a[lo - 1] (reads a neighbouring task's element)"]),
+            (bubble, ["a[lo + 1] (reads a neighbouring task's element)",   # the test
+                      "a[lo + 1] (reads a neighbouring task's element)",   # the swap
+                      "a[lo + 1] (writes a neighbouring task's element)"]),
+            (smooth_out, []), (block_last, ["owner[lo // 64] = lo"]),
+            (clip_store, ["out[min(lo, 5)] += a[lo]"]), (by_width, ["out[hi - lo] += a[lo]"]),
+            (clrs_closed, []), (via_helper, ["h[v] = h[v] + 1"]), (best_so_far, ["best[0] = max(best[0], a[lo])"]),
             (last_slot, ["out[n - 1] = a[lo]"]),
             (cursor, ["out[pos[0]] = a[lo]", "pos[0] += 1"]),
             (histogram.py_func, ["h[a[lo]] += 1"]), (count_leaves.py_func, ["cnt[0] += 1"]),
@@ -295,3 +356,55 @@ def test_overlapping_sibling_ranges_run_as_one_task(device):
         run = overlapping.run(x, 0, x.size, device=device, **(
             {"alpha": 0.5, "y": 2} if device == "hybrid" else {}))
     assert np.array_equal(x, ref) and run.K == 0
+
+
+def _running(a, lo, hi):
+    if hi - lo == 1:
+        if lo > 0:
+            a[lo] += a[lo - 1]
+        return
+    mid = (lo + hi) // 2
+    _running(a, lo, mid)
+    _running(a, mid, hi)
+
+
+def _shift_into(a, out, lo, hi):
+    if hi - lo == 1:
+        out[lo] = a[lo] + (a[lo - 1] if lo > 0 else 0)
+        return
+    mid = (lo + hi) // 2
+    _shift_into(a, out, lo, mid)
+    _shift_into(a, out, mid, hi)
+
+
+@pytest.mark.parametrize("device, kw", PATHS, ids=str)
+@pytest.mark.parametrize("n", [3, 100, 20001])
+def test_a_leaf_that_reads_its_neighbour_runs_in_pythons_order(device, kw, n):
+    f = hpu.divide_and_conquer(_running)
+    x = np.random.default_rng(n).integers(-20, 20, n)
+    got = x.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = f.run(got, 0, n, device=device, **kw)
+    assert np.array_equal(got, np.cumsum(x))
+    assert run.K == 0 and "neighbour" in run.reason
+
+
+@pytest.mark.parametrize("device, kw", PATHS, ids=str)
+def test_arrays_that_share_memory_run_in_pythons_order(device, kw):
+    f = hpu.divide_and_conquer(_shift_into)
+    base = np.random.default_rng(5).integers(-50, 50, 2001)
+    for make in (lambda x: (x, x, 0, len(x)), lambda x: (x[1:], x[:-1], 0, len(x) - 1)):
+        want = base.copy()
+        _shift_into(*make(want))
+        got = base.copy()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run = f.run(*make(got), device=device, **kw)
+        assert np.array_equal(got, want)
+        assert run.K == 0 and "share memory" in run.reason
+        assert "share memory" in f.plan(*make(got), device=device, **kw).reason
+    apart = base.copy()                 # separate arrays: parallel as before
+    out = np.zeros_like(apart)
+    run = f.run(apart, out, 0, len(apart), device="cpu")
+    assert run.reason is None or "share memory" not in run.reason
