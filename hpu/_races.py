@@ -141,7 +141,9 @@ class _Function:
         if isinstance(e, ast.BinOp):
             left, right = self.of(e.left), self.of(e.right)
             if DATA in (left, right):
-                return DATA
+                # (lo + rank, rank read from the data: kept the task's own, as it cannot
+                # be shown shared -- see the module's last paragraph)
+                return _join([left, right])
             if isinstance(e.op, (ast.FloorDiv, ast.RShift, ast.Mod, ast.BitAnd)):
                 # a position halved, shifted or reduced is many tasks' (lo // 64, lo % 8),
                 # except a midpoint: (lo + hi) // 2, (lo + hi) >> 1
@@ -160,8 +162,9 @@ class _Function:
                 return FIXED
             if e.func.id in ("min", "max") and e.args:
                 # min(lo, 5) clamps many tasks to one element: a position only when every
-                # operand is one (min(hi, lo + 16))
-                cats = [self.of(x) for x in e.args]
+                # operand is one (min(hi, lo + 16)) or the array's own edge (0, len(a):
+                # a slice's bounds clamped, which every task's positions lie within)
+                cats = [self.of(x) for x in e.args if not _edge(x)] or [FIXED]
                 return (DATA if DATA in cats else POS if all(c == POS for c in cats)
                         else FIXED)
             if e.func.id in _PURE and e.args:
@@ -180,6 +183,21 @@ class _Function:
         if isinstance(sl, ast.Tuple):
             return _join(self.index(x) for x in sl.elts)
         return self.of(sl)
+
+
+def _edge(e) -> bool:
+    """``0``, ``len(a)``, ``a.size``, ``a.shape[0]``, or ``len(a) - 1``: an end of an array."""
+    if isinstance(e, ast.Constant) and e.value == 0 and type(e.value) is int:
+        return True
+    if (isinstance(e, ast.BinOp) and isinstance(e.op, ast.Sub)
+            and isinstance(e.right, ast.Constant) and e.right.value == 1):
+        e = e.left
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "len":
+        return True
+    if isinstance(e, ast.Attribute) and e.attr == "size":
+        return True
+    return (isinstance(e, ast.Subscript) and isinstance(e.value, ast.Attribute)
+            and e.value.attr == "shape")
 
 
 def _targets(node):
