@@ -1223,6 +1223,21 @@ def _numba_return_type(disp, args=(), kwargs=None, strict: bool = False):
     return types.pop() if len(types) == 1 else None
 
 
+def _wrapping(v):
+    """A compiled subtree's value with its ints as NumPy's int64 (uint64 past it), tuples
+    item by item: Numba boxes an int64 as a Python int, whose sums in the Python top
+    levels would grow past 64 bits where the plain function's NumPy scalars wrap (and
+    the compiled function's ints)."""
+    if type(v) is int:
+        try:
+            return np.int64(v)
+        except OverflowError:
+            return np.uint64(v)
+    if type(v) is tuple:
+        return tuple(_wrapping(x) for x in v)
+    return v
+
+
 def box_like_numba(v, t):
     """``v`` as Numba boxes a value of type ``t``: Python ``float``/``int``/``bool``, tuples
     of them; anything else unchanged."""
@@ -1415,7 +1430,7 @@ class FanOut:
                 # a list Numba cannot type (an empty one: a base case, as often as not) --
                 # the plain function answers for this subtree, as it does for the whole call
                 return self.fn(*args, **kwargs)
-            return self.compiled(*converted[0], **converted[1])
+            return _wrapping(self.compiled(*converted[0], **converted[1]))
         finally:
             end = _time.perf_counter()
             with self._lock:

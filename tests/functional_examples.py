@@ -462,3 +462,24 @@ def one_line_qsort(arr):
     return arr if len(arr) <= 1 else one_line_qsort(
         [x for x in arr[1:] if x < arr[0]]) + [arr[0]] + one_line_qsort(
         [x for x in arr[1:] if x >= arr[0]])
+
+
+def sort_sumsq(a):
+    """A sorted copy and the sum of squares, which wraps in int64 as NumPy's scalars do."""
+    if len(a) <= 1:
+        if len(a) == 1:
+            return a.copy(), a[0] * a[0]
+        return a.copy(), 0
+    m = len(a) // 2
+    left, s1 = sort_sumsq(a[:m])
+    right, s2 = sort_sumsq(a[m:])
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = j = 0
+    for k in range(len(out)):
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+    return out, s1 + s2

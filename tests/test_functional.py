@@ -1516,3 +1516,17 @@ def test_the_compensated_sum_is_cpythons(xs):
     want, got = sum(xs), _neumaier(xs)
     assert (math.isnan(want) and math.isnan(got)) or (
         got == want and math.copysign(1, got) == math.copysign(1, want)), (got, want)
+
+
+@pytest.mark.parametrize("K", [1, 2, 3])
+def test_the_top_levels_wrap_int64_sums_as_the_plain_function_does(K):
+    from functional_examples import sort_sumsq
+
+    f = hpu.divide_and_conquer(sort_sumsq)
+    a = np.random.default_rng(K).integers(-20, 20, 257) * 150_000_000 + 3_000_000_000
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # NumPy's overflow warnings, in plain Python
+        want = sort_sumsq(a.copy())
+        got = f.run(a, device="cpu", K=K).value
+    assert np.array_equal(got[0], want[0])
+    assert got[1] == want[1] and -2**63 <= got[1] < 2**63
