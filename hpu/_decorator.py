@@ -325,6 +325,11 @@ class DivideAndConquer:
         """The original compiled by Numba, on one core (004's baseline); returns its value."""
         if _disabled():
             return self.py_func(*args, **kwargs)
+        if self._int_results:
+            from hpu._kinds import past_float
+
+            if past_float(args, kwargs):    # (float64 would round them: Python's exact ints)
+                return self._run_plain_for_ints({}, args, kwargs).value
         try:
             value = self._sequential(args, kwargs)
         except Exception as err:
@@ -1118,6 +1123,11 @@ class DivideAndConquer:
         return self._run(opts, args, user)
 
     def _run(self, options, args, kwargs, checked=None) -> Run:
+        if self._int_results and not _disabled():
+            from hpu._kinds import past_float
+
+            if past_float(args, kwargs):
+                return self._run_plain_for_ints(options, args, kwargs)
         try:
             run = self._run_any(options, args, kwargs, checked)
         except Exception as err:
@@ -1130,6 +1140,25 @@ class DivideAndConquer:
 
             run = dataclasses.replace(run, value=restore(run.value, args, kwargs))
         return run
+
+    def _run_plain_for_ints(self, options, args, kwargs) -> Run:
+        """The plain function, for a function whose ints the compiled code holds as float64
+        beside its infinite sentinels (:mod:`hpu._kinds`) given ints past 2**53, which
+        float64 would round: Python's exact answer, slowly, said in the run and warned."""
+        import warnings
+
+        from hpu._errors import HpuPerformanceWarning
+
+        reason = (f"{self.__name__} returns infinite float sentinels beside ints, which the "
+                  "compiled function holds as float64, and was given ints beyond 2**53, "
+                  "which float64 would round: the plain Python function ran, exactly (give "
+                  "the sentinel as an int, e.g. np.iinfo(np.int64).min, to run it compiled)")
+        warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=user_stacklevel())
+        t0 = time.perf_counter()
+        value = self._plain_function()(*args, **kwargs)
+        return Run(value=value, device="python", alpha=None, y=None, K=0, cpu_tasks=1,
+                   gpu_tasks=0, fallbacks=[reason], levels=(), transfers=(),
+                   seconds=time.perf_counter() - t0, reason=reason)
 
     def _plain_function(self):
         """The plain function, for hpu's own runs of it (a list Numba cannot take, what Numba

@@ -35,7 +35,10 @@ import math
 
 import numpy as np
 
-__all__ = ["int_results", "restore"]
+__all__ = ["int_results", "restore", "past_float"]
+
+#: the largest magnitude every integer up to which float64 holds exactly
+EXACT = 2 ** 53
 
 #: builtins and methods that keep an infinity infinite and an int an int
 _CALLS = frozenset({"len", "range", "min", "max", "abs", "int", "bool", "sum", "enumerate",
@@ -267,3 +270,21 @@ def _restored(v):
     if isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer():
         return int(v)
     return v
+
+
+def past_float(args, kwargs) -> bool:
+    """Whether an integer argument (an int, an int array, a list of ints) holds a value of
+    magnitude above 2**53: the compiled function computes such a function's ints as
+    float64 beside its sentinels, which would round them (1780000999954223419 came back
+    as 1780000999954223360), so :func:`restore` could not give Python's int back."""
+    for v in (*args, *kwargs.values()):
+        if isinstance(v, np.ndarray) and v.dtype.kind in "iu" and v.size:
+            if int(v.max()) > EXACT or int(v.min()) < -EXACT:
+                return True
+        elif isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+            if abs(int(v)) > EXACT:
+                return True
+        elif isinstance(v, list) and v and all(type(x) is int for x in v):
+            if max(v) > EXACT or min(v) < -EXACT:
+                return True
+    return False

@@ -222,3 +222,17 @@ def test_a_decorator_with_options_keeps_an_int_answer_an_int():
     for device in ("cpu", "gpu", "hybrid"):
         got = _max_with_options.run(x, 0, 5, device=device).value
         assert type(got) is int and got == 33, device
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu", "sequential"])
+def test_ints_past_2_53_are_exact_through_the_plain_function(device):
+    x = 1_780_000_000_000_000_000 + np.random.default_rng(3).integers(0, 10**12, 501)
+    want = min_max.py_func(x.copy())
+    with pytest.warns(hpu.HpuPerformanceWarning, match="2\\*\\*53"):
+        got = (min_max.sequential(x.copy()) if device == "sequential"
+               else min_max.run(x.copy(), device=device).value)
+    assert got == want and kind(got) == kind(want)
+    assert got[1] == int(x.max())                     # not rounded to float64
+    small = x - 1_780_000_000_000_000_000             # within 2**53: compiled, as before
+    assert min_max.run(small, device=device if device != "sequential" else "cpu"
+                       ).fallbacks == []
