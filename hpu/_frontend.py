@@ -964,6 +964,13 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
     # 3. the recursive calls
     rec = [i for i, s in enumerate(body) if _recursive_calls(s, name)]
     if not rec:
+        via = _recursion_through_helper(tree, name, fn.__globals__)
+        if via is not None:
+            where.refuse(node, "recursion through a helper",
+                         f"{name} calls itself only through {via}(), which calls {name}: hpu "
+                         "reads the recursive calls in the decorated function itself",
+                         f"make the recursive calls in {name} (call {via}() for the combine "
+                         "only, on what the calls returned)")
         where.refuse(node, "a function without a recursive call",
                      f"{name} never calls itself, so there is nothing to divide",
                      f"call {name}(...) at least twice on the subproblems (a >= 2)")
@@ -1724,3 +1731,36 @@ def resolve(fn, spec: DCSpec) -> Closure:
         written=frozenset(written),
         first_write=first_write,
     )
+
+
+def _recursion_through_helper(tree, name: str, glb: dict) -> str | None:
+    """The helper ``tree`` calls (by name) that calls ``name`` back, directly or through
+    its own helpers, else None."""
+    import types
+
+    seen: set = set()
+
+    def reaches(fn, depth=0) -> bool:
+        if fn in seen or depth > 8:
+            return False
+        seen.add(fn)
+        try:
+            src = textwrap.dedent(inspect.getsource(fn))
+            t = ast.parse(src)
+        except (OSError, TypeError, SyntaxError):
+            return False
+        for n in ast.walk(t):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+                if n.func.id == name:
+                    return True
+                g = fn.__globals__.get(n.func.id)
+                if isinstance(g, types.FunctionType) and reaches(g, depth + 1):
+                    return True
+        return False
+
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id != name:
+            g = glb.get(n.func.id)
+            if isinstance(g, types.FunctionType) and reaches(g):
+                return n.func.id
+    return None

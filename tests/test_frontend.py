@@ -690,3 +690,24 @@ def test_one_call_on_every_path_is_refused_as_a_loop():
     text = str(info.value)
     assert "a single recursive call" in text and "at most one recursive call" in text, text
     assert "binary search" in text and "while lo <= hi" in text
+
+
+def _through_helper(a):
+    if len(a) <= 1:
+        return a[0] if len(a) else 0
+    return _sum_via(a)
+
+
+def _sum_via(a):
+    m = len(a) // 2
+    return _through_helper(a[:m]) + _through_helper(a[m:])
+
+
+def test_recursion_through_a_helper_is_named_as_such():
+    import numpy as np
+
+    import hpu
+
+    with pytest.raises(hpu.TranslationError, match=r"calls itself only through "
+                                                   r"_through_helper\(\)"):
+        hpu.divide_and_conquer(_sum_via)(np.arange(10))
