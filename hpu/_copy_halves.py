@@ -254,23 +254,19 @@ def rewrite_copy_halves(fn, nps, lists: bool = False) -> CopyHalvesForm:
         raise NotCopyHalves("its recursive calls are not statements of one block")
     copies = {}         # name -> (index, "lo"/"hi", m, statement, array)
     counts = _stores(node)
-    lengths = {n.targets[0].id for n in ast.walk(node)
-               if isinstance(n, ast.Assign) and len(n.targets) == 1 and _is_name(n.targets[0])
-               and counts.get(n.targets[0].id) == 1 and isinstance(n.value, ast.Call)
-               and _is_name(n.value.func, "len") and len(n.value.args) == 1
-               and _is_name(n.value.args[0])}
+    # names assigned once from len(x) (n = len(arr)): x, by name
+    length_of = {n.targets[0].id: n.value.args[0].id for n in ast.walk(node)
+                 if isinstance(n, ast.Assign) and len(n.targets) == 1
+                 and _is_name(n.targets[0]) and counts.get(n.targets[0].id) == 1
+                 and isinstance(n.value, ast.Call) and _is_name(n.value.func, "len")
+                 and len(n.value.args) == 1 and _is_name(n.value.args[0])}
     for i, st in enumerate(block):
         if (isinstance(st, ast.Assign) and len(st.targets) == 1 and _is_name(st.targets[0])):
             src = _copy_source(st.value, nps, lists)
             if src is not None and isinstance(src, ast.Subscript) and _is_name(src.value) \
                     and src.value.id in params:
-                half = _half(src, src.value.id, frozenset(
-                    x for x in lengths if any(
-                        isinstance(n, ast.Assign) and _is_name(n.targets[0], x)
-                        and _is_name(n.value.args[0], src.value.id)
-                        for n in ast.walk(node) if isinstance(n, ast.Assign)
-                        and len(n.targets) == 1 and isinstance(n.value, ast.Call)
-                        and n.value.args)))
+                x = src.value.id
+                half = _half(src, x, frozenset(k for k, v in length_of.items() if v == x))
                 if half is not None:
                     copies[st.targets[0].id] = (i, half[0], half[1], st, src.value.id)
     if len(copies) != 2:
@@ -281,7 +277,6 @@ def rewrite_copy_halves(fn, nps, lists: bool = False) -> CopyHalvesForm:
             or ast.dump(cl[2]) != ast.dump(cr[2]):
         raise NotCopyHalves("its copies are not arr[:m] and arr[m:] with the same m")
     m = cl[2]
-    counts = _stores(node)
     if counts.get(arr) or counts.get(L) != 1 or counts.get(R) != 1:
         raise NotCopyHalves(f"it reassigns {arr}, {L} or {R}")
     if not _middle(m, arr, node):
@@ -321,7 +316,6 @@ def rewrite_copy_halves(fn, nps, lists: bool = False) -> CopyHalvesForm:
         for n in ast.walk(st.value):
             allowed.add(id(n))
     counter = None
-    store_nodes = []
     for n in ast.walk(node):
         if isinstance(n, ast.Call) and _is_name(n.func, "len") and len(n.args) == 1 \
                 and _is_name(n.args[0], arr):
@@ -333,7 +327,6 @@ def rewrite_copy_halves(fn, nps, lists: bool = False) -> CopyHalvesForm:
                                     "at one counter")
             counter = n.slice.id
             allowed.add(id(n.value))
-            store_nodes.append(n)
     for n in ast.walk(node):
         if _is_name(n, arr) and id(n) not in allowed:
             raise NotCopyHalves(f"it reads {arr} after its calls (line {n.lineno})")
