@@ -182,6 +182,8 @@ def outline_loops(fn, selves: set[str]) -> Outlined | None:
     tree = _tree_of(fn)
     if tree is None or fn.__closure__ or not _loops(ast.Module(tree.body, [])):
         return None
+    if any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(tree)):
+        return None         # (a helper's assignment would be its own local)
     tree.decorator_list = []
     params = [a.arg for a in (*tree.args.posonlyargs, *tree.args.args, *tree.args.kwonlyargs)]
     for extra in (tree.args.vararg, tree.args.kwarg):
