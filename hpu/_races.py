@@ -26,12 +26,17 @@ What counts as the task's own element
 
 A write ``arr[i] = ...`` (or ``+=``, or a slice ``arr[s:e] = ...``) into an array every task
 is given unchanged (a parameter passed on as it is) is the task's own when its index is a
-*position*: built by ``+``, ``-``, ``*``, ``//``, ``min``/``max`` from a parameter the calls
-change (``lo``, ``hi``, ``mid = (lo + hi) // 2``, a segment tree's ``node``), or from a
-local or loop variable that only ever holds such a value (``k = lo; k += 1``,
-``for k in range(lo, hi)``).  An index that is a constant (``cnt[0]``), made only of what
-every task sees alike (``out[n - 1]``, ``len(a)``), or read from the data (``h[a[lo]]``,
-``v = a[lo]; h[v]``, a helper's result) is not.  A write into a local array, or into a view
+*position*: built by ``+``, ``-``, ``*`` from a parameter the calls change (``lo``, ``hi``, a
+segment tree's ``node``), a midpoint (``(lo + hi) // 2``, ``>> 1``), ``min``/``max`` of
+positions or of a position and the array's edge (``0``, ``len(a)``), or a local or loop
+variable that only ever holds such a value (``k = lo; k += 1``, ``for k in range(lo, hi)``).
+An index that is a constant (``cnt[0]``), made only of what every task sees alike
+(``out[n - 1]``, ``len(a)``), read from the data (``h[a[lo]]``, ``v = a[lo]; h[v]``, a
+helper's result), a position folded onto fewer elements (``lo // 64``, ``lo % 8``,
+``min(lo, 5)``) or a width (``hi - lo``) is not.  In a leaf of one element (``if hi - lo ==
+1``) the neighbours' positions ``lo - 1``, ``lo + 1`` are shared when written, or read in an
+array the function writes (:func:`_neighbours`: a running sum over the leaves reads what
+Python's order wrote first).  A write into a local array, or into a view
 of the task's part (``v = a[lo:hi]``, a slice parameter), is always the task's own.
 Helpers are followed: a helper's parameter is a position when every call passes one.
 
