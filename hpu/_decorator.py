@@ -421,16 +421,43 @@ class DivideAndConquer:
         function compiled by Numba on the CPU's threads (its top ``K`` levels as Python,
         the subtrees below at once, :class:`hpu._functional.FanOut`).  On the other
         devices its in-place form where it has one (:meth:`_run_in_place`), else the same
-        CPU run, recorded."""
+        CPU run, recorded.  A list the function writes into is given to it as an array
+        and gets the array's items back when the run is done (all ints, or all floats: a
+        list of several kinds runs the plain function)."""
+        from hpu._functional import convert_arguments
+
+        self._typed_as(args, kwargs)
+        converted = convert_arguments(args, kwargs, self._lists)
+        back = []       # (the caller's list, the array it became) where the function writes
+        if converted is not None and self._writes_arguments is not None:
+            for given, made in zip((*args, *kwargs.values()),
+                                   (*converted[0], *converted[1].values())):
+                if type(given) is list and isinstance(made, np.ndarray):
+                    if given and set(map(type, given)) not in ({int}, {float}):
+                        # its items would come back as the array's one type: Python's own
+                        t0 = time.perf_counter()
+                        with _lists_restored(args, kwargs):
+                            value = self._plain_function()(*args, **kwargs)
+                        why = (f"{self.__name__} writes into a list of several kinds of "
+                               "items, which an array would give back as one: the plain "
+                               "Python function ran")
+                        return _one_call_run(o, value, t0, [why] if o["device"] != "cpu"
+                                             else [], why)
+                    back.append((given, made))
+        run = self._run_functional_converted(o, args, kwargs, converted)
+        for given, made in back:    # the writes, into the caller's list (ints, floats)
+            given[:] = made.tolist()
+        return run
+
+    def _run_functional_converted(self, o, args, kwargs, converted) -> Run:
+        """:meth:`_run_functional` on the arguments as :func:`convert_arguments` gave them
+        (``converted``; None: a list Numba cannot type)."""
         import warnings
 
         from hpu._errors import HpuPerformanceWarning
-        from hpu._functional import (UNTYPED_REASON, convert_arguments,
-                                     quiet_reflection, untyped_what)
+        from hpu._functional import UNTYPED_REASON, quiet_reflection, untyped_what
 
         fallbacks = []
-        self._typed_as(args, kwargs)
-        converted = convert_arguments(args, kwargs, self._lists)
         scratch = None if converted is None else self._scratch_call(*converted)
         form = None if scratch is None else self._scratch_form[1]
         if scratch is not None and not hasattr(form, "flagged"):
@@ -1498,6 +1525,23 @@ class DivideAndConquer:
             return run_on_cluster(self, program, values, options=o)
         try:
             return self._run_once(o, values, program)
+        except TranslationError as err:
+            if o["device"] == "cpu":
+                raise
+            # Python the CPU's compiled code takes but OpenCL C cannot say (an array given
+            # another name): nothing ran on the device; the CPU answers, recorded
+            import dataclasses
+            import warnings
+
+            from hpu._errors import HpuPerformanceWarning
+
+            reason = (f"{self.__name__} cannot run on the OpenCL device ({str(err).strip()}); "
+                      "it ran on the CPU")
+            warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=user_stacklevel())
+            run = self._run_once({**o, "device": "cpu", "alpha": None, "y": None}, values,
+                                 program)
+            return dataclasses.replace(run, device=o["device"], reason=reason,
+                                       fallbacks=[*run.fallbacks, reason])
         except BaseException as err:
             # deeper than native recursion may go: the arrays are back as they were, so the
             # call runs again with the solver that continues on a growable stack

@@ -321,7 +321,7 @@ class OutlinedCall:
         from hpu._functional import resolve
 
         args = resolve(args)
-        if not self._python:
+        if not self._python and self._typed(args):
             from numba.core.errors import NumbaError
 
             with self._lock:
@@ -332,3 +332,16 @@ class OutlinedCall:
             except NumbaError:
                 self._python = True
         return self.py(*args)
+
+    @staticmethod
+    def _typed(args) -> bool:
+        """Whether Numba can type every argument (an empty list it cannot: this call then
+        runs as Python, the next ones compiled as before)."""
+        import numba
+
+        try:
+            for a in args:
+                numba.typeof(a)
+        except (ValueError, TypeError):
+            return False
+        return True

@@ -158,6 +158,10 @@ class _Function:
                 return POS if mid else FIXED
             if isinstance(e.op, ast.Sub) and left == POS and right == POS:
                 return FIXED            # a width (hi - lo): tasks of one size share it
+            if isinstance(e.op, ast.Sub) and right == POS:
+                # a mirror (len(a) - 1 - lo): another task's element, which that task
+                # may read or write -- a reversal pairs them, other writes collide
+                return FIXED
             # (a position plus, minus, times anything else is still one: mid - 1, 2 * node)
             return _join([left, right])
         if isinstance(e, ast.IfExp):

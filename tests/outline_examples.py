@@ -118,3 +118,14 @@ def sum_returned(a):
 
 DECORATED = {f.__name__: hpu.divide_and_conquer(f)
              for f in (copy_halves_sort, inline_merge, divides_in_merge)}
+
+
+def comp_sum(a):
+    """A comprehension that may come out empty, summed: an empty list Numba cannot type."""
+    if len(a) < 4:
+        return sum(a)
+    mid = len(a) // 2
+    x = comp_sum(a[:mid])
+    y = comp_sum(a[mid:])
+    sq = [v * 2 for v in a if v > 0]
+    return x + y + sum(sq) - sum(a) + np.zeros(1)[0]

@@ -173,3 +173,18 @@ def test_a_list_whose_merge_stops_early_is_redone_as_written():
     xs = [int(v) for v in np.random.default_rng(8).integers(-50, 50, 5_001)]
     run = check_list("for_lists_short", xs, "gpu", {})   # (its warning is checked above)
     assert any("unwritten" in f and "as written" in f for f in run.fallbacks)
+
+
+@pytest.mark.parametrize("device,kw", PATHS[:3])
+@pytest.mark.parametrize("xs", [[3, 1, 2], [2.5, -1.0, 7.25, 0.0], [5, 2.5, 1], []],
+                         ids=["ints", "floats", "mixed", "empty"])
+def test_the_array_form_given_a_list_writes_the_list(device, kw, xs):
+    """``.copy()`` copies a list too: the function sorts the caller's list in place."""
+    want = list(xs)
+    ex.tutorial(want)
+    got = list(xs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = decorated("tutorial").run(got, device=device, **kw)
+    assert got == want and [type(v) for v in got] == [type(v) for v in want]
+    assert run.value is None

@@ -144,3 +144,13 @@ def test_an_error_in_an_outlined_loop_names_the_users_line():
 def divides_in_merge_fn():
     from outline_examples import divides_in_merge
     return divides_in_merge
+
+
+@pytest.mark.parametrize("K", [1, 2, 3])
+def test_a_loop_given_an_empty_list_runs_as_python_that_time(K):
+    import hpu
+    from outline_examples import comp_sum
+
+    f = hpu.divide_and_conquer(comp_sum)
+    for x in (-np.arange(1.0, 8.0), np.arange(-3.0, 12.0)):
+        assert f.run(x, device="cpu", K=K).value == pytest.approx(comp_sum(x))

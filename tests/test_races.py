@@ -201,7 +201,17 @@ def _cases():
         by_width(a, out, lo, mid)
         by_width(a, out, mid, hi)
 
+    def mirror(a, lo, hi):
+        """Writes the mirrored element: another task's, which it reads."""
+        if hi - lo == 1:
+            a[len(a) - 1 - lo] = a[lo] * 2 + 1
+            return
+        mid = (lo + hi) // 2
+        mirror(a, lo, mid)
+        mirror(a, mid, hi)
+
     return [(running, ["a[lo - 1] (reads a neighbouring task's element)"]),
+            (mirror, ["a[len(a) - 1 - lo] = a[lo] * 2 + 1"]),
             (bubble, ["a[lo + 1] (reads a neighbouring task's element)",   # the test
                       "a[lo + 1] (reads a neighbouring task's element)",   # the swap
                       "a[lo + 1] (writes a neighbouring task's element)"]),
