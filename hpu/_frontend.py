@@ -94,6 +94,7 @@ from hpu._normalise import _is_rec, normalise, unroll_literal_loops
 from hpu._raises import lower_raises, raise_refusal
 from hpu._reductions import REDUCE_FIRST, REDUCE_PAIR, reductions_as_loops
 from hpu._subset import EXPR_RULES, STMT_RULES, refuse_with
+from hpu._unbound import guard_unbound
 
 __all__ = [
     "CallSite", "DCSpec", "Helper", "Closure", "parse", "resolve",
@@ -948,6 +949,7 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
                                  f"({', '.join(params)}); pass two of its scalar parameters")
         span = tuple(span)
     tree = _functional.rewrite_values(_strip(node))  # float("inf"), `if not arr`
+    guard_unbound(tree)  # a local read before any assignment raises (hpu._unbound)
     lower_raises(tree, fn.__globals__)  # assert -> if/raise; raise E("...") marked
     left = _lower_reductions(tree, fn.__globals__)  # a.sum(), np.max(a) -> loops
     _refusals_at_once(tree, where, name, reductions=left)
@@ -1598,6 +1600,7 @@ def resolve(fn, spec: DCSpec) -> Closure:
         where = _Where(filename, f"helper {getattr(obj, '__hpu_shown__', n)!r}")
         _check_params(hnode, where)
         tree = _functional.rewrite_values(_strip(hnode))
+        guard_unbound(tree)
         lower_raises(tree, obj.__globals__)
         left = _lower_reductions(tree, obj.__globals__)
         _refusals_at_once(tree, where, tree.name, sentinel=False, reductions=left)

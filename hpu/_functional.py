@@ -519,6 +519,7 @@ def _clone(f, glb, is_main: bool, checker=None):
 
     from hpu._comprehensions import comprehensions_as_loops
     from hpu._errors import HpuRecursionError
+    from hpu._unbound import guard_unbound
     from hpu._guard import NATIVE_DEPTH, max_depth
 
     tree = _tree_of(f)
@@ -530,6 +531,7 @@ def _clone(f, glb, is_main: bool, checker=None):
     filename = inspect.getsourcefile(f) or f.__code__.co_filename
     tree.decorator_list = []
     comprehensions_as_loops(tree)       # before Numba sees them: see hpu._comprehensions
+    guard_unbound(tree)                 # a local read unassigned raises (hpu._unbound)
     if getattr(checker, "lists", False):  # `if not arr: return []`: a list Numba can type
         _empty_lists_typed(tree)
     if checker is not None:

@@ -45,6 +45,7 @@ BUILTIN = frozenset({
     "Exception", "ArithmeticError", "AssertionError", "IndexError", "KeyError",
     "LookupError", "NotImplementedError", "OverflowError", "RecursionError", "RuntimeError",
     "TypeError", "ValueError", "ZeroDivisionError", "FloatingPointError",
+    "NameError", "UnboundLocalError",
 })
 
 #: mark on a ``raise`` the device and the note can rebuild (its class name and arguments)
@@ -177,8 +178,13 @@ def raise_sites(fn) -> tuple[tuple[str, tuple, str], ...]:
 
     from hpu._functional import _trees
 
+    import copy
+
+    from hpu._unbound import guard_unbound
+
     out = []
     for f, tree in _trees(fn):
+        tree = guard_unbound(copy.deepcopy(tree))   # (its UnboundLocalError checks too)
         name, glb = os.path.basename(f.__code__.co_filename), f.__globals__
         for node in ast.walk(tree):
             try:
