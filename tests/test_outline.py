@@ -75,6 +75,15 @@ def test_a_loop_that_leaves_its_statement_is_not_outlined():
     assert _outlined(breaks) is None
 
 
+def _fraction_sum(k):
+    import fractions
+
+    out = 0
+    for i in range(k):
+        out += fractions.Fraction(i, 1).numerator
+    return (out,)
+
+
 def test_a_helper_numba_cannot_compile_runs_as_the_python_statement():
     import numba
 
@@ -83,8 +92,11 @@ def test_a_helper_numba_cannot_compile_runs_as_the_python_statement():
             k += d[key]
         return (k,)
 
-    call = OutlinedCall(count, numba.njit)
+    call = OutlinedCall(count, numba.njit)      # a dict Numba cannot type: Python, this call
     assert call({"a": 1, "b": 2}, 0) == (3,)
+    assert call._disp is None and not call._python
+    call = OutlinedCall(_fraction_sum, numba.njit)  # typed, but not compilable: Python from now
+    assert call(4) == (6,)
     assert call._python
 
 
