@@ -4,6 +4,7 @@ answers, errors at the user's line, and the shapes it cannot outline left as the
 from __future__ import annotations
 
 import ast
+import fractions
 import inspect
 
 import numpy as np
@@ -76,8 +77,6 @@ def test_a_loop_that_leaves_its_statement_is_not_outlined():
 
 
 def _fraction_sum(k):
-    import fractions
-
     out = 0
     for i in range(k):
         out += fractions.Fraction(i, 1).numerator
