@@ -322,14 +322,14 @@ class OutlinedCall:
 
         args = resolve(args)
         if not self._python and self._typed(args):
-            from numba.core.errors import NumbaError
+            from numba.core.errors import NumbaError, UnsupportedBytecodeError
 
             with self._lock:
                 if self._disp is None:
                     self._disp = self._compile(self.py)
             try:
                 return self._disp(*args)
-            except NumbaError:
+            except (NumbaError, UnsupportedBytecodeError):
                 self._python = True
         return self.py(*args)
 
