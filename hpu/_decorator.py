@@ -1338,6 +1338,25 @@ class DivideAndConquer:
                                        if o["device"] != "cpu" else run.fallbacks)
         return self._run_checked(o, values, program)
 
+    def _no_device_reason(self, err) -> str:
+        """Why a function whose device code cannot be generated runs on the CPU."""
+        return (f"{self.__name__} cannot run on the OpenCL device ({str(err).strip()}); "
+                "it runs on the CPU")
+
+    def _untranslatable(self, values, depth: int) -> str | None:
+        """:meth:`_no_device_reason` where OpenCL C cannot say the function (the plan says
+        what the run will do), else None."""
+        from hpu._opencl._levels import translate_levels
+
+        program = self._program(values)
+        try:
+            translate_levels(program, {n: values[n] for n in program.layout.shared}, depth)
+        except TranslationError as err:
+            return self._no_device_reason(err)
+        except Exception:  # noqa: BLE001 - anything else is the run's to report
+            return None
+        return None
+
     def _aliased(self, args, kwargs) -> str | None:
         """Why a call whose array arguments share memory, one of them written, runs as one
         task (``f(x, x, 0, n)`` reading ``a[lo - 1]`` and writing ``out[lo]``: side by side a
@@ -1535,8 +1554,7 @@ class DivideAndConquer:
 
             from hpu._errors import HpuPerformanceWarning
 
-            reason = (f"{self.__name__} cannot run on the OpenCL device ({str(err).strip()}); "
-                      "it ran on the CPU")
+            reason = self._no_device_reason(err)
             warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=user_stacklevel())
             run = self._run_once({**o, "device": "cpu", "alpha": None, "y": None}, values,
                                  program)
@@ -1670,6 +1688,14 @@ class DivideAndConquer:
 
             plan = make_plan(self._parse(), values, device="cpu", K=0, machine=o["machine"])
             return dataclasses.replace(plan, reason=alone)
+        if o["device"] != "cpu":
+            why = self._untranslatable(values, o["depth"])
+            if why is not None:       # the run's CPU fallback (_run_checked), planned
+                import dataclasses
+
+                plan = make_plan(self._parse(), values, device="cpu", K=o["K"],
+                                 machine=o["machine"])
+                return dataclasses.replace(plan, reason=why)
         cl_device = o["cl_device"]
         if o["device"] != "cpu" and o["machine"] is None:
             from hpu._opencl._backend import OpenCLBackend

@@ -227,6 +227,8 @@ def test_an_opencl_refusal_in_the_combine_names_the_users_line_not_a_generated_f
     (why,) = run.fallbacks
     assert f"{__file__}:{_line(float_mix, '# OpenCL')}:" in why, why
     assert "generated" not in why
+    plan = f.plan(x, 0, 64, device="gpu")        # the plan says what the run does
+    assert plan.reason == why and plan.gpu_work_fraction == 0
 
 
 def early_exit(a, lo, hi):
