@@ -73,7 +73,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpu._functional_dps import _fresh, _function, _is_name, _self_calls, _tree
+from hpu._functional_dps import (_fresh, _function, _is_name, _self_calls, _store_counts,
+                                 _tree)
 from hpu._functional_partition import _np_call
 
 __all__ = ["CopyHalvesForm", "NotCopyHalves", "rewrite_copy_halves"]
@@ -107,6 +108,15 @@ class CopyHalvesForm:
         """Whether a task's merge left elements of its slice unwritten (``values``: the
         arguments the run was given)."""
         return bool(values[-1][0])
+
+
+def _parsed_at(src: str, at) -> list:
+    """The statements of ``src``, placed at the user's statement ``at``."""
+    out = ast.parse(src).body
+    for x in out:
+        for n in ast.walk(x):
+            ast.copy_location(n, at)
+    return out
 
 
 def _copy_source(e, nps, bare: bool = False):
@@ -165,18 +175,10 @@ def _split_pairs(stmts):
     return out
 
 
-def _stores(node) -> dict:
-    out: dict = {}
-    for n in ast.walk(node):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            out[n.id] = out.get(n.id, 0) + 1
-    return out
-
-
 def _middle(m, arr: str, node) -> bool:
     """``m`` is ``len(arr) // 2`` (``>> 1``, ``(len(arr) + 1) // 2``), directly or through
     names assigned once (``n = len(arr)``; ``mid = n // 2``): inside ``[0, len(arr)]``."""
-    counts = _stores(node)
+    counts = _store_counts(node)
     values = {}
     for n in ast.walk(node):
         if (isinstance(n, ast.Assign) and len(n.targets) == 1 and _is_name(n.targets[0])
@@ -253,7 +255,7 @@ def rewrite_copy_halves(fn, nps, lists: bool = False) -> CopyHalvesForm:
     if block is None:
         raise NotCopyHalves("its recursive calls are not statements of one block")
     copies = {}         # name -> (index, "lo"/"hi", m, statement, array)
-    counts = _stores(node)
+    counts = _store_counts(node)
     # names assigned once from len(x) (n = len(arr)): x, by name
     length_of = {n.targets[0].id: n.value.args[0].id for n in ast.walk(node)
                  if isinstance(n, ast.Assign) and len(n.targets) == 1
@@ -336,14 +338,12 @@ def rewrite_copy_halves(fn, nps, lists: bool = False) -> CopyHalvesForm:
             | set(fn.__globals__))
     buf, flag = _fresh("hpu_s", used), _fresh("hpu_flag", used)
     used |= {buf, flag}
-    n_before = len(block)
     loop = _loop_over(block, last, arr, counter, node)
     if loop is not None:
         _instrument_loop(node, block, loop, arr, counter, flag, used)
     else:
         _instrument_counter(node, block, last, arr, counter, flag, used)
-    # (the instrumentation adds statements after the calls only: their places hold)
-    assert len(block) >= n_before
+    # (the instrumentation adds statements after the calls only: `last` still holds)
     for n in ast.walk(node):
         if isinstance(n, ast.Return) and n.value is not None and any(
                 _is_name(x) and x.id in (L, R, arr) for x in ast.walk(n.value)):
@@ -371,19 +371,15 @@ def rewrite_copy_halves(fn, nps, lists: bool = False) -> CopyHalvesForm:
         src = (f"{target} = {buf}{view}\n"
                f"for hpu_i in range(len({target})):\n"
                f"    {target}[hpu_i] = {arr}[{offset} + hpu_i]")
-        for x in ast.parse(src).body:
-            for n in ast.walk(x):
-                ast.copy_location(n, at)
-            made.append(x)
+        made += _parsed_at(src, at)
     tail = after
     new_tail = tail
     if loop is None:        # the counter's: it must have reached len(arr)
-        check = ast.parse(f"if {counter} != len({arr}):\n    {flag}[0] = 1").body[0]
         end_at = (len(tail) if not (tail and isinstance(tail[-1], ast.Return))
                   else len(tail) - 1)
-        for n in ast.walk(check):
-            ast.copy_location(n, tail[end_at - 1] if end_at else block[last])
-        new_tail = tail[:end_at] + [check] + tail[end_at:]
+        check = _parsed_at(f"if {counter} != len({arr}):\n    {flag}[0] = 1",
+                           tail[end_at - 1] if end_at else block[last])
+        new_tail = tail[:end_at] + check + tail[end_at:]
     kept = [st for i, st in enumerate(block[:last + 1]) if i not in (cl[0], cr[0])]
     block[:] = kept + made + new_tail
     node.args.args = node.args.args + [ast.arg(buf), ast.arg(flag)]
@@ -456,13 +452,6 @@ def _instrument_counter(node, block, last: int, arr: str, k: str, flag: str,
     w = _fresh("hpu_w", used)
     used.add(w)
 
-    def made(src, at):
-        out = ast.parse(src).body
-        for x in out:
-            for n in ast.walk(x):
-                ast.copy_location(n, at)
-        return out
-
     def walk(stmts):
         out = []
         for st in stmts:
@@ -471,15 +460,15 @@ def _instrument_counter(node, block, last: int, arr: str, k: str, flag: str,
                 if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
                     setattr(st, field, walk(inner))
             if id(st) in steps:
-                out += made(f"if {w} == 0:\n    {flag}[0] = 1", st)
+                out += _parsed_at(f"if {w} == 0:\n    {flag}[0] = 1", st)
                 out.append(st)
-                out += made(f"{w} = 0", st)
+                out += _parsed_at(f"{w} = 0", st)
             elif id(st) in stores:
                 out.append(st)
-                out += made(f"{w} = 1", st)
+                out += _parsed_at(f"{w} = 1", st)
             elif st is set_at:
                 out.append(st)
-                out += made(f"{w} = 0", st)
+                out += _parsed_at(f"{w} = 0", st)
             else:
                 out.append(st)
         return out
@@ -490,7 +479,7 @@ def _instrument_counter(node, block, last: int, arr: str, k: str, flag: str,
 def _loop_over(block, last: int, arr: str, k: str, node):
     """The statement ``for k in range(len(arr)):`` (``range(0, len(arr))``, ``range(n)``
     with ``n = len(arr)`` assigned once) of the calls' block after its calls, else None."""
-    counts = _stores(node)
+    counts = _store_counts(node)
     lengths = {n.targets[0].id for n in ast.walk(node)
                if isinstance(n, ast.Assign) and len(n.targets) == 1 and _is_name(n.targets[0])
                and counts.get(n.targets[0].id) == 1 and isinstance(n.value, ast.Call)
@@ -557,13 +546,6 @@ def _instrument_loop(node, block, loop, arr: str, k: str, flag: str, used: set) 
     w = _fresh("hpu_w", used)
     used.add(w)
 
-    def made(src, at):
-        out = ast.parse(src).body
-        for x in out:
-            for n in ast.walk(x):
-                ast.copy_location(n, at)
-        return out
-
     def walk(stmts):
         out = []
         for st in stmts:
@@ -573,8 +555,8 @@ def _instrument_loop(node, block, loop, arr: str, k: str, flag: str, used: set) 
                     setattr(st, field, walk(inner))
             out.append(st)
             if id(st) in stores:
-                out += made(f"{w} = 1", st)
+                out += _parsed_at(f"{w} = 1", st)
         return out
 
-    loop.body = (made(f"{w} = 0", loop.body[0]) + walk(loop.body)
-                 + made(f"if {w} == 0:\n    {flag}[0] = 1", loop.body[-1]))
+    loop.body = (_parsed_at(f"{w} = 0", loop.body[0]) + walk(loop.body)
+                 + _parsed_at(f"if {w} == 0:\n    {flag}[0] = 1", loop.body[-1]))

@@ -433,7 +433,7 @@ class DivideAndConquer:
             for given, made in zip((*args, *kwargs.values()),
                                    (*converted[0], *converted[1].values())):
                 if type(given) is list and isinstance(made, np.ndarray):
-                    if given and set(map(type, given)) not in ({int}, {float}):
+                    if given and not _one_number_kind(given):
                         # its items would come back as the array's one type: Python's own
                         t0 = time.perf_counter()
                         with _lists_restored(args, kwargs):
@@ -1462,11 +1462,10 @@ class DivideAndConquer:
                                   if q != p):
             return None
         items = bound.arguments[p]
-        kinds = set(map(type, items))
-        if kinds not in ({int}, {float}):
+        if not items or not _one_number_kind(items):
             return None
         try:
-            arr = np.array(items, dtype=np.int64 if kinds == {int} else np.float64)
+            arr = np.array(items, dtype=np.int64 if type(items[0]) is int else np.float64)
         except OverflowError:
             return None                 # ints past int64: Python's own
         bufs = form.buffers({p: arr})
@@ -1929,6 +1928,13 @@ def _not_compiled_reason(name: str, err) -> str:
     return (f"{where}Numba cannot compile {name} as written ({what}); the plain Python "
             "function runs instead: write that line with what Numba supports to run it "
             "compiled")
+
+
+def _one_number_kind(items: list) -> bool:
+    """All ints or all floats (not bools): a list whose items an int64 or float64 array
+    gives back as they were (``tolist()``)."""
+    kinds = set(map(type, items))
+    return kinds == {int} or kinds == {float}
 
 
 def _a_tasks_error(err: BaseException) -> bool:

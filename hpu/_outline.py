@@ -55,10 +55,10 @@ import inspect
 import threading
 from dataclasses import dataclass, field
 
+from hpu._functional import _LOOPS, _reduction
+
 __all__ = ["Outlined", "outline_loops", "OutlinedCall"]
 
-_LOOPS = (ast.For, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-_LOOPING_BUILTINS = frozenset({"sum", "min", "max", "sorted", "list", "tuple", "any", "all"})
 _COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 #: statements a helper cannot hold (they leave it, or bind names elsewhere)
 _LEAVING = (ast.Return, ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal,
@@ -76,11 +76,14 @@ class Outlined:
     helpers: dict = field(default_factory=dict)
 
 
+def _looping(n) -> bool:
+    """A loop, or a builtin that loops over its one argument (``sum(a)``), as
+    :func:`hpu._functional.call_shape` finds them."""
+    return isinstance(n, _LOOPS) or _reduction(n)
+
+
 def _loops(node) -> bool:
-    return any(isinstance(n, _LOOPS) or (
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-        and n.func.id in _LOOPING_BUILTINS and len(n.args) == 1 and not n.keywords)
-        for n in ast.walk(node))
+    return any(_looping(n) for n in ast.walk(node))
 
 
 def _calls(node, selves) -> bool:
@@ -295,11 +298,8 @@ def outline_loops(fn, selves: set[str]) -> Outlined | None:
     except _NotOutlined:
         return None
     # what is left looping outside a helper must make recursive calls itself
-    for n in ast.walk(tree):
-        if (isinstance(n, _LOOPS) or (isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-                                      and n.func.id in _LOOPING_BUILTINS and len(n.args) == 1
-                                      and not n.keywords)) and not _calls(n, selves):
-            return None
+    if any(_looping(n) and not _calls(n, selves) for n in ast.walk(tree)):
+        return None
     if not helpers:
         return None
     ast.fix_missing_locations(tree)
