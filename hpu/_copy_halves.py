@@ -93,6 +93,7 @@ class CopyHalvesForm:
     params: tuple[str, ...]
     array: str                      #: the array parameter the halves are copied from
     counter: str                    #: the merge's store index (named in the fallback)
+    marks: bool = False             #: whether it takes a buffer of marks (int8), zeroed
     #: (the scratch form's protocol: a slice form has no bounds, no closed ranges)
     bounds: None = None
     extra: int = 0
@@ -102,6 +103,8 @@ class CopyHalvesForm:
         a = bound.get(self.array)
         if not isinstance(a, np.ndarray) or a.ndim != 1:
             return None
+        if self.marks:
+            return np.empty(a.size, a.dtype), np.zeros(a.size, np.int8), np.zeros(1, np.int64)
         return np.empty(a.size, a.dtype), np.zeros(1, np.int64)
 
     def flagged(self, values) -> bool:
@@ -254,6 +257,7 @@ def rewrite_copy_halves(fn, nps, lists: bool = False) -> CopyHalvesForm:
     block = _calls_block(node.body, name)
     if block is None:
         raise NotCopyHalves("its recursive calls are not statements of one block")
+    _inline_helpers(node, block, fn)
     copies = {}         # name -> (index, "lo"/"hi", m, statement, array)
     counts = _store_counts(node)
     # names assigned once from len(x) (n = len(arr)): x, by name
@@ -317,32 +321,42 @@ def rewrite_copy_halves(fn, nps, lists: bool = False) -> CopyHalvesForm:
     for st in (cl[3], cr[3]):
         for n in ast.walk(st.value):
             allowed.add(id(n))
-    counter = None
+    indices = []
     for n in ast.walk(node):
         if isinstance(n, ast.Call) and _is_name(n.func, "len") and len(n.args) == 1 \
                 and _is_name(n.args[0], arr):
             allowed.add(id(n.args[0]))
         elif (isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store)
               and _is_name(n.value, arr)):
-            if not _is_name(n.slice) or (counter is not None and n.slice.id != counter):
-                raise NotCopyHalves(f"it stores into {arr} at `{ast.unparse(n.slice)}`, not "
-                                    "at one counter")
-            counter = n.slice.id
+            indices.append(n.slice)
             allowed.add(id(n.value))
     for n in ast.walk(node):
         if _is_name(n, arr) and id(n) not in allowed:
             raise NotCopyHalves(f"it reads {arr} after its calls (line {n.lineno})")
-    if counter is None:
+    if not indices:
         raise NotCopyHalves(f"it never writes {arr}")
     used = ({n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | set(params)
             | set(fn.__globals__))
     buf, flag = _fresh("hpu_s", used), _fresh("hpu_flag", used)
     used |= {buf, flag}
-    loop = _loop_over(block, last, arr, counter, node)
+    marks = None
+    counter = ast.unparse(indices[0])
+    one = all(_is_name(i, counter) for i in indices)
+    loop = _loop_over(block, last, arr, counter, node) if one else None
     if loop is not None:
         _instrument_loop(node, block, loop, arr, counter, flag, used)
     else:
-        _instrument_counter(node, block, last, arr, counter, flag, used)
+        try:
+            if not one:
+                raise NotCopyHalves("its stores are at several indices")
+            _instrument_counter(node, block, last, arr, counter, flag, used)
+        except NotCopyHalves:
+            # any other merge: each store marks its element; the merge's end checks that
+            # every element was marked, and clears the marks for the level above
+            marks = _fresh("hpu_m", used)
+            used.add(marks)
+            _instrument_marks(node, block, last, arr, marks, flag, used)
+            counter = ", ".join(dict.fromkeys(ast.unparse(i) for i in indices))
     # (the instrumentation adds statements after the calls only: `last` still holds)
     for n in ast.walk(node):
         if isinstance(n, ast.Return) and n.value is not None and any(
@@ -363,7 +377,10 @@ def rewrite_copy_halves(fn, nps, lists: bool = False) -> CopyHalvesForm:
         lo = c.args[pos].id == L
         view = f"[:{mt}]" if lo else f"[{mt}:]"
         c.args[pos] = ast.copy_location(ast.parse(f"{arr}{view}", mode="eval").body, c.args[pos])
-        c.args.append(ast.copy_location(ast.parse(f"{buf}{view}", mode="eval").body, c))
+        for extra in (buf, marks):
+            if extra is not None:
+                c.args.append(ast.copy_location(ast.parse(f"{extra}{view}", mode="eval").body,
+                                                c))
         c.args.append(ast.copy_location(ast.Name(flag, ast.Load()), c))
     made = []
     for target, at, view in ((L, cl[3], f"[:{mt}]"), (R, cr[3], f"[{mt}:]")):
@@ -374,7 +391,7 @@ def rewrite_copy_halves(fn, nps, lists: bool = False) -> CopyHalvesForm:
         made += _parsed_at(src, at)
     tail = after
     new_tail = tail
-    if loop is None:        # the counter's: it must have reached len(arr)
+    if loop is None and marks is None:      # the counter's: it must have reached len(arr)
         end_at = (len(tail) if not (tail and isinstance(tail[-1], ast.Return))
                   else len(tail) - 1)
         check = _parsed_at(f"if {counter} != len({arr}):\n    {flag}[0] = 1",
@@ -382,14 +399,15 @@ def rewrite_copy_halves(fn, nps, lists: bool = False) -> CopyHalvesForm:
         new_tail = tail[:end_at] + check + tail[end_at:]
     kept = [st for i, st in enumerate(block[:last + 1]) if i not in (cl[0], cr[0])]
     block[:] = kept + made + new_tail
-    node.args.args = node.args.args + [ast.arg(buf), ast.arg(flag)]
+    node.args.args = node.args.args + [ast.arg(x) for x in (buf, marks, flag) if x is not None]
     ast.fix_missing_locations(node)
     filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
     glb = dict(fn.__globals__)
     out = _function(node, glb, filename)
     out.__hpu_tree__ = (node, filename, text, start)
     glb[name] = out
-    return CopyHalvesForm(fn=out, params=tuple(params), array=arr, counter=counter)
+    return CopyHalvesForm(fn=out, params=tuple(params), array=arr, counter=counter,
+                          marks=marks is not None)
 
 
 def _instrument_counter(node, block, last: int, arr: str, k: str, flag: str,
@@ -560,3 +578,163 @@ def _instrument_loop(node, block, loop, arr: str, k: str, flag: str, used: set) 
 
     loop.body = (_parsed_at(f"{w} = 0", loop.body[0]) + walk(loop.body)
                  + _parsed_at(f"if {w} == 0:\n    {flag}[0] = 1", loop.body[-1]))
+
+
+_PURE_CALLS = frozenset({"len", "min", "max", "abs", "int"})
+
+
+def _instrument_marks(node, block, last: int, arr: str, marks: str, flag: str,
+                      used: set) -> None:
+    """Check a merge whose stores are ``arr[e] = v`` at any index (``arr[i + j]``, two
+    counters, a helper's own): each store marks its element (``hpu_m[e] = 1``, the
+    marks sliced with ``arr``), and the merge's end sets the flag where an element is
+    unmarked, clearing the marks for the level above.  Every store must be in the calls'
+    block after its calls, a statement of its own, at an index without side effects."""
+    tail = {id(n) for st in block[last + 1:] for n in ast.walk(st)}
+    owners = {}
+    for st in ast.walk(node):
+        if isinstance(st, ast.stmt):
+            for t in (st.targets if isinstance(st, ast.Assign) else
+                      [st.target] if isinstance(st, (ast.AugAssign, ast.AnnAssign, ast.For))
+                      else []):
+                for n in ast.walk(t):
+                    owners.setdefault(id(n), st)
+    stores = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) \
+                and _is_name(n.value, arr):
+            st = owners.get(id(n))
+            if not (isinstance(st, ast.Assign) and st.targets == [n]) or id(n) not in tail:
+                raise NotCopyHalves(f"it changes {arr} other than by `{arr}[i] = v` after "
+                                    f"its calls (line {n.lineno})")
+            if isinstance(n.slice, ast.Slice) or any(
+                    isinstance(x, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom))
+                    or isinstance(x, ast.Call) and not (
+                        _is_name(x.func) and x.func.id in _PURE_CALLS)
+                    for x in ast.walk(n.slice)):
+                raise NotCopyHalves(f"it stores into {arr} at `{ast.unparse(n.slice)}`, "
+                                    "an index that is not one element or calls a function")
+            stores.add(id(st))
+
+    def walk(stmts):
+        out = []
+        for st in stmts:
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(st, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    setattr(st, field, walk(inner))
+            out.append(st)
+            if id(st) in stores:
+                out += _parsed_at(f"{marks}[{ast.unparse(st.targets[0].slice)}] = 1", st)
+        return out
+
+    tail_stmts = walk(block[last + 1:])
+    q = _fresh("hpu_q", used)
+    used.add(q)
+    at = len(tail_stmts) - (1 if tail_stmts and isinstance(tail_stmts[-1], ast.Return) else 0)
+    check = _parsed_at(f"for {q} in range(len({arr})):\n"
+                       f"    if {marks}[{q}] == 0:\n"
+                       f"        {flag}[0] = 1\n"
+                       f"    {marks}[{q}] = 0", tail_stmts[at - 1] if at else block[last])
+    block[last + 1:] = tail_stmts[:at] + check + tail_stmts[at:]
+
+
+def _inline_helpers(node, block, fn) -> None:
+    """The calls' block with each helper called after its recursive calls written out in
+    its place (``merge(arr, L, R)``, ``inv += merge(arr, L, R)``, ``return merge(...)``),
+    so that the merge is read as the function's own.  A helper is written out where it is
+    a plain function of the same module, positional parameters only, none reassigned, with
+    no return but its last statement; its own names are renamed apart.  Anything else is
+    left as it is (and the form's checks then say why)."""
+    import types
+
+    calls_at = [i for i, st in enumerate(block) if _self_calls(st, node.name)]
+    if not calls_at:
+        return
+    mine = ({n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+             and isinstance(n.ctx, (ast.Store, ast.Del))}
+            | {a.arg for a in node.args.args})
+    out = block[:max(calls_at) + 1]
+    for st in block[max(calls_at) + 1:]:
+        got = _written_out(st, fn, mine, types)
+        out += got if got is not None else [st]
+    block[:] = out
+
+
+def _written_out(st, fn, mine: set, types):
+    """``st`` with its helper call written out (:func:`_inline_helpers`), or None."""
+    if isinstance(st, ast.Expr):
+        call, make = st.value, None
+    elif isinstance(st, ast.Assign) and len(st.targets) == 1 and _is_name(st.targets[0]):
+        call, make = st.value, lambda e: ast.Assign([st.targets[0]], e)
+    elif isinstance(st, ast.AugAssign) and _is_name(st.target):
+        call, make = st.value, lambda e: ast.AugAssign(st.target, st.op, e)
+    elif isinstance(st, ast.Return) and st.value is not None:
+        call, make = st.value, lambda e: ast.Return(e)
+    else:
+        return None
+    if not (isinstance(call, ast.Call) and _is_name(call.func) and not call.keywords
+            and not any(isinstance(a, ast.Starred) for a in call.args)):
+        return None
+    h = fn.__globals__.get(call.func.id)
+    if (not isinstance(h, types.FunctionType) or h is fn or h.__globals__ is not fn.__globals__
+            or h.__code__.co_freevars or call.func.id in mine):
+        return None
+    try:
+        hnode, _, _ = _tree(h)
+    except Exception:  # noqa: BLE001 - no source: the call stays
+        return None
+    if inspect.getsourcefile(h) != inspect.getsourcefile(fn):
+        return None
+    hnode = copy.deepcopy(hnode)
+    a = hnode.args
+    params = [p.arg for p in a.args]
+    if (a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or len(call.args) != len(params)
+            or any(isinstance(n, (ast.FunctionDef, ast.Lambda, ast.Global, ast.Nonlocal,
+                                  ast.Yield, ast.YieldFrom, ast.ClassDef, ast.Try,
+                                  ast.With))
+                   for b in hnode.body for n in ast.walk(b))):
+        return None
+    body = hnode.body
+    returns = [n for n in ast.walk(hnode) if isinstance(n, ast.Return)]
+    result = None
+    if returns:
+        if len(returns) != 1 or body[-1] is not returns[0]:
+            return None
+        result = returns[0].value
+        body = body[:-1]
+    if make is not None and result is None:
+        return None
+    assigned = {n.id for n in ast.walk(hnode) if isinstance(n, ast.Name)
+                and isinstance(n.ctx, (ast.Store, ast.Del))}
+    if assigned & set(params):
+        return None
+    loaded = {n.id for n in ast.walk(hnode) if isinstance(n, ast.Name)} - assigned - set(params)
+    if loaded & mine:
+        return None      # a global of the helper's that the function names otherwise
+    rename, pre = {}, []
+    taken = set(mine) | set(fn.__globals__) | loaded
+    for p, arg in zip(params, call.args):
+        if _is_name(arg):
+            rename[p] = arg.id
+        else:
+            rename[p] = _fresh(f"{p}_{h.__name__}", taken)
+            taken.add(rename[p])
+            pre.append(ast.Assign([ast.Name(rename[p], ast.Store())], arg))
+    for x in sorted(assigned):
+        rename[x] = _fresh(f"{x}_{h.__name__}", taken)
+        taken.add(rename[x])
+    mine |= taken - set(fn.__globals__) - loaded
+    for n in ast.walk(hnode):
+        if isinstance(n, ast.Name) and n.id in rename:
+            n.id = rename[n.id]
+    for x in pre:
+        ast.copy_location(x, st)
+        for n in ast.walk(x):
+            ast.copy_location(n, st)
+    tailing = []
+    if make is not None:
+        tailing = [ast.copy_location(make(result), st)]
+    elif result is not None and not isinstance(result, (ast.Name, ast.Constant)):
+        tailing = [ast.copy_location(ast.Expr(result), returns[0])]
+    return pre + body + tailing

@@ -164,8 +164,8 @@ def third(arr):
 CARVED = {f.__name__: f for f in (tutorial, count_inversions, descending)}
 SHORT = {"no_tails": no_tails}
 KEPT = {"reads_arr": ("reads arr after its calls", reads_arr),
-        "two_indices": ("not at one counter", two_indices),
         "third": ("not len\\(arr\\) // 2", third)}
+CARVED["two_indices"] = two_indices
 
 
 def loop_over_k(a):
@@ -251,3 +251,206 @@ def for_lists_short(arr):
                 arr[k] = R[j]
                 j += 1
             k += 1
+
+
+# ------------------------------------------------ merges in a helper, at any index
+def merge(arr, left, right):
+    """The tutorials' merge helper: ``left`` and ``right`` back into ``arr``."""
+    i = j = k = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            arr[k] = left[i]
+            i += 1
+        else:
+            arr[k] = right[j]
+            j += 1
+        k += 1
+    while i < len(left):
+        arr[k] = left[i]
+        i += 1
+        k += 1
+    while j < len(right):
+        arr[k] = right[j]
+        j += 1
+        k += 1
+
+
+def with_helper(arr):
+    """The mergesort whose merge is a helper, ``merge(arr, L, R)``."""
+    if len(arr) > 1:
+        mid = len(arr) // 2
+        L = arr[:mid].copy()
+        R = arr[mid:].copy()
+        with_helper(L)
+        with_helper(R)
+        merge(arr, L, R)
+
+
+def merge_counting(a, left, right):
+    """Merges at ``i + j`` and returns the inversions it crossed."""
+    i = j = 0
+    inversions = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            a[i + j] = left[i]
+            i += 1
+        else:
+            a[i + j] = right[j]
+            j += 1
+            inversions += len(left) - i
+    while i < len(left):
+        a[i + j] = left[i]
+        i += 1
+    while j < len(right):
+        a[i + j] = right[j]
+        j += 1
+    return inversions
+
+
+def inversions_helper(a):
+    """Sorts ``a`` and returns its inversions, the merge a helper that counts."""
+    if len(a) < 2:
+        return 0
+    m = len(a) // 2
+    left = a[:m].copy()
+    right = a[m:].copy()
+    count = inversions_helper(left)
+    count += inversions_helper(right)
+    count += merge_counting(a, left, right)
+    return count
+
+
+def returned_helper(a):
+    """``return merge(...)`` as its last statement, the helper returning the count."""
+    if len(a) < 2:
+        return 0
+    m = len(a) // 2
+    left = a[:m].copy()
+    right = a[m:].copy()
+    returned_helper(left)
+    returned_helper(right)
+    return merge_counting(a, left, right)
+
+
+def merge_pairs(arr, left, right):
+    """Merges, then writes the last element once more, from ``right``: a second counter."""
+    p = 0
+    q = 0
+    while p < len(left) or q < len(right):
+        if q == len(right) or (p < len(left) and left[p] <= right[q]):
+            arr[p + q] = left[p]
+            p += 1
+        else:
+            arr[p + q] = right[q]
+            q += 1
+    arr[len(arr) - 1] = max(left[len(left) - 1], right[len(right) - 1])
+
+
+def twice_written(arr):
+    """Writes its last element twice, at two indices: every element still written."""
+    if len(arr) > 1:
+        mid = len(arr) // 2
+        L = arr[:mid].copy()
+        R = arr[mid:].copy()
+        twice_written(L)
+        twice_written(R)
+        merge_pairs(arr, L, R)
+
+
+def merge_skipping(arr, left, right):
+    """Forgets ``right``'s tail: elements stay unwritten."""
+    i = j = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            arr[i + j] = left[i]
+            i += 1
+        else:
+            arr[i + j] = right[j]
+            j += 1
+    while i < len(left):
+        arr[i + j] = left[i]
+        i += 1
+
+
+def helper_short(arr):
+    """Its helper merge stops early."""
+    if len(arr) > 1:
+        mid = len(arr) // 2
+        L = arr[:mid].copy()
+        R = arr[mid:].copy()
+        helper_short(L)
+        helper_short(R)
+        merge_skipping(arr, L, R)
+
+
+def merge_reassigning(arr, left, right):
+    """Rebinds its parameter ``left``: not written out in its caller."""
+    left = left[::-1][::-1]
+    i = j = k = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            arr[k] = left[i]
+            i += 1
+        else:
+            arr[k] = right[j]
+            j += 1
+        k += 1
+    while i < len(left):
+        arr[k] = left[i]
+        i += 1
+        k += 1
+    while j < len(right):
+        arr[k] = right[j]
+        j += 1
+        k += 1
+
+
+def helper_rebinds(arr):
+    """Its helper rebinds a parameter: the function keeps its path."""
+    if len(arr) > 1:
+        mid = len(arr) // 2
+        L = arr[:mid].copy()
+        R = arr[mid:].copy()
+        helper_rebinds(L)
+        helper_rebinds(R)
+        merge_reassigning(arr, L, R)
+
+
+def list_helper(arr):
+    """For lists (slices copy), the merge a helper."""
+    if len(arr) > 1:
+        mid = len(arr) // 2
+        L = arr[:mid]
+        R = arr[mid:]
+        list_helper(L)
+        list_helper(R)
+        merge(arr, L, R)
+
+
+def merge_dividing(arr, left, right):
+    """Divides by zero where ``arr`` has 5 elements."""
+    i = j = 0
+    while i < len(left) or j < len(right):
+        if j == len(right) or (i < len(left) and left[i] <= right[j]):
+            arr[i + j] = left[i] // (len(arr) - 5)  # here
+            i += 1
+        else:
+            arr[i + j] = right[j]
+            j += 1
+
+
+def dividing(arr):
+    """Raises in its helper merge."""
+    if len(arr) > 1:
+        mid = len(arr) // 2
+        L = arr[:mid].copy()
+        R = arr[mid:].copy()
+        dividing(L)
+        dividing(R)
+        merge_dividing(arr, L, R)
+
+
+CARVED.update({f.__name__: f for f in (with_helper, inversions_helper, returned_helper,
+                                        twice_written)})
+SHORT["helper_short"] = helper_short
+KEPT["helper_rebinds"] = ("reads arr after its calls", helper_rebinds)

@@ -4,6 +4,7 @@ with the plain function's answer, the caller's array as Python leaves it, and a 
 stops early redone as written."""
 from __future__ import annotations
 
+import ast
 import warnings
 
 import numpy as np
@@ -128,8 +129,37 @@ def test_an_error_in_the_merge_names_the_users_line():
             f.run(x, device=device)
 
 
+@pytest.mark.parametrize("name,marks", [("with_helper", False), ("two_indices", True),
+                                        ("inversions_helper", True), ("twice_written", True)])
+def test_a_merge_in_a_helper_or_at_any_index_is_read_as_the_functions_own(name, marks):
+    """The helper is written out in the function (its names renamed apart); stores at one
+    counter are checked by the counter, others by marks."""
+    fn = ex.CARVED[name]
+    form = rewrite_copy_halves(fn, _numpy_names(fn.__globals__))
+    assert form.marks is marks
+    source = ast.unparse(form.fn.__hpu_tree__[0])
+    assert ("merge" not in source.replace(f"_{name}", "").split("def ", 1)[1].split("(")[0]
+            and "(arr, L, R)" not in source)
+    if marks:
+        assert "hpu_m[" in source and len(form.buffers({form.array: np.arange(5)})) == 3
+
+
+def test_an_error_in_a_helper_merge_names_the_helpers_line():
+    import inspect
+
+    lines, start = inspect.getsourcelines(ex.merge_dividing)
+    line = start + next(i for i, t in enumerate(lines) if "# here" in t)
+    f = hpu.divide_and_conquer(ex.dividing)
+    assert isinstance(f._scratch_form[1], CopyHalvesForm)
+    for device in ("cpu", "gpu"):
+        x = np.arange(40)
+        with pytest.raises(ZeroDivisionError, match=rf"copy_halves_examples.py:{line}:"):
+            f.run(x, device=device)
+
+
 # ------------------------------------------------------------------ lists, whose slices copy
-_LISTED = {f.__name__: hpu.divide_and_conquer(f) for f in (ex.for_lists, ex.for_lists_short)}
+_LISTED = {f.__name__: hpu.divide_and_conquer(f)
+           for f in (ex.for_lists, ex.for_lists_short, ex.list_helper)}
 
 
 def check_list(name, xs, device, kw):
@@ -148,8 +178,9 @@ def check_list(name, xs, device, kw):
 @settings(COMPILES)
 @given(xs=st.one_of(st.lists(st.integers(-30, 30), max_size=80),
                     st.lists(st.floats(-1e6, 1e6, allow_nan=False), max_size=80)))
-def test_a_list_runs_the_form_and_gets_its_elements_back(device, kw, xs):
-    run = check_list("for_lists", xs, device, kw)
+@pytest.mark.parametrize("name", ["for_lists", "list_helper"])
+def test_a_list_runs_the_form_and_gets_its_elements_back(name, device, kw, xs):
+    run = check_list(name, xs, device, kw)
     if len(xs) > 1:
         assert run.cpu_tasks + run.gpu_tasks >= 1 and not run.fallbacks
 
