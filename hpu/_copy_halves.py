@@ -47,7 +47,14 @@ followed at once by ``k += 1``, with ``k`` set to 0 after the calls and changed 
 it writes ``arr[0:k]``, each once.  Whether ``k`` reaches ``len(arr)`` is known only as the
 task runs: a task where it does not sets ``hpu_flag[0]`` (a work-item cannot stop its
 level), and the call is then redone from a copy of the input, as written, compiled on the
-CPU (:meth:`hpu._decorator.DivideAndConquer._run_functional`).
+CPU (:meth:`hpu._decorator.DivideAndConquer._run_functional`).  A merge that stores at any
+other index (``arr[i + j]``) marks each element it stores in a buffer of bytes sliced with
+``arr`` (``hpu_m``), and its end checks and clears the marks: a byte per element and a pass
+per task, where the counter costs nothing in memory.
+
+A merge written as a helper, ``merge(arr, L, R)``, is written out in the function first
+(:func:`_inline_helpers`): the checks above need to see every store into ``arr``, and a
+call that passes ``arr`` on is a read of it as far as they can tell.
 
 What is rewritten (else the function keeps its path)
 ---------------------------------------------------
