@@ -15,6 +15,8 @@ the per-round ratios.  Every result is checked against ``np.sort``.
 
     python bench/bench_copy_halves.py                  # 2**22 keys, 5 rounds, device cpu
     python bench/bench_copy_halves.py --log2n 20 --rounds 7 --device hybrid --json
+    python bench/bench_copy_halves.py --shape two-indices   # arr[i + j]: checked by marks
+    python bench/bench_copy_halves.py --shape helper        # merge(arr, L, R), written out
 """
 from __future__ import annotations
 
@@ -62,24 +64,86 @@ def tutorial(arr):
             k += 1
 
 
+@hpu.divide_and_conquer
+def two_indices(arr):
+    if len(arr) > 1:
+        mid = len(arr) // 2
+        L = arr[:mid].copy()
+        R = arr[mid:].copy()
+        two_indices(L)
+        two_indices(R)
+        i = j = 0
+        while i < len(L) and j < len(R):
+            if L[i] <= R[j]:
+                arr[i + j] = L[i]
+                i += 1
+            else:
+                arr[i + j] = R[j]
+                j += 1
+        while i < len(L):
+            arr[i + j] = L[i]
+            i += 1
+        while j < len(R):
+            arr[i + j] = R[j]
+            j += 1
+
+
+def merge(arr, left, right):
+    i = j = k = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            arr[k] = left[i]
+            i += 1
+        else:
+            arr[k] = right[j]
+            j += 1
+        k += 1
+    while i < len(left):
+        arr[k] = left[i]
+        i += 1
+        k += 1
+    while j < len(right):
+        arr[k] = right[j]
+        j += 1
+        k += 1
+
+
+@hpu.divide_and_conquer
+def with_helper(arr):
+    if len(arr) > 1:
+        mid = len(arr) // 2
+        L = arr[:mid].copy()
+        R = arr[mid:].copy()
+        with_helper(L)
+        with_helper(R)
+        merge(arr, L, R)
+
+
+SHAPES = {"counter": tutorial, "two-indices": two_indices, "helper": with_helper}
+
+
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--log2n", type=int, default=22)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--device", default="cpu", choices=["cpu", "gpu", "hybrid"])
+    p.add_argument("--shape", default="counter", choices=sorted(SHAPES),
+                   help="the merge: at a counter k (the tutorials'), at i + j (checked by "
+                        "marks), or in a helper merge(arr, L, R)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
+    fn = SHAPES[args.shape]
     n = 1 << args.log2n
     x = np.random.default_rng(0).integers(-2**31, 2**31 - 1, n).astype(np.int32)
     want = np.sort(x, kind="stable")
 
     def form():
         y = x.copy()
-        return y, tutorial.run(y, device=args.device)
+        return y, fn.run(y, device=args.device)
 
     def as_written():
         y = x.copy()
-        tutorial.sequential(y)
+        fn.sequential(y)
         return y, None
 
     def shipped():
@@ -103,13 +167,15 @@ def main(argv=None) -> dict:
     med = {k: statistics.median(v) for k, v in times.items()}
     ratio = {k: statistics.median(a / b for a, b in zip(times[k], times["shipped"]))
              for k in sides}
-    out = {"n": n, "device": args.device, "rounds": args.rounds, "median_s": med,
+    out = {"n": n, "device": args.device, "shape": args.shape, "rounds": args.rounds,
+           "median_s": med,
            "ratio_to_shipped": ratio, "form_cpu_tasks": last.cpu_tasks,
            "form_gpu_tasks": last.gpu_tasks, "fallbacks": list(last.fallbacks)}
     if args.json:
         print(json.dumps(out, indent=1))
     else:
-        print(f"n = 2**{args.log2n} int32, device={args.device}, {args.rounds} rounds "
+        print(f"n = 2**{args.log2n} int32, {args.shape} merge, device={args.device}, "
+              f"{args.rounds} rounds "
               f"(form: {last.cpu_tasks} CPU / {last.gpu_tasks} device leaf tasks)")
         for k in sides:
             print(f"  {k:10s} {med[k]:.3f} s   {ratio[k]:.2f}x shipped")
