@@ -519,6 +519,7 @@ def _clone(f, glb, is_main: bool, checker=None):
 
     from hpu._comprehensions import comprehensions_as_loops
     from hpu._errors import HpuRecursionError
+    from hpu._list_kinds import lists_keep_kinds
     from hpu._unbound import guard_unbound
     from hpu._guard import NATIVE_DEPTH, max_depth
 
@@ -532,6 +533,7 @@ def _clone(f, glb, is_main: bool, checker=None):
     tree.decorator_list = []
     comprehensions_as_loops(tree)       # before Numba sees them: see hpu._comprehensions
     guard_unbound(tree)                 # a local read unassigned raises (hpu._unbound)
+    lists_keep_kinds(tree, glb)         # [0] * n holds floats stored into it (_list_kinds)
     if getattr(checker, "lists", False):  # `if not arr: return []`: a list Numba can type
         _empty_lists_typed(tree)
     if checker is not None:
@@ -728,7 +730,8 @@ def compile_functional(fn, self_obj, done: dict | None = None, boundscheck: bool
             obj = glb.get(n)
             if _is_self(obj, fn, self_obj) and (is_main or obj is not fn):
                 glb[n] = disp if is_main else done[fn]
-            elif isinstance(obj, types.FunctionType) and obj is not OPERATIONS.get(n):
+            elif (isinstance(obj, types.FunctionType) and obj is not OPERATIONS.get(n)
+                  and obj.__module__ != "hpu._list_kinds"):     # (overloaded: Numba's own)
                 glb[n] = jit(obj, False)    # a helper (hpu's checks are Numba's already)
         return disp
 

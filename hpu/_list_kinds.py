@@ -1,0 +1,172 @@
+"""A list made as ``[0] * n`` holds what is stored into it, as in Python.
+
+Why
+===
+
+The mergesort printed by the most-read tutorial copies its halves into lists made of zeros::
+
+    def merge(arr, l, m, r):
+        L = [0] * (m - l + 1)
+        R = [0] * (r - m)
+        for i in range(0, len(L)):
+            L[i] = arr[l + i]
+        ...
+
+In Python the list holds whatever is stored into it: floats, from a float array.  Numba types
+a list once, from how it is made: ``[0] * n`` is a list of int64, and storing a float into it
+truncates, silently -- compiled, the sort of ``[3.75, -1.5]`` gave ``[-1.0, 3.0]``.
+
+So, before Numba sees a function (:func:`hpu._functional._clone`), a list made of int (or
+bool) constants -- ``[0] * n``, ``n * [0]``, ``[0, 0]`` -- whose stored values are read from
+the function's parameters (``L[i] = arr[l + i]``, ``L[i] = x``) is made of zeros of *their*
+kind: ``[hpu__zero_as(0, arr)] * n``, the constant converted to ``arr``'s dtype where that is
+a float or complex one (the kind Python's list ends up holding), and left as it is otherwise.
+Any other store into such a list, and every ``append`` to it, goes through ``hpu__kept``,
+which refuses at typing time a float or complex value stored into a list of ints: Numba then
+cannot compile the function, and the plain Python function runs (with its reason), slower
+but right.  A list made any other way (``[]``, ``[0.0] * n``, from a comprehension) already
+has the kind of its values, or Numba refuses it by itself.
+"""
+from __future__ import annotations
+
+import ast
+
+__all__ = ["lists_keep_kinds", "zero_as", "kept"]
+
+ZERO_AS = "hpu__zero_as"
+KEPT = "hpu__kept"
+
+
+def _int_constant(e) -> bool:
+    return (isinstance(e, ast.Constant) and type(e.value) in (int, bool)) or (
+        isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and _int_constant(e.operand))
+
+
+def _made_of_ints(e):
+    """The constant elements' list node of ``[c] * n``, ``n * [c]``, ``[c, d]`` (int or bool
+    constants), else None."""
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mult):
+        for side in (e.left, e.right):
+            if isinstance(side, ast.List) and side.elts and all(map(_int_constant, side.elts)):
+                return side
+        return None
+    if isinstance(e, ast.List) and e.elts and all(map(_int_constant, e.elts)):
+        return e
+    return None
+
+
+def lists_keep_kinds(tree, glb: dict) -> int:
+    """Rewrite ``tree`` (a function's def, in place) as the module says; the number of lists
+    changed.  ``glb``: the globals it runs in, given ``hpu__zero_as`` and ``hpu__kept``."""
+    params = {a.arg for a in tree.args.args}
+    assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+                and isinstance(n.ctx, ast.Store)}
+    steady = params - assigned            # parameters never rebound: in scope everywhere
+    made: dict[str, list] = {}            # list name -> its constant-list nodes
+    other = set()                         # names also bound otherwise
+    for n in ast.walk(tree):
+        targets = (n.targets if isinstance(n, ast.Assign) else
+                   [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For))
+                   else [])
+        for t in targets:
+            for x in ast.walk(t):
+                if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store):
+                    node = _made_of_ints(n.value) if (
+                        isinstance(n, ast.Assign) and len(n.targets) == 1 and t is x) else None
+                    if node is not None:
+                        made.setdefault(x.id, []).append(node)
+                    else:
+                        other.add(x.id)
+    for n in ast.walk(tree):     # `a = L[i] = v`: the value named once, left as it is
+        if isinstance(n, ast.Assign) and len(n.targets) > 1:
+            other |= {t.value.id for t in n.targets if isinstance(t, ast.Subscript)
+                      and isinstance(t.value, ast.Name)}
+    lists = {k: v for k, v in made.items() if k not in other}
+    if not lists:
+        return 0
+    sources: dict[str, set] = {k: set() for k in lists}
+    guarded = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                if (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                        and t.value.id in lists and not isinstance(t.slice, ast.Slice)):
+                    v = n.value
+                    if _int_constant(v):
+                        continue
+                    if isinstance(v, ast.Name) and v.id in steady:
+                        sources[t.value.id].add(v.id)
+                    elif (isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name)
+                          and v.value.id in steady and not isinstance(v.slice, ast.Slice)):
+                        sources[t.value.id].add(v.value.id)
+                    else:
+                        guarded.append((n, t.value.id))
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+              and n.func.attr in ("append", "insert") and isinstance(n.func.value, ast.Name)
+              and n.func.value.id in lists and n.args):
+            v = n.args[-1]
+            if not _int_constant(v):
+                n.args[-1] = ast.copy_location(ast.Call(
+                    ast.Name(KEPT, ast.Load()), [ast.Name(n.func.value.id, ast.Load()), v], []),
+                    v)
+    for st, name in guarded:
+        st.value = ast.copy_location(ast.Call(
+            ast.Name(KEPT, ast.Load()), [ast.Name(name, ast.Load()), st.value], []), st.value)
+    for name, nodes in lists.items():
+        for node in nodes:
+            for i, c in enumerate(node.elts):
+                e = c
+                for p in sorted(sources[name]):
+                    e = ast.Call(ast.Name(ZERO_AS, ast.Load()), [e, ast.Name(p, ast.Load())],
+                                 [])
+                node.elts[i] = ast.copy_location(e, c)
+    ast.fix_missing_locations(tree)
+    glb[ZERO_AS] = zero_as
+    glb[KEPT] = kept
+    return len(lists)
+
+
+def zero_as(c, like):
+    """``c`` as an element of ``like`` (an array, a list, a number) would be, where that is a
+    float or complex kind, else ``c`` (in Python: ``c`` itself)."""
+    return c
+
+
+def kept(lst, v):
+    """``v``, to be stored into ``lst`` (in Python: ``v`` itself)."""
+    return v
+
+
+def _register() -> None:
+    from numba.core import types
+    from numba.core.errors import TypingError
+    from numba.extending import overload
+    from numba.np.numpy_support import as_dtype
+
+    def kind(t):
+        t = getattr(t, "dtype", t) if isinstance(t, (types.Array, types.List)) else t
+        return t if isinstance(t, (types.Float, types.Complex)) else None
+
+    @overload(zero_as, jit_options={"cache": True})
+    def _zero_as(c, like):
+        k = kind(like)
+        if k is None or isinstance(c, (types.Float, types.Complex)):
+            return lambda c, like: c
+        make = as_dtype(k).type
+        return lambda c, like: make(c)
+
+    @overload(kept, jit_options={"cache": True})
+    def _kept(lst, v):
+        held = getattr(lst, "dtype", None)
+        if (isinstance(lst, types.List) and isinstance(held, (types.Integer, types.Boolean))
+                and isinstance(v, (types.Float, types.Complex))):
+            raise TypingError(f"hpu: a {v} stored into a list of {held} made of int "
+                              "constants: Python's list would hold it as it is, Numba's "
+                              "would convert it")
+        return lambda lst, v: v
+
+
+try:
+    _register()
+except ImportError:  # pragma: no cover - Numba is a dependency
+    pass

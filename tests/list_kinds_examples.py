@@ -1,0 +1,64 @@
+"""Functions whose lists are made of int constants (``[0] * n``) and filled with what may be
+floats, as tutorials write them (hpu._list_kinds): each a plain function; the tests decorate
+them."""
+
+
+def merge(arr, l, m, r):
+    """The tutorials' merge of arr[l..m] and arr[m+1..r], through lists of zeros."""
+    n1 = m - l + 1
+    n2 = r - m
+    L = [0] * (n1)
+    R = [0] * (n2)
+    for i in range(0, n1):
+        L[i] = arr[l + i]
+    for j in range(0, n2):
+        R[j] = arr[m + 1 + j]
+    i = 0
+    j = 0
+    k = l
+    while i < n1 and j < n2:
+        if L[i] <= R[j]:
+            arr[k] = L[i]
+            i += 1
+        else:
+            arr[k] = R[j]
+            j += 1
+        k += 1
+    while i < n1:
+        arr[k] = L[i]
+        i += 1
+        k += 1
+    while j < n2:
+        arr[k] = R[j]
+        j += 1
+        k += 1
+
+
+def merge_sort(arr, l, r):
+    """The tutorials' mergesort on a closed range [l, r]."""
+    if l < r:
+        m = l + (r - l) // 2
+        merge_sort(arr, l, m)
+        merge_sort(arr, m + 1, r)
+        merge(arr, l, m, r)
+
+
+def halves_total(a, lo, hi):
+    """Sums halves of each element through a list of zeros: computed floats."""
+    if hi - lo == 1:
+        parts = [0] * 2
+        parts[0] = a[lo] / 2
+        parts[1] = a[lo] - parts[0]
+        return parts[0] + parts[1]
+    mid = (lo + hi) // 2
+    return halves_total(a, lo, mid) + halves_total(a, mid, hi)
+
+
+def appended(a, lo, hi):
+    """Appends a float to a list made of an int constant."""
+    if hi - lo == 1:
+        seen = [0]
+        seen.append(a[lo] * 0.5)
+        return seen[1] + seen[0]
+    mid = (lo + hi) // 2
+    return appended(a, lo, mid) + appended(a, mid, hi)

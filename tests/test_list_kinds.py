@@ -1,0 +1,76 @@
+"""hpu._list_kinds: a list made as ``[0] * n`` holds the floats stored into it, as Python's
+does -- compiled where its values come from the parameters, else the plain function runs
+(never Numba's silent truncation)."""
+from __future__ import annotations
+
+import ast
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import hpu
+import list_kinds_examples as ex
+from hpu._list_kinds import lists_keep_kinds
+
+COMPILES = settings(deadline=None, max_examples=5,
+                    suppress_health_check=[HealthCheck.too_slow])
+PATHS = [("cpu", {}), ("gpu", {}), ("hybrid", {"alpha": 0.5, "y": 2}), (None, {})]
+SORT = hpu.divide_and_conquer(ex.merge_sort)
+HALVES = hpu.divide_and_conquer(ex.halves_total)
+APPENDED = hpu.divide_and_conquer(ex.appended)
+
+
+def _run(f, device, kw, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return f.run(*args, **({"device": device} if device else {}), **kw)
+
+
+def test_lists_of_zeros_take_the_kind_of_the_parameters_stored_into_them():
+    import inspect
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(ex.merge))).body[0]
+    glb = {}
+    assert lists_keep_kinds(tree, glb) == 2
+    text = ast.unparse(tree)
+    assert "L = [hpu__zero_as(0, arr)] * n1" in text and "hpu__kept" not in text
+    assert set(glb) == {"hpu__zero_as", "hpu__kept"}
+    tree = ast.parse(textwrap.dedent(inspect.getsource(ex.halves_total))).body[0]
+    lists_keep_kinds(tree, {})
+    assert "parts[0] = hpu__kept(parts, a[lo] / 2)" in ast.unparse(tree)
+
+
+@pytest.mark.parametrize("device,kw", PATHS)
+@settings(COMPILES)
+@given(xs=st.lists(st.floats(-1e9, 1e9, allow_nan=False), max_size=60),
+       dtype=st.sampled_from([np.float64, np.float32, np.int64]))
+def test_the_tutorials_mergesort_sorts_floats_as_python_does(device, kw, xs, dtype):
+    x = np.asarray(xs).astype(dtype)
+    want = x.copy()
+    ex.merge_sort(want, 0, len(want) - 1)
+    _run(SORT, device, kw, x, 0, len(x) - 1)
+    assert np.array_equal(x, want), (x, want)
+
+
+def test_a_large_float_sort_stays_compiled():
+    x = np.random.default_rng(5).standard_normal(20_001)
+    want = np.sort(x)
+    run = _run(SORT, "cpu", {}, x, 0, len(x) - 1)
+    assert np.array_equal(x, want)
+    assert not any("plain" in f for f in run.fallbacks)
+
+
+@pytest.mark.parametrize("f,plain", [(HALVES, ex.halves_total), (APPENDED, ex.appended)],
+                         ids=["stored", "appended"])
+@pytest.mark.parametrize("device,kw", PATHS[:2])
+def test_floats_computed_into_an_int_list_run_the_plain_function(f, plain, device, kw):
+    x = np.array([3.0, 1.5, -2.25, 7.0, 0.5])
+    want = plain(x, 0, len(x))
+    run = _run(f, device, kw, x, 0, len(x))
+    assert run.value == want and type(run.value) is type(want)
+    ints = np.array([3, 1, 4, 1, 5])
+    assert _run(f, device, kw, ints, 0, 5).value == plain(ints, 0, 5)
