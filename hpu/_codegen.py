@@ -352,6 +352,7 @@ from hpu._errors import HpuRecursionError as hpu__RecursionError
 from hpu._guard import bad_float as hpu__bad_float
 from hpu._guard import bad_int_store as hpu__bad_int_store
 from hpu._guard import divides_by_zero as hpu__divides_by_zero
+from hpu._guard import like as hpu__like
 from hpu._interrupt import Stopped as hpu__Stopped
 from hpu._interrupt import stop_requested as hpu__stop_requested
 
@@ -602,10 +603,27 @@ def _depth_limited_source(spec: DCSpec, bounds: bool = False,
                     sites=sites).visit(copy.deepcopy(spec.tree))
     inner = f"{spec.name}__d"
 
+    given = [a.arg for a in tree.args.args]
+
+    def like(arg, param):
+        # a scalar passed as the parameter's own kind (hpu._guard.like): `f(a, lo, k, True)`
+        # would compile a second function for the literal True, and Numba's cache of a
+        # recursion through several signatures crashes the next process that loads it
+        if param in arrays or (isinstance(arg, ast.Name) and arg.id == param):
+            return arg
+        return ast.copy_location(ast.Call(ast.Name("hpu__like", ast.Load()),
+                                          [arg, ast.Name(param, ast.Load())], []), arg)
+
     class _Calls(ast.NodeTransformer):
         def visit_Call(self, node):
             self.generic_visit(node)
             if isinstance(node.func, ast.Name) and node.func.id == spec.name:
+                if len(node.args) <= len(given) and not any(
+                        isinstance(x, ast.Starred) for x in node.args):
+                    node.args = [like(x, p) for x, p in zip(node.args, given)]
+                    for k in node.keywords:
+                        if k.arg in given:
+                            k.value = like(k.value, k.arg)
                 node.func = ast.Name(inner, ast.Load())
                 node.keywords = node.keywords + [  # by keyword: the call may use keywords
                     ast.keyword("depth__", ast.parse("depth__ + 1", mode="eval").body)]

@@ -57,7 +57,8 @@ from __future__ import annotations
 import functools
 
 __all__ = ["boundscheck_default", "max_depth", "depth_limits", "native_errors", "task_failed",
-           "bad_float", "zero_divisor", "divides_by_zero", "check_array_fit", "INT64_BOUND"]
+           "bad_float", "zero_divisor", "divides_by_zero", "check_array_fit", "INT64_BOUND",
+           "like"]
 
 #: 2**63 as a float: a float ``x`` converts to int64 exactly when ``-2**63 <= x < 2**63``.
 INT64_BOUND = 9.223372036854775808e18
@@ -209,9 +210,27 @@ def divides_by_zero(a, b) -> bool:
     return not isinstance(a, np.ndarray) and zero_divisor(b)
 
 
+def like(x, p):
+    """``x`` as a value of ``p``'s kind, where both are numbers (the CPU module's recursive
+    calls: :func:`hpu._codegen._depth_limited_source`).  The breadth-first path passes a
+    call's scalars through arrays of the parameters' dtypes; its leaf solver does the same
+    with this.  In Python: ``x`` itself."""
+    return x
+
+
 def _register() -> None:
     from numba.core import types
     from numba.extending import overload
+
+    @overload(like, jit_options={"cache": True})
+    def _like(x, p):
+        numbers = (types.Integer, types.Float, types.Boolean)
+        if isinstance(x, numbers) and isinstance(p, numbers):
+            from numba.np.numpy_support import as_dtype
+
+            make = as_dtype(types.unliteral(p)).type
+            return lambda x, p: make(x)
+        return lambda x, p: x
 
     @overload(bad_int_store, jit_options={"cache": True})
     def _bad_int_store(a, x):

@@ -460,3 +460,56 @@ def test_a_cached_modules_errors_name_their_sites_in_every_process(tmp_path):
     assert runs[0]["misses"] >= 1 and runs[1]["misses"] == 0       # the second: from the cache
     assert sorted(runs[0]["floordiv"]) == ["(int64, Literal[int](2), int64)",
                                            "(int64, int64, int64)"], runs[0]["floordiv"]
+
+
+BITONIC = textwrap.dedent('''
+    import hpu
+
+    def bitonic_merge(a, lo, n, up):
+        k = n // 2
+        while k > 0:
+            i = lo
+            while i < lo + n:
+                for j in range(i, i + k):
+                    if (a[j] > a[j + k]) == up:
+                        a[j], a[j + k] = a[j + k], a[j]
+                i += 2 * k
+            k //= 2
+
+    @hpu.divide_and_conquer
+    def bitonic_sort(a, lo, n, up, depth):
+        if n > 1:
+            k = n // 2
+            bitonic_sort(a, lo, k, True, 0)
+            bitonic_sort(a, lo + k, k, False, depth + 1)
+            bitonic_merge(a, lo, n, up)
+''')
+
+BITONIC_RUN = textwrap.dedent('''
+    import sys
+    import numpy as np
+    sys.path.insert(0, sys.argv[1])
+    import bitonic
+    for device in ("cpu", "gpu"):
+        x = np.random.default_rng(1).integers(-99, 99, 1 << 12).astype(np.int32)
+        bitonic.bitonic_sort.options(device=device)(x, 0, len(x), True, 0)
+        assert (x == np.sort(x)).all(), device
+        y = x[::-1].copy()
+        bitonic.bitonic_sort.sequential(y, 0, len(y), True, 0)
+        assert (y == np.sort(x)).all()
+    print("sorted")
+''')
+
+
+def test_recursive_calls_passing_constants_load_from_a_warm_cache(tmp_path):
+    """``f(a, lo, k, True, 0)``: the constants are passed as the parameters' kinds, one
+    compiled signature.  (Numba compiled one for each literal, and a process that loaded
+    that recursion from the cache aborted: "LLVM ERROR: Symbol not found".)"""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "bitonic.py").write_text(BITONIC)
+    env = {**os.environ, "HPU_CACHE_DIR": str(tmp_path / "cache")}
+    for _ in range(2):      # cold, then warm
+        out = subprocess.run([sys.executable, "-c", BITONIC_RUN, str(src)], env=env,
+                             capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0 and out.stdout.strip() == "sorted", out.stderr[-2000:]
