@@ -508,6 +508,11 @@ def _hoist_calls(body, name, where, result):
         evs = []
         for e in (_evaluated(s) or []):
             _events(e, name, evs)
+        if _plain_call_stmt(s, name) and isinstance(s, ast.Expr):
+            # a call statement stays one, its arguments substituted (no temporary: a
+            # function that returns nothing has no result to hold)
+            hoisted.append(_located(ast.Expr(value=check_args(s.value)), s))
+            continue
         if _plain_call_stmt(s, name) and isinstance(s, ast.Assign) \
                 and isinstance(s.targets[0], (ast.Tuple, ast.List)):
             names = [f"{TEMP_PREFIX}{counter[0] + k}" for k in range(len(s.targets[0].elts))]

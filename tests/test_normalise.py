@@ -334,3 +334,43 @@ def test_the_unpacked_names_are_the_calls_targets():
     spec = parse(min_max_pair)
     assert [[t for t in c.targets] for c in spec.calls] == [["left__t0", "left__t1"],
                                                             ["right__t0", "right__t1"]]
+
+
+# ---------------------------------------------------------------- call statements in a loop
+def quarter_sort(a, lo, hi):
+    """Four calls in a loop, each bound computed into a name first; returns nothing."""
+    if hi - lo < 4:
+        for i in range(lo + 1, hi):
+            v = a[i]
+            j = i - 1
+            while j >= lo and a[j] > v:
+                a[j + 1] = a[j]
+                j -= 1
+            a[j + 1] = v
+        return
+    q = (hi - lo) // 4
+    for i in range(4):
+        start = lo + i * q
+        quarter_sort(a, start, start + q)
+    for i in range(lo + 1, hi):          # an insertion pass over the sorted quarters
+        v = a[i]
+        j = i - 1
+        while j >= lo and a[j] > v:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = v
+
+
+def test_call_statements_between_pure_updates_stay_statements():
+    """(they were hoisted into temporaries, refused as `using the result of a call that
+    returns nothing`)"""
+    spec = parse(quarter_sort)
+    assert spec.a == 4 and all(c.targets == () for c in spec.calls)
+    f = hpu.divide_and_conquer(quarter_sort)
+    for kw in ({"device": "cpu"}, {"device": "gpu"}, {"device": "hybrid", "alpha": 0.5, "y": 2}):
+        for n in (0, 3, 4, 17, 2_000):
+            x = np.random.default_rng(n).integers(-50, 50, n)
+            want = x.copy()
+            quarter_sort(want, 0, n)
+            f.run(x, 0, n, **kw)
+            assert np.array_equal(x, want), (kw, n)
