@@ -954,6 +954,15 @@ class DivideAndConquer:
                    transfers=(), seconds=time.perf_counter() - t0, plan=plan,
                    level_sizes=sizes, started=t0, reason=plan.reason, peak_memory=peak)
 
+    @functools.cached_property
+    def _returns_values(self) -> bool:
+        """Whether a ``return`` of the function returns a value (unknown: True)."""
+        from hpu._functional import _tree_of
+
+        tree = _tree_of(self.py_func)
+        return tree is None or any(isinstance(r, ast.Return) and r.value is not None
+                                   for r in ast.walk(tree))
+
     def _functional_plan(self, o, args, kwargs, *, memory: bool):
         """The :class:`hpu._functional_plan.FunctionalPlan` of a call on converted arguments
         that Numba compiles: its ``K`` (:func:`hpu._functional.fanout_levels`), and with
@@ -972,8 +981,14 @@ class DivideAndConquer:
             loop = None         # the top levels run it compiled (hpu._outline)
         n = _elements(args, kwargs)
         threads = numba.get_num_threads()
+        # lists cross between the Python top levels and the compiled subtrees only where
+        # the call passes one or the function returns values: the tutorials' in-place
+        # mergesort of an array, whose merge copies into lists of zeros, fans out
+        crossing = self._lists and (
+            any(type(v) is list for v in (*args, *kwargs.values()))
+            or self._returns_values)
         K, reason = fanout_levels(n, a, float(self._options["b"]), threads, o["K"], loop,
-                                  self._lists)
+                                  crossing)
         if K and self._shared_writes is not None:
             K, reason = 0, self._shared_writes
         if K and not recursion_through_globals(self.py_func, self):

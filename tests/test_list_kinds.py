@@ -56,12 +56,20 @@ def test_the_tutorials_mergesort_sorts_floats_as_python_does(device, kw, xs, dty
     assert np.array_equal(x, want), (x, want)
 
 
-def test_a_large_float_sort_stays_compiled():
-    x = np.random.default_rng(5).standard_normal(20_001)
+def test_a_large_float_sort_stays_compiled_and_fans_out():
+    """Its lists never cross between the Python top levels and the compiled subtrees (an
+    array in, nothing returned): it fans out over the cores, as one with np.empty does."""
+    import numba
+
+    from hpu._functional import FANOUT_MIN
+
+    x = np.random.default_rng(5).standard_normal(max(FANOUT_MIN, 1 << 16) + 1)
     want = np.sort(x)
     run = _run(SORT, "cpu", {}, x, 0, len(x) - 1)
     assert np.array_equal(x, want)
     assert not any("plain" in f for f in run.fallbacks)
+    if numba.get_num_threads() > 1:
+        assert run.K > 0 and run.cpu_tasks > 1, run.reason
 
 
 @pytest.mark.parametrize("f,plain", [(HALVES, ex.halves_total), (APPENDED, ex.appended)],
