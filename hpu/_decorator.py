@@ -575,18 +575,22 @@ class DivideAndConquer:
         from hpu._functional import _numpy_names
         from hpu._scratch_form import NotScratch, rewrite_scratch
 
-        if self._functional is None or self._lists or self._shared_writes is not None:
+        if self._functional is None or self._shared_writes is not None:
             return None
         try:
             nps = _numpy_names(self.py_func.__globals__)
             try:
                 form = rewrite_scratch(self.py_func, nps)
             except NotScratch:
+                if self._lists:     # (lists at the call stay lists: no .copy() of arrays)
+                    return None
                 form = rewrite_copy_halves(self.py_func, nps)
             # (span= is half-open: a function on closed ranges has none, its n the array's)
             span = None if form.extra else (self._options.get("span") or form.bounds)
+            # a buffer that stands for a list checks its indices, as Python checks a list's
+            checks = True if getattr(form, "lists", False) else self._boundscheck
             dc = DivideAndConquer(form.fn, b=self._options["b"], cost=self._options["cost"],
-                                  span=span, boundscheck=self._boundscheck)
+                                  span=span, boundscheck=checks)
         except Exception:  # noqa: BLE001 - NotScratch, a TranslationError, or a form hpu
             return None     # cannot build: the function as written
         return dc, form

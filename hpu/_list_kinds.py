@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["lists_keep_kinds", "zero_as", "kept"]
+__all__ = ["lists_keep_kinds", "zero_as", "kept", "zeros_list", "element_source"]
 
 ZERO_AS = "hpu__zero_as"
 KEPT = "hpu__kept"
@@ -53,6 +53,60 @@ def _made_of_ints(e):
     if isinstance(e, ast.List) and e.elts and all(map(_int_constant, e.elts)):
         return e
     return None
+
+
+def zeros_list(e):
+    """``n`` of ``[0] * n`` or ``n * [0]``, else None."""
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mult):
+        for side, count in ((e.left, e.right), (e.right, e.left)):
+            if (isinstance(side, ast.List) and len(side.elts) == 1
+                    and isinstance(side.elts[0], ast.Constant) and side.elts[0].value == 0
+                    and type(side.elts[0].value) is int):
+                return count
+    return None
+
+
+def element_source(tree, name: str) -> str | None:
+    """The parameter every value stored into the list ``name`` is read from (``name[i] =
+    arr[j]``: ``arr``), where ``name`` is used only as ``name[i]`` and ``len(name)`` and
+    assigned once, else None: then the list can be a part of an array of that parameter's
+    dtype (:mod:`hpu._scratch_form`)."""
+    params = {a.arg for a in tree.args.args}
+    assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+                and isinstance(n.ctx, ast.Store)}
+    steady = params - assigned
+    bound = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name
+             and isinstance(n.ctx, ast.Store)]
+    if len(bound) != 1:
+        return None
+    allowed = {id(bound[0])}
+    sources = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) \
+                and n.value.id == name and not isinstance(n.slice, ast.Slice):
+            allowed.add(id(n.value))
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len"
+              and len(n.args) == 1 and isinstance(n.args[0], ast.Name)
+              and n.args[0].id == name):
+            allowed.add(id(n.args[0]))
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                if (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                        and t.value.id == name):
+                    v = n.value
+                    if len(n.targets) == 1 and isinstance(v, ast.Subscript) \
+                            and isinstance(v.value, ast.Name) and v.value.id in steady \
+                            and not isinstance(v.slice, ast.Slice):
+                        sources.add(v.value.id)
+                    else:
+                        return None
+        if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Subscript) \
+                and isinstance(n.target.value, ast.Name) and n.target.value.id == name:
+            return None
+    if any(isinstance(n, ast.Name) and n.id == name and id(n) not in allowed
+           for n in ast.walk(tree)):
+        return None
+    return sources.pop() if len(sources) == 1 else None
 
 
 def lists_keep_kinds(tree, glb: dict) -> int:

@@ -83,6 +83,9 @@ class ScratchForm:
     dtypes: tuple[object, ...]          #: per buffer: a parameter's name (its dtype) or a dtype
     #: 1 where a task's part is [lo, hi + 1) (calls on (lo, mid) and (mid + 1, hi)), else 0
     extra: int = 0
+    #: a buffer stands for a Python list (``[0] * n``): its indices are checked, as Python
+    #: checks a list's
+    lists: bool = False
 
     def buffers(self, bound: dict) -> tuple[np.ndarray, ...] | None:
         """The buffers for a call (``bound``: parameter -> value), or None where the root's
@@ -145,6 +148,7 @@ class _Site:
         self.lo, self.hi, self.dtype, self.source = lo, hi, dtype, source
         self.owner = None
         self.stores: dict = {}
+        self.listed = False         #: a list of zeros (Python checks its indices)
 
     def at(self, x):
         """The caller's name for ``x``, a name (or a position) in this site's function."""
@@ -200,7 +204,7 @@ def _helper_sites(block, name, fn, nps, sites) -> list:
             for s in tree.body:
                 if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(
                         s.targets[0], ast.Name):
-                    site = _allocation(s, nps)
+                    site = _allocation(s, nps, tree)
                     if site is not None:
                         site.owner, site.stores = helper, _stored(tree)
                         mine.append(site)
@@ -268,7 +272,7 @@ def rewrite_scratch(fn, nps: set) -> ScratchForm:
         if not (isinstance(s, ast.Assign) and len(s.targets) == 1
                 and isinstance(s.targets[0], ast.Name)):
             continue
-        site = _allocation(s, nps)
+        site = _allocation(s, nps, node)
         if site is None:
             continue
         if i <= last:
@@ -425,7 +429,8 @@ def rewrite_scratch(fn, nps: set) -> ScratchForm:
     made = _function(new, glb, filename)
     made.__hpu_tree__ = (new, filename, text, start)
     glb[name] = made
-    return ScratchForm(fn=made, params=tuple(params), bounds=(lo, hi), dtypes=dtypes, extra=ext)
+    return ScratchForm(fn=made, params=tuple(params), bounds=(lo, hi), dtypes=dtypes, extra=ext,
+                       lists=any(s.listed for s in sites))
 
 
 def _dtype_of(e, nps):
@@ -483,14 +488,44 @@ def _text(pos) -> str:
     return name if off == 0 else f"{name} {'+' if off > 0 else '-'} 1"
 
 
-def _allocation(st: ast.Assign, nps) -> _Site | None:
-    """The site of ``name = <allocation>`` (module docstring), or None."""
+def _sizes(tree) -> dict:
+    """Names assigned once in ``tree`` from a difference of names (``n1 = m - l + 1``): the
+    expression, for an allocation sized by the name."""
+    if tree is None:
+        return {}
+    stores = _stored(tree)
+    return {n.targets[0].id: n.value for n in ast.walk(tree)
+            if isinstance(n, ast.Assign) and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name) and stores.get(n.targets[0].id) == 1
+            and _extent(n.value) is not None}
+
+
+def _allocation(st: ast.Assign, nps, tree=None) -> _Site | None:
+    """The site of ``name = <allocation>`` (module docstring), or None.  ``tree``: the
+    function it is in, for a size named first (``n1 = m - l + 1``) and for a list of zeros,
+    ``[0] * n1``, whose values are all read from one parameter array (its dtype)."""
+    from hpu._list_kinds import element_source, zeros_list
+
     e, target = st.value, st.targets[0].id
+    sizes = _sizes(tree)
+
+    def size(x):
+        return sizes.get(x.id, x) if isinstance(x, ast.Name) else x
+
+    count = zeros_list(e)
+    if count is not None and tree is not None:
+        src = element_source(tree, target)
+        ext = _extent(size(count))
+        if src is None or ext is None:
+            return None
+        site = _Site(st, target, "zeros", ext[0], ext[1], src)
+        site.listed = True
+        return site
     if _np_call(e, nps, "empty", "zeros") and 1 <= len(e.args) <= 2:
         kw = {k.arg: k.value for k in e.keywords}
         if set(kw) - {"dtype"}:
             return None
-        ext = _extent(e.args[0]) or (None, None)     # (checked by the caller: a reason)
+        ext = _extent(size(e.args[0])) or (None, None)     # (checked by the caller: a reason)
         dtype = _dtype_of(e.args[1] if len(e.args) == 2 else kw.get("dtype"), nps)
         kind = "zeros" if e.func.attr == "zeros" else "empty"
         return _Site(st, target, kind, ext[0], ext[1], dtype)

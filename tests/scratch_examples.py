@@ -234,3 +234,98 @@ def msort_float_buffer(a, lo, hi):
 
 
 CARVED["msort_float_buffer"] = msort_float_buffer
+
+
+def merge_gfg(arr, l, m, r):
+    """The most-read tutorial's merge: its sizes named first, lists of zeros."""
+    n1 = m - l + 1
+    n2 = r - m
+    L = [0] * (n1)
+    R = [0] * (n2)
+    for i in range(0, n1):
+        L[i] = arr[l + i]
+    for j in range(0, n2):
+        R[j] = arr[m + 1 + j]
+    i = 0
+    j = 0
+    k = l
+    while i < n1 and j < n2:
+        if L[i] <= R[j]:
+            arr[k] = L[i]
+            i += 1
+        else:
+            arr[k] = R[j]
+            j += 1
+        k += 1
+    while i < n1:
+        arr[k] = L[i]
+        i += 1
+        k += 1
+    while j < n2:
+        arr[k] = R[j]
+        j += 1
+        k += 1
+
+
+def merge_sort_gfg(arr, l, r):
+    """The most-read tutorial's mergeSort(arr, l, r), called with r = len(arr) - 1."""
+    if l < r:
+        m = l + (r - l) // 2
+        merge_sort_gfg(arr, l, m)
+        merge_sort_gfg(arr, m + 1, r)
+        merge_gfg(arr, l, m, r)
+
+
+def merge_named(a, lo, mid, hi):
+    """A merge whose buffer's size is named first: ``n = hi - lo``."""
+    n = hi - lo
+    tmp = np.empty(n, a.dtype)
+    i, j = lo, mid
+    for k in range(n):
+        if j >= hi or (i < mid and a[i] <= a[j]):
+            tmp[k] = a[i]
+            i += 1
+        else:
+            tmp[k] = a[j]
+            j += 1
+    for k in range(n):
+        a[lo + k] = tmp[k]
+
+
+def msort_named(a, lo, hi):
+    if hi - lo > 1:
+        mid = (lo + hi) // 2
+        msort_named(a, lo, mid)
+        msort_named(a, mid, hi)
+        merge_named(a, lo, mid, hi)
+
+
+def merge_gfg_past(arr, l, m, r):
+    """Reads one element past its list when the right run is longer than one."""
+    n1 = m - l + 1
+    n2 = r - m
+    L = [0] * n1
+    R = [0] * n2
+    for i in range(n1):
+        L[i] = arr[l + i]
+    for j in range(n2):
+        R[j] = arr[m + 1 + j]
+    k = l
+    for i in range(n1):
+        arr[k] = L[i]
+        k += 1
+    for j in range(n2):
+        arr[k] = R[j] + R[n2] * 0
+        k += 1
+
+
+def merge_sort_past(arr, l, r):
+    if l < r:
+        m = l + (r - l) // 2
+        merge_sort_past(arr, l, m)
+        merge_sort_past(arr, m + 1, r)
+        merge_gfg_past(arr, l, m, r)
+
+
+CARVED.update(merge_sort_gfg=merge_sort_gfg, msort_named=msort_named)
+CLOSED.add("merge_sort_gfg")

@@ -66,7 +66,8 @@ def test_other_shapes_keep_their_path_and_say_why(name):
 @pytest.mark.parametrize("device, kw", PATHS, ids=str)
 @COMPILES
 @given(values=st.lists(st.integers(-10**6, 10**6), min_size=0, max_size=3000),
-       name=st.sampled_from(["msort_copies", "count_inv", "merge_sort_clrs"]))
+       name=st.sampled_from(["msort_copies", "count_inv", "merge_sort_clrs",
+                             "merge_sort_gfg"]))
 def test_every_path_gives_the_plain_answer(device, kw, values, name):
     check(name, np.asarray(values, np.int64), device, kw)
 
@@ -136,3 +137,25 @@ def test_a_buffer_the_array_cannot_hold_runs_the_function_as_written():
     y = x.astype(np.float64)
     assert f._scratch_call((y, 0, y.size), {}) is not None
     assert check("msort_float_buffer", y, "gpu", {}).gpu_tasks >= 1
+
+
+@pytest.mark.parametrize("device, kw", PATHS[:3], ids=str)
+@COMPILES
+@given(values=st.lists(st.floats(-1e12, 1e12, allow_nan=False), max_size=300),
+       dtype=st.sampled_from([np.float64, np.float32]))
+def test_lists_of_zeros_are_buffers_of_the_arrays_dtype(device, kw, values, dtype):
+    """The tutorial's ``L = [0] * n1`` filled from ``arr``: a part of a buffer of ``arr``'s
+    dtype (Python's list holds the floats; compiled as written, Numba's held ints)."""
+    check("merge_sort_gfg", np.asarray(values).astype(dtype), device, kw)
+    assert decorated("merge_sort_gfg")._scratch_form[1].lists
+
+
+def test_an_index_past_a_list_of_zeros_raises_as_python_does():
+    f = hpu.divide_and_conquer(ex.merge_sort_past)
+    assert f._scratch_form is not None and f._scratch_form[1].lists
+    for device in ("cpu", "gpu"):
+        x = np.arange(40.0)
+        with pytest.raises(IndexError):
+            ex.merge_sort_past(x.copy(), 0, 39)
+        with pytest.raises(IndexError, match="scratch_examples.py"):
+            f.run(x, 0, 39, device=device)
