@@ -46,7 +46,13 @@ What is rewritten (else the function keeps its path, compiled as written)
   overlap, so no two tasks of a level share an element of a buffer.  Where the calls are
   apart by one more element (``(lo, mid)`` and ``(mid + 1, hi)``: CLRS's closed ranges,
   ``merge_sort(A, 0, len(A) - 1)``), a task's part is ``[lo, hi + 1)`` (``A[q + 1:r + 1]``);
-* the allocated name is never reassigned, returned or passed to a recursive call.
+* the allocated name is never reassigned, returned or passed to a recursive call;
+* a size may be a name assigned once from such a difference (``n1 = m - l + 1``), and a
+  list of zeros is an allocation too, ``L = [0] * n1``, where every value stored into it is
+  read from one parameter array (``L[i] = arr[l + i]``: its dtype) and it is used only as
+  ``L[i]`` and ``len(L)`` (:func:`hpu._list_kinds.element_source`): the tutorials' merge
+  on closed ranges.  Python checks a list's indices, so such a form checks every index
+  (``ScratchForm.lists``).
 
 The root's bounds are checked when the run starts (``0 <= lo <= hi <= len`` of the longest
 array argument, the buffers' length); anything else runs the function as written.
