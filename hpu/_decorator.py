@@ -432,6 +432,15 @@ class DivideAndConquer:
         if converted is not None and self._writes_arguments is not None:
             for given, made in zip((*args, *kwargs.values()),
                                    (*converted[0], *converted[1].values())):
+                if type(given) is tuple and isinstance(made, np.ndarray):
+                    # a tuple cannot be written: Python's own error (or answer), not a
+                    # write into an array the caller never sees
+                    t0 = time.perf_counter()
+                    value = self._plain_function()(*args, **kwargs)
+                    why = (f"{self.__name__} writes into its arguments and was given a "
+                           "tuple, which cannot be written: the plain Python function ran")
+                    return _one_call_run(o, value, t0, [why] if o["device"] != "cpu"
+                                         else [], why)
                 if type(given) is list and isinstance(made, np.ndarray):
                     if given and not _one_number_kind(given):
                         # its items would come back as the array's one type: Python's own

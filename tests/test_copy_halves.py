@@ -219,3 +219,13 @@ def test_the_array_form_given_a_list_writes_the_list(device, kw, xs):
         run = decorated("tutorial").run(got, device=device, **kw)
     assert got == want and [type(v) for v in got] == [type(v) for v in want]
     assert run.value is None
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_a_tuple_which_cannot_be_written_raises_as_python_does(device):
+    data = (5, 3, 9, 1, 1, 8, 2)
+    with pytest.raises(AttributeError) as plain:
+        ex.tutorial(data)
+    with pytest.raises(AttributeError) as got:
+        decorated("tutorial").run(data, device=device)
+    assert str(got.value) == str(plain.value) and data == (5, 3, 9, 1, 1, 8, 2)
