@@ -18,6 +18,7 @@ the per-round ratios.  Every result is checked against ``np.sort``.
 
     python bench/bench_scratch.py                  # 2**22 keys, 5 rounds, device cpu
     python bench/bench_scratch.py --log2n 20 --rounds 7 --device hybrid --json
+    python bench/bench_scratch.py --shape gfg       # mergeSort(arr, l, r), lists of zeros
 """
 from __future__ import annotations
 
@@ -57,25 +58,73 @@ def msort_tmp(a, lo, hi):
     a[lo:hi] = tmp
 
 
+def merge(arr, l, m, r):
+    n1 = m - l + 1
+    n2 = r - m
+    L = [0] * (n1)
+    R = [0] * (n2)
+    for i in range(0, n1):
+        L[i] = arr[l + i]
+    for j in range(0, n2):
+        R[j] = arr[m + 1 + j]
+    i = 0
+    j = 0
+    k = l
+    while i < n1 and j < n2:
+        if L[i] <= R[j]:
+            arr[k] = L[i]
+            i += 1
+        else:
+            arr[k] = R[j]
+            j += 1
+        k += 1
+    while i < n1:
+        arr[k] = L[i]
+        i += 1
+        k += 1
+    while j < n2:
+        arr[k] = R[j]
+        j += 1
+        k += 1
+
+
+@hpu.divide_and_conquer
+def mergeSort(arr, l, r):
+    if l < r:
+        m = l + (r - l) // 2
+        mergeSort(arr, l, m)
+        mergeSort(arr, m + 1, r)
+        merge(arr, l, m, r)
+
+
+#: shape -> (function, its bounds for n elements)
+SHAPES = {"tmp": (msort_tmp, lambda n: (0, n)), "gfg": (mergeSort, lambda n: (0, n - 1))}
+
+
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--log2n", type=int, default=22)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--device", default="cpu", choices=["cpu", "gpu", "hybrid"])
+    p.add_argument("--shape", default="tmp", choices=sorted(SHAPES),
+                   help="tmp: np.empty(hi - lo) after the calls; gfg: the most-read "
+                        "tutorial's mergeSort(arr, l, r), its merge copying into lists of "
+                        "zeros [0] * n1")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
+    fn, bounds = SHAPES[args.shape]
     n = 1 << args.log2n
     x = np.random.default_rng(0).integers(-2**31, 2**31 - 1, n).astype(np.int32)
     want = np.sort(x, kind="stable")
 
     def form():
         y = x.copy()
-        run = msort_tmp.run(y, 0, n, device=args.device)
+        run = fn.run(y, *bounds(n), device=args.device)
         return y, run
 
     def as_written():
         y = x.copy()
-        msort_tmp.sequential(y, 0, n)
+        fn.sequential(y, *bounds(n))
         return y, None
 
     def shipped():
@@ -100,13 +149,15 @@ def main(argv=None) -> dict:
     ratio = {k: statistics.median(a / b for a, b in zip(times[k], times["shipped"]))
              for k in sides}
     last = runs[-1]
-    out = {"n": n, "device": args.device, "rounds": args.rounds, "median_s": med,
+    out = {"n": n, "device": args.device, "shape": args.shape, "rounds": args.rounds,
+           "median_s": med,
            "ratio_to_shipped": ratio, "form_K": last.K, "form_cpu_tasks": last.cpu_tasks,
            "form_gpu_tasks": last.gpu_tasks}
     if args.json:
         print(json.dumps(out, indent=1))
     else:
-        print(f"n = 2**{args.log2n} int32, device={args.device}, {args.rounds} rounds "
+        print(f"n = 2**{args.log2n} int32, {args.shape}, device={args.device}, "
+              f"{args.rounds} rounds "
               f"(form: K={last.K}, {last.cpu_tasks} CPU / {last.gpu_tasks} device leaf tasks)")
         for k in sides:
             print(f"  {k:10s} {med[k]:.3f} s   {ratio[k]:.2f}x shipped")
