@@ -427,6 +427,10 @@ class DivideAndConquer:
         from hpu._functional import convert_arguments
 
         self._typed_as(args, kwargs)
+        if self._lists and o["cluster"] is None:
+            ran = self._list_scratch(o, args, kwargs)
+            if ran is not None:
+                return ran
         converted = convert_arguments(args, kwargs, self._lists)
         back = []       # (the caller's list, the array it became) where the function writes
         if converted is not None and self._writes_arguments is not None:
@@ -441,7 +445,10 @@ class DivideAndConquer:
                            "tuple, which cannot be written: the plain Python function ran")
                     return _one_call_run(o, value, t0, [why] if o["device"] != "cpu"
                                          else [], why)
-                if type(given) is list and isinstance(made, np.ndarray):
+                if type(given) is list and made is not given and (
+                        isinstance(made, np.ndarray) or type(made) is list):
+                    # (a list of several kinds, for a function written for lists, is
+                    # converted into a new list of one: its writes would be lost)
                     if given and not _one_number_kind(given):
                         # its items would come back as the array's one type: Python's own
                         t0 = time.perf_counter()
@@ -455,7 +462,34 @@ class DivideAndConquer:
                     back.append((given, made))
         run = self._run_functional_converted(o, args, kwargs, converted)
         for given, made in back:    # the writes, into the caller's list (ints, floats)
-            given[:] = made.tolist()
+            given[:] = made.tolist() if isinstance(made, np.ndarray) else made
+        return run
+
+    def _list_scratch(self, o, args, kwargs) -> Run | None:
+        """The scratch form of a function written for lists (the tutorials' ``merge(arr, l,
+        m, r)`` copying into lists of zeros) given lists of one number kind: run on them as
+        arrays, breadth-first, and their items written back into the caller's lists; None
+        where it does not apply (the function then runs as written, on the lists)."""
+        if self._scratch_form is None or self._writes_arguments is None:
+            return None
+        given = [v for v in (*args, *kwargs.values()) if type(v) is list]
+        if not given or any(not v or not _one_number_kind(v) for v in given):
+            return None
+        made = {}
+        try:
+            for v in given:
+                made[id(v)] = np.array(v, dtype=np.int64 if type(v[0]) is int else np.float64)
+        except OverflowError:
+            return None                 # ints past int64: Python's own
+        new_args = tuple(made.get(id(v), v) if type(v) is list else v for v in args)
+        new_kwargs = {k: made.get(id(v), v) if type(v) is list else v
+                      for k, v in kwargs.items()}
+        scratch = self._scratch_call(new_args, new_kwargs)
+        if scratch is None:
+            return None
+        run = scratch[0]._run_any(o, scratch[1], {}, checked=o)
+        for v in given:                 # the writes, into the caller's lists
+            v[:] = made[id(v)].tolist()
         return run
 
     def _run_functional_converted(self, o, args, kwargs, converted) -> Run:

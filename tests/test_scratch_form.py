@@ -159,3 +159,39 @@ def test_an_index_past_a_list_of_zeros_raises_as_python_does():
             ex.merge_sort_past(x.copy(), 0, 39)
         with pytest.raises(IndexError, match="scratch_examples.py"):
             f.run(x, 0, 39, device=device)
+
+
+@pytest.mark.parametrize("device, kw", PATHS[:3], ids=str)
+@COMPILES
+@given(xs=st.one_of(st.lists(st.integers(-10**12, 10**12), min_size=1, max_size=200),
+                    st.lists(st.floats(-1e9, 1e9, allow_nan=False), min_size=1, max_size=200)))
+def test_the_tutorials_list_runs_the_form_and_gets_its_items_back(device, kw, xs):
+    """``mergeSort(arr, 0, len(arr) - 1)`` on a Python list, as the tutorial calls it: the
+    form on the list's items as an array, written back into the list."""
+    want, got = list(xs), list(xs)
+    ex.merge_sort_gfg(want, 0, len(want) - 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = decorated("merge_sort_gfg").run(got, 0, len(got) - 1, device=device, **kw)
+    assert got == want and [type(v) for v in got] == [type(v) for v in want]
+    assert run.value is None and not run.fallbacks
+
+
+@pytest.mark.parametrize("xs", [[1, 2.5, -3], [2**70, 1, 0], [True, False, True]],
+                         ids=["mixed", "big-ints", "bools"])
+def test_lists_an_array_cannot_give_back_run_as_written(xs):
+    want, got = list(xs), list(xs)
+    ex.merge_sort_gfg(want, 0, len(want) - 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = decorated("merge_sort_gfg").run(got, 0, len(got) - 1, device="gpu")
+    assert got == want and [type(v) for v in got] == [type(v) for v in want]
+    assert run.gpu_tasks == 0
+
+
+def test_a_large_list_runs_breadth_first_on_the_device():
+    xs = [int(v) for v in np.random.default_rng(9).integers(-10**12, 10**12, 30_001)]
+    got = list(xs)
+    run = decorated("merge_sort_gfg").run(got, 0, len(got) - 1, device="hybrid", alpha=0.5,
+                                          y=2)
+    assert got == sorted(xs) and run.gpu_tasks > 0 and run.cpu_tasks > 0
