@@ -531,9 +531,9 @@ def _clone(f, glb, is_main: bool, checker=None):
     name = tree.name
     filename = inspect.getsourcefile(f) or f.__code__.co_filename
     tree.decorator_list = []
+    lists_keep_kinds(tree, glb)         # [0] * n holds floats stored into it (_list_kinds)
     comprehensions_as_loops(tree)       # before Numba sees them: see hpu._comprehensions
     guard_unbound(tree)                 # a local read unassigned raises (hpu._unbound)
-    lists_keep_kinds(tree, glb)         # [0] * n holds floats stored into it (_list_kinds)
     if getattr(checker, "lists", False):  # `if not arr: return []`: a list Numba can type
         _empty_lists_typed(tree)
     if checker is not None:

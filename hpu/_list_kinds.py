@@ -17,7 +17,7 @@ a list once, from how it is made: ``[0] * n`` is a list of int64, and storing a 
 truncates, silently -- compiled, the sort of ``[3.75, -1.5]`` gave ``[-1.0, 3.0]``.
 
 So, before Numba sees a function (:func:`hpu._functional._clone`), a list made of int (or
-bool) constants -- ``[0] * n``, ``n * [0]``, ``[0, 0]`` -- whose stored values are read from
+bool) constants -- ``[0] * n``, ``n * [0]``, ``[0, 0]``, ``[0 for _ in range(n)]`` -- whose stored values are read from
 the function's parameters (``L[i] = arr[l + i]``, ``L[i] = x``) is made of zeros of *their*
 kind: ``[hpu__zero_as(0, arr)] * n``, the constant converted to ``arr``'s dtype where that is
 a float or complex one (the kind Python's list ends up holding), and left as it is otherwise.
@@ -52,11 +52,30 @@ def _made_of_ints(e):
         return None
     if isinstance(e, ast.List) and e.elts and all(map(_int_constant, e.elts)):
         return e
+    if _zeros_comprehension(e) is not None:
+        return e
+    return None
+
+
+def _zeros_comprehension(e):
+    """``n`` of ``[c for _ in range(n)]`` (an int constant ``c``, one ``for``, no ``if``),
+    else None."""
+    if (isinstance(e, ast.ListComp) and _int_constant(e.elt) and len(e.generators) == 1):
+        g = e.generators[0]
+        if (not g.ifs and not g.is_async and isinstance(g.target, ast.Name)
+                and isinstance(g.iter, ast.Call) and isinstance(g.iter.func, ast.Name)
+                and g.iter.func.id == "range" and len(g.iter.args) == 1
+                and not g.iter.keywords):
+            return g.iter.args[0]
     return None
 
 
 def zeros_list(e):
-    """``n`` of ``[0] * n`` or ``n * [0]``, else None."""
+    """``n`` of ``[0] * n``, ``n * [0]`` or ``[0 for _ in range(n)]``, else None."""
+    n = _zeros_comprehension(e)
+    if (n is not None and isinstance(e.elt, ast.Constant) and e.elt.value == 0
+            and type(e.elt.value) is int):
+        return n
     if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mult):
         for side, count in ((e.left, e.right), (e.right, e.left)):
             if (isinstance(side, ast.List) and len(side.elts) == 1
@@ -166,14 +185,18 @@ def lists_keep_kinds(tree, glb: dict) -> int:
     for st, name in guarded:
         st.value = ast.copy_location(ast.Call(
             ast.Name(KEPT, ast.Load()), [ast.Name(name, ast.Load()), st.value], []), st.value)
+    def as_sources(c, name):
+        e = c
+        for p in sorted(sources[name]):
+            e = ast.Call(ast.Name(ZERO_AS, ast.Load()), [e, ast.Name(p, ast.Load())], [])
+        return ast.copy_location(e, c)
+
     for name, nodes in lists.items():
         for node in nodes:
-            for i, c in enumerate(node.elts):
-                e = c
-                for p in sorted(sources[name]):
-                    e = ast.Call(ast.Name(ZERO_AS, ast.Load()), [e, ast.Name(p, ast.Load())],
-                                 [])
-                node.elts[i] = ast.copy_location(e, c)
+            if isinstance(node, ast.ListComp):
+                node.elt = as_sources(node.elt, name)
+            else:
+                node.elts = [as_sources(c, name) for c in node.elts]
     ast.fix_missing_locations(tree)
     glb[ZERO_AS] = zero_as
     glb[KEPT] = kept

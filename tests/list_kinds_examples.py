@@ -62,3 +62,39 @@ def appended(a, lo, hi):
         return seen[1] + seen[0]
     mid = (lo + hi) // 2
     return appended(a, lo, mid) + appended(a, mid, hi)
+
+
+def merge_comp(arr, l, m, r):
+    """The merge with its lists made by comprehensions, and a running count past them."""
+    L = [0 for _ in range(m - l + 1)]
+    R = [0 for _ in range(r - m)]
+    for i in range(len(L)):
+        L[i] = arr[l + i]
+    for j in range(len(R)):
+        R[j] = arr[m + 1 + j]
+    i = j = 0
+    k = l
+    while i < len(L) and j < len(R):
+        if L[i] <= R[j]:
+            arr[k] = L[i]
+            i += 1
+        else:
+            arr[k] = R[j]
+            j += 1
+        k += 1
+    while i < len(L):
+        arr[k] = L[i]
+        i += 1
+        k += 1
+    while j < len(R):
+        arr[k] = R[j]
+        j += 1
+        k += 1
+
+
+def merge_sort_comp(arr, l, r):
+    if l < r:
+        m = l + (r - l) // 2
+        merge_sort_comp(arr, l, m)
+        merge_sort_comp(arr, m + 1, r)
+        merge_comp(arr, l, m, r)

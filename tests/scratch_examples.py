@@ -327,5 +327,45 @@ def merge_sort_past(arr, l, r):
         merge_gfg_past(arr, l, m, r)
 
 
-CARVED.update(merge_sort_gfg=merge_sort_gfg, msort_named=msort_named)
+def merge_comp(arr, l, m, r):
+    """The tutorial's merge with its lists made by comprehensions."""
+    n1 = m - l + 1
+    n2 = r - m
+    L = [0 for _ in range(n1)]
+    R = [0 for _ in range(n2)]
+    for i in range(n1):
+        L[i] = arr[l + i]
+    for j in range(n2):
+        R[j] = arr[m + 1 + j]
+    i = j = 0
+    k = l
+    while i < n1 and j < n2:
+        if L[i] <= R[j]:
+            arr[k] = L[i]
+            i += 1
+        else:
+            arr[k] = R[j]
+            j += 1
+        k += 1
+    while i < n1:
+        arr[k] = L[i]
+        i += 1
+        k += 1
+    while j < n2:
+        arr[k] = R[j]
+        j += 1
+        k += 1
+
+
+def merge_sort_comp(arr, l, r):
+    if l < r:
+        m = (l + r) // 2
+        merge_sort_comp(arr, l, m)
+        merge_sort_comp(arr, m + 1, r)
+        merge_comp(arr, l, m, r)
+
+
+CARVED.update(merge_sort_gfg=merge_sort_gfg, msort_named=msort_named,
+              merge_sort_comp=merge_sort_comp)
+CLOSED.add("merge_sort_comp")
 CLOSED.add("merge_sort_gfg")

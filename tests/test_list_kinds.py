@@ -19,6 +19,7 @@ COMPILES = settings(deadline=None, max_examples=5,
                     suppress_health_check=[HealthCheck.too_slow])
 PATHS = [("cpu", {}), ("gpu", {}), ("hybrid", {"alpha": 0.5, "y": 2}), (None, {})]
 SORT = hpu.divide_and_conquer(ex.merge_sort)
+SORT_COMP = hpu.divide_and_conquer(ex.merge_sort_comp)
 HALVES = hpu.divide_and_conquer(ex.halves_total)
 APPENDED = hpu.divide_and_conquer(ex.appended)
 
@@ -49,11 +50,12 @@ def test_lists_of_zeros_take_the_kind_of_the_parameters_stored_into_them():
 @given(xs=st.lists(st.floats(-1e9, 1e9, allow_nan=False), max_size=60),
        dtype=st.sampled_from([np.float64, np.float32, np.int64]))
 def test_the_tutorials_mergesort_sorts_floats_as_python_does(device, kw, xs, dtype):
-    x = np.asarray(xs).astype(dtype)
-    want = x.copy()
-    ex.merge_sort(want, 0, len(want) - 1)
-    _run(SORT, device, kw, x, 0, len(x) - 1)
-    assert np.array_equal(x, want), (x, want)
+    for f, plain in ((SORT, ex.merge_sort), (SORT_COMP, ex.merge_sort_comp)):
+        x = np.asarray(xs).astype(dtype)
+        want = x.copy()
+        plain(want, 0, len(want) - 1)
+        _run(f, device, kw, x, 0, len(x) - 1)
+        assert np.array_equal(x, want), (plain.__name__, x, want)
 
 
 def test_a_large_float_sort_stays_compiled_and_fans_out():

@@ -139,15 +139,17 @@ def test_a_buffer_the_array_cannot_hold_runs_the_function_as_written():
     assert check("msort_float_buffer", y, "gpu", {}).gpu_tasks >= 1
 
 
+@pytest.mark.parametrize("name", ["merge_sort_gfg", "merge_sort_comp"])
 @pytest.mark.parametrize("device, kw", PATHS[:3], ids=str)
 @COMPILES
 @given(values=st.lists(st.floats(-1e12, 1e12, allow_nan=False), max_size=300),
        dtype=st.sampled_from([np.float64, np.float32]))
-def test_lists_of_zeros_are_buffers_of_the_arrays_dtype(device, kw, values, dtype):
-    """The tutorial's ``L = [0] * n1`` filled from ``arr``: a part of a buffer of ``arr``'s
-    dtype (Python's list holds the floats; compiled as written, Numba's held ints)."""
-    check("merge_sort_gfg", np.asarray(values).astype(dtype), device, kw)
-    assert decorated("merge_sort_gfg")._scratch_form[1].lists
+def test_lists_of_zeros_are_buffers_of_the_arrays_dtype(device, kw, values, dtype, name):
+    """The tutorial's ``L = [0] * n1`` (or ``[0 for _ in range(n1)]``) filled from ``arr``:
+    a part of a buffer of ``arr``'s dtype (Python's list holds the floats; compiled as
+    written, Numba's held ints)."""
+    check(name, np.asarray(values).astype(dtype), device, kw)
+    assert decorated(name)._scratch_form[1].lists
 
 
 def test_an_index_past_a_list_of_zeros_raises_as_python_does():
