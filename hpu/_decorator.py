@@ -1502,8 +1502,9 @@ class DivideAndConquer:
         try:
             form = rewrite_copy_halves(self.py_func, _numpy_names(self.py_func.__globals__),
                                        lists=True)
+            # Python checks a list's indices: so does the form on the list's items
             dc = DivideAndConquer(form.fn, b=self._options["b"], cost=self._options["cost"],
-                                  boundscheck=self._boundscheck)
+                                  boundscheck=True)
         except Exception:  # noqa: BLE001 - NotCopyHalves, a TranslationError: as written
             return None
         return dc, form

@@ -368,11 +368,51 @@ _MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "sort", "r
                        "clear"})
 
 
+def _aliases_of(names: set, tree) -> set:
+    """``names`` and every name bound to one of them or to a view of one (``a = arr``,
+    ``v = arr[lo:hi]``, ``b, c = a, x``), transitively: a write through such a name is a
+    write into the argument (the fan-out must then wait for the children before it)."""
+    out = set(names)
+
+    def view_of(v) -> bool:
+        while isinstance(v, ast.Subscript) and (isinstance(v.slice, ast.Slice) or (
+                isinstance(v.slice, ast.Tuple)
+                and any(isinstance(e, ast.Slice) for e in v.slice.elts))):
+            v = v.value
+        while isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
+                and v.func.attr in ("view", "reshape", "ravel"):
+            v = v.func.value
+        if isinstance(v, ast.Attribute) and v.attr == "T":
+            v = v.value
+        return isinstance(v, ast.Name) and v.id in out
+
+    pairs = []
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                if isinstance(t, ast.Name):
+                    pairs.append((t.id, n.value))
+                elif (isinstance(t, (ast.Tuple, ast.List)) and isinstance(n.value, ast.Tuple)
+                      and len(t.elts) == len(n.value.elts)):
+                    pairs += [(x.id, v) for x, v in zip(t.elts, n.value.elts)
+                              if isinstance(x, ast.Name)]
+        elif isinstance(n, ast.NamedExpr):
+            pairs.append((n.target.id, n.value))
+    grew = True
+    while grew:
+        grew = False
+        for name, value in pairs:
+            if name not in out and view_of(value):
+                out.add(name)
+                grew = True
+    return out
+
+
 def writes_its_arguments(fn) -> int | None:
     """The line where ``fn`` or a helper it calls writes into one of its own parameters
     (``arr[lo:hi] = ...``, ``arr[i] += 1``, ``arr.append(x)``, ``del arr[i]``), else None."""
     for _, tree in _trees(fn):
-        params = {a.arg for a in tree.args.args}
+        params = _aliases_of({a.arg for a in tree.args.args}, tree)
         for n in ast.walk(tree):
             targets = []
             if isinstance(n, ast.Assign):

@@ -27,13 +27,15 @@ _DECORATED: dict = {}
 
 def decorated(name):
     if name not in _DECORATED:
-        fn = ex.CARVED.get(name) or ex.SHORT.get(name) or ex.KEPT[name][1]
+        fn = (ex.CARVED.get(name) or ex.WRITTEN_OUT.get(name) or ex.SHORT.get(name)
+              or ex.KEPT[name][1])
         _DECORATED[name] = hpu.divide_and_conquer(fn)
     return _DECORATED[name]
 
 
 def plain(name, x):
-    fn = ex.CARVED.get(name) or ex.SHORT.get(name) or ex.KEPT[name][1]
+    fn = (ex.CARVED.get(name) or ex.WRITTEN_OUT.get(name) or ex.SHORT.get(name)
+          or ex.KEPT[name][1])
     return fn(x)
 
 
@@ -48,7 +50,7 @@ def check(name, x, device, kw):
     return run
 
 
-@pytest.mark.parametrize("name", sorted(ex.CARVED) + sorted(ex.SHORT))
+@pytest.mark.parametrize("name", sorted(ex.CARVED) + sorted(ex.SHORT) + sorted(ex.WRITTEN_OUT))
 def test_the_form_is_found(name):
     got = decorated(name)._scratch_form
     assert got is not None and isinstance(got[1], CopyHalvesForm)
@@ -134,7 +136,7 @@ def test_an_error_in_the_merge_names_the_users_line():
 def test_a_merge_in_a_helper_or_at_any_index_is_read_as_the_functions_own(name, marks):
     """The helper is written out in the function (its names renamed apart); stores at one
     counter are checked by the counter, others by marks."""
-    fn = ex.CARVED[name]
+    fn = ex.CARVED.get(name) or ex.WRITTEN_OUT[name]
     form = rewrite_copy_halves(fn, _numpy_names(fn.__globals__))
     assert form.marks is marks
     source = ast.unparse(form.fn.__hpu_tree__[0])
@@ -142,6 +144,23 @@ def test_a_merge_in_a_helper_or_at_any_index_is_read_as_the_functions_own(name, 
             and "(arr, L, R)" not in source)
     if marks:
         assert "hpu_m[" in source and len(form.buffers({form.array: np.arange(5)})) == 3
+
+
+@pytest.mark.parametrize("device,kw", [PATHS[0], PATHS[2]])
+@pytest.mark.parametrize("name", sorted(ex.WRITTEN_OUT))
+@settings(COMPILES)
+@given(xs=st.lists(st.integers(-30, 30), max_size=80))
+def test_merges_in_helpers_give_the_plain_answer(name, device, kw, xs):
+    check(name, np.asarray(xs, dtype=np.int64), device, kw)
+
+
+@pytest.mark.parametrize("name", sorted(ex.WRITTEN_OUT))
+def test_merges_in_helpers_at_sizes_with_device_tasks(name):
+    for n in (0, 1, 2, 3, 4097):
+        x = np.random.default_rng(n).integers(-10**6, 10**6, n)
+        run = check(name, x, "hybrid", {"alpha": 0.5, "y": 3})
+        if n >= 4097:
+            assert run.gpu_tasks > 0 and run.cpu_tasks > 0 and not run.fallbacks
 
 
 def test_an_error_in_a_helper_merge_names_the_helpers_line():
@@ -229,3 +248,33 @@ def test_a_tuple_which_cannot_be_written_raises_as_python_does(device):
     with pytest.raises(AttributeError) as got:
         decorated("tutorial").run(data, device=device)
     assert str(got.value) == str(plain.value) and data == (5, 3, 9, 1, 1, 8, 2)
+
+
+@pytest.mark.parametrize("name", ["through_alias", "through_view"])
+def test_writes_through_another_name_wait_for_the_children_in_the_fan_out(name):
+    """Not the form (``arr`` is passed on, or sliced): the fan-out, which must see the write
+    into the argument through ``out = arr`` or ``v = arr[0:n]`` and wait for the children's
+    subtrees before the merge (it did not, and merged halves not yet sorted)."""
+    from hpu._functional import FANOUT_MIN
+
+    fn = getattr(ex, name)
+    f = hpu.divide_and_conquer(fn)
+    x = np.random.default_rng(2).integers(0, 100, FANOUT_MIN + 7_000)
+    want = x.copy()
+    fn(want)
+    run = f.run(x, device="cpu")
+    assert np.array_equal(x, want)
+    assert run.K > 0 or "thread" in run.reason
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_a_list_index_past_the_end_raises_as_python_does(device):
+    f = hpu.divide_and_conquer(ex.list_past_the_end)
+    xs = [5, 3, 9, 1, 1, 8, 2, 7, 4]
+    with pytest.raises(IndexError):
+        ex.list_past_the_end(list(xs))
+    got = list(xs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(IndexError):
+            f.run(got, device=device)
