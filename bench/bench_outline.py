@@ -1,6 +1,7 @@
 """A mergesort with its merge loops in the function itself -- the tutorials' one, merging
-at ``i + j`` (the copy-halves form takes the one with a counter ``k``: bench_copy_halves.py)
--- fanned out over the CPU's cores, one process.  Reported, never asserted.
+at ``i + j``, with an insertion sort at 16 elements, which reads ``arr`` (so the copy-halves
+form does not take it: bench_copy_halves.py) -- fanned out over the CPU's cores, one process.
+Reported, never asserted.
 
 Its merge loops are its own, so before ``hpu/_outline.py`` its top levels would have merged
 element by element as Python: it ran as one compiled call, on one core.  Now each loop is a
@@ -39,7 +40,15 @@ from algorithms import mergesort  # noqa: E402
 
 @hpu.divide_and_conquer
 def copy_sort(arr):
-    if len(arr) > 1:
+    if len(arr) <= 16:                  # insertion sort: it reads arr, so not copy-halves
+        for i in range(1, len(arr)):
+            v = arr[i]
+            j = i - 1
+            while j >= 0 and arr[j] > v:
+                arr[j + 1] = arr[j]
+                j -= 1
+            arr[j + 1] = v
+    else:
         mid = len(arr) // 2
         L = arr[:mid].copy()
         R = arr[mid:].copy()

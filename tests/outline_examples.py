@@ -7,9 +7,17 @@ import hpu
 
 
 def copy_halves_sort(arr):
-    """The tutorials' mergesort, merging at ``i + j`` (the copy-halves form, which needs one
-    counter, does not take it: it fans out)."""
-    if len(arr) > 1:
+    """The tutorials' mergesort, merging at ``i + j``, with an insertion sort at 8 elements,
+    which reads ``arr`` (so the copy-halves form does not take it: it fans out)."""
+    if len(arr) <= 8:
+        for i in range(1, len(arr)):
+            v = arr[i]
+            j = i - 1
+            while j >= 0 and arr[j] > v:
+                arr[j + 1] = arr[j]
+                j -= 1
+            arr[j + 1] = v
+    else:
         mid = len(arr) // 2
         L = arr[:mid].copy()
         R = arr[mid:].copy()

@@ -26,13 +26,13 @@ def _outlined(fn):
 
 # ------------------------------------------------------------------ what is outlined
 def test_the_three_merge_loops_become_calls_that_hand_back_their_counters():
-    got = _outlined(copy_halves_sort)
-    assert sorted(got.helpers) == [f"hpu_loop{k}_copy_halves_sort" for k in range(3)]
+    got = _outlined(copy_halves_sort)     # (loop0: the base case's insertion sort)
+    assert sorted(got.helpers) == [f"hpu_loop{k}_copy_halves_sort" for k in range(4)]
     text = ast.unparse(got.tree)
     assert "while" not in text
-    assert "i, j = hpu_loop0_copy_halves_sort(" in text
+    assert "i, j = hpu_loop1_copy_halves_sort(" in text
     # each helper is the user's statement, at the user's line, returning what is read after
-    h = got.helpers["hpu_loop0_copy_halves_sort"]
+    h = got.helpers["hpu_loop1_copy_halves_sort"]
     tree = h.__hpu_tree__[0]
     lines, start = inspect.getsourcelines(copy_halves_sort)
     first = start + next(i for i, t in enumerate(lines) if "while i < len(L) and" in t)
