@@ -434,35 +434,31 @@ class DivideAndConquer:
         converted = convert_arguments(args, kwargs, self._lists)
         back = []       # (the caller's list, the array it became) where the function writes
         if converted is not None and self._writes_arguments is not None:
+            def plain(why):     # Python's own answer (or error), the reason recorded
+                t0 = time.perf_counter()
+                with _lists_restored(args, kwargs):
+                    value = self._plain_function()(*args, **kwargs)
+                return _one_call_run(o, value, t0, [why] if o["device"] != "cpu" else [], why)
+
             for given, made in zip((*args, *kwargs.values()),
                                    (*converted[0], *converted[1].values())):
                 if type(given) is tuple and isinstance(made, np.ndarray):
-                    # a tuple cannot be written: Python's own error (or answer), not a
-                    # write into an array the caller never sees
-                    t0 = time.perf_counter()
-                    value = self._plain_function()(*args, **kwargs)
-                    why = (f"{self.__name__} writes into its arguments and was given a "
-                           "tuple, which cannot be written: the plain Python function ran")
-                    return _one_call_run(o, value, t0, [why] if o["device"] != "cpu"
-                                         else [], why)
-                if type(given) is list and made is not given and (
-                        isinstance(made, np.ndarray) or type(made) is list):
-                    # (a list of several kinds, for a function written for lists, is
-                    # converted into a new list of one: its writes would be lost)
+                    # a tuple cannot be written: not a write into an array the caller
+                    # never sees
+                    return plain(f"{self.__name__} writes into its arguments and was given "
+                                 "a tuple, which cannot be written: the plain Python "
+                                 "function ran")
+                if type(given) is list and made is not given:
+                    # an array, or (a function written for lists) a new list of one kind:
+                    # a list of several kinds would come back as one, or its writes be lost
                     if given and not _one_number_kind(given):
-                        # its items would come back as the array's one type: Python's own
-                        t0 = time.perf_counter()
-                        with _lists_restored(args, kwargs):
-                            value = self._plain_function()(*args, **kwargs)
-                        why = (f"{self.__name__} writes into a list of several kinds of "
-                               "items, which an array would give back as one: the plain "
-                               "Python function ran")
-                        return _one_call_run(o, value, t0, [why] if o["device"] != "cpu"
-                                             else [], why)
+                        return plain(f"{self.__name__} writes into a list of several kinds "
+                                     "of items, which an array would give back as one: the "
+                                     "plain Python function ran")
                     back.append((given, made))
         run = self._run_functional_converted(o, args, kwargs, converted)
         for given, made in back:    # the writes, into the caller's list (ints, floats)
-            given[:] = made.tolist() if isinstance(made, np.ndarray) else made
+            given[:] = made.tolist()
         return run
 
     def _list_scratch(self, o, args, kwargs) -> Run | None:
@@ -473,14 +469,9 @@ class DivideAndConquer:
         if self._scratch_form is None or self._writes_arguments is None:
             return None
         given = [v for v in (*args, *kwargs.values()) if type(v) is list]
-        if not given or any(not v or not _one_number_kind(v) for v in given):
+        made = {id(v): _list_as_array(v) for v in given}
+        if not given or any(a is None for a in made.values()):
             return None
-        made = {}
-        try:
-            for v in given:
-                made[id(v)] = np.array(v, dtype=np.int64 if type(v[0]) is int else np.float64)
-        except OverflowError:
-            return None                 # ints past int64: Python's own
         new_args = tuple(made.get(id(v), v) if type(v) is list else v for v in args)
         new_kwargs = {k: made.get(id(v), v) if type(v) is list else v
                       for k, v in kwargs.items()}
@@ -1525,12 +1516,9 @@ class DivideAndConquer:
                                   if q != p):
             return None
         items = bound.arguments[p]
-        if not items or not _one_number_kind(items):
+        arr = _list_as_array(items)
+        if arr is None:
             return None
-        try:
-            arr = np.array(items, dtype=np.int64 if type(items[0]) is int else np.float64)
-        except OverflowError:
-            return None                 # ints past int64: Python's own
         bufs = form.buffers({p: arr})
         values = (*(arr if q == p else bound.arguments[q] for q in form.params), *bufs)
         try:
@@ -1991,6 +1979,17 @@ def _not_compiled_reason(name: str, err) -> str:
     return (f"{where}Numba cannot compile {name} as written ({what}); the plain Python "
             "function runs instead: write that line with what Numba supports to run it "
             "compiled")
+
+
+def _list_as_array(items: list) -> np.ndarray | None:
+    """A non-empty list of ints (within int64) or of floats as an int64 or float64 array that
+    gives its items back as they were (``tolist()``), else None (Python's own list)."""
+    if not items or not _one_number_kind(items):
+        return None
+    try:
+        return np.array(items, dtype=np.int64 if type(items[0]) is int else np.float64)
+    except OverflowError:
+        return None                     # ints past int64
 
 
 def _one_number_kind(items: list) -> bool:
