@@ -325,6 +325,9 @@ class DivideAndConquer:
         """The original compiled by Numba, on one core (004's baseline); returns its value."""
         if _disabled():
             return self.py_func(*args, **kwargs)
+        runner = self._as_called(args, kwargs)
+        if runner is not self:
+            return runner.sequential(*args, **kwargs)
         if self._int_results:
             from hpu._kinds import past_float
 
@@ -1203,6 +1206,9 @@ class DivideAndConquer:
         return self._run(opts, args, user)
 
     def _run(self, options, args, kwargs, checked=None) -> Run:
+        runner = self._as_called(args, kwargs)
+        if runner is not self:
+            return runner._run(options, args, kwargs, checked)
         if self._int_results and not _disabled():
             from hpu._kinds import past_float
 
@@ -1220,6 +1226,38 @@ class DivideAndConquer:
 
             run = dataclasses.replace(run, value=restore(run.value, args, kwargs))
         return run
+
+    def _as_called(self, args, kwargs) -> "DivideAndConquer":
+        """The object that runs a call on these arguments: this one, or, where a Python list
+        or tuple is given to a function whose bounds are not checked (``boundscheck=None``
+        and no ``HPU_BOUNDSCHECK``), the same function checked for bounds
+        (:attr:`_bounds_checked`).  hpu gives the compiled code a list as an array, and an
+        unchecked array read past its end reads memory beyond it, where Python raises
+        ``IndexError`` at an index past a list (as Numba does on a list): an off-by-one on
+        a list must raise, on every device, not return what lay past it.  An explicit
+        ``boundscheck=False`` is the user's choice, kept.  A function that builds lists
+        (``_lists``) is given lists as lists, which Numba checks itself (Python's message),
+        and checks the arrays it makes of them (its list forms)."""
+        if self._boundscheck is not None or _disabled():
+            return self
+        if not any(type(v) in (list, tuple) for v in (*args, *kwargs.values())):
+            return self
+        from hpu._guard import boundscheck_default
+
+        self._settle()
+        if self._lists or boundscheck_default():
+            return self
+        return self._bounds_checked
+
+    @functools.cached_property
+    def _bounds_checked(self) -> "DivideAndConquer":
+        """This function decorated again with ``boundscheck=True`` (its own compiled code,
+        kernels and forms), for the calls :meth:`_as_called` gives it; its plain function
+        is this one's."""
+        with self._lock:
+            twin = DivideAndConquer(self.py_func, **self._options, boundscheck=True)
+            twin._plain_function = self._plain_function
+            return twin
 
     def _run_plain_for_ints(self, options, args, kwargs) -> Run:
         """The plain function, for a function whose ints the compiled code holds as float64
@@ -1691,6 +1729,9 @@ class DivideAndConquer:
         return self._opencl_source(opts, args, user)
 
     def _opencl_source(self, options, args, kwargs) -> str:
+        runner = self._as_called(args, kwargs)   # (the code that runs for a list)
+        if runner is not self:
+            return runner._opencl_source(options, args, kwargs)
         from hpu._opencl._levels import opencl_source
         from hpu._options import check_options
 
@@ -1724,6 +1765,9 @@ class DivideAndConquer:
         return self._plan(opts, args, user)
 
     def _plan(self, options, args, kwargs):
+        runner = self._as_called(args, kwargs)   # (the code that runs for a list)
+        if runner is not self:
+            return runner._plan(options, args, kwargs)
         from hpu._options import check_options
         from hpu._plan import make_plan
 

@@ -363,3 +363,83 @@ def test_unchecked_views_compile_as_before():
     assert "a[a__o + (k + a__n if k < 0 else k)]" in plain
     it = _codegen.iter_source(program.spec, program.closure, program.layout, program.types, 8)
     assert "hpu__view_index" not in it and "a[a__o + (k + a__n if k < 0 else k)]" in it
+
+
+# ------------------------------- a Python list: its indices checked, as Python checks them
+
+@hpu.divide_and_conquer
+def list_total(a, lo, hi):
+    if hi - lo <= 1:
+        return a[lo]   # LINE_LIST_TOTAL
+    mid = (lo + hi) // 2
+    return list_total(a, lo, mid) + list_total(a, mid, hi)
+
+
+@hpu.divide_and_conquer
+def list_copy_sum(a):
+    if len(a) <= 2:
+        b = a.copy()    # (it allocates: the functional path)
+        return b[0] + b[len(b) - 1 + (len(b) == 2)]   # LINE_LIST_COPY
+    mid = len(a) // 2
+    return list_copy_sum(a[:mid]) + list_copy_sum(a[mid:])
+
+
+@hpu.divide_and_conquer(boundscheck=False)
+def list_total_unchecked(a, lo, hi):
+    if hi - lo <= 1:
+        return a[lo]
+    mid = (lo + hi) // 2
+    return list_total_unchecked(a, lo, mid) + list_total_unchecked(a, mid, hi)
+
+
+@pytest.mark.parametrize("path, kw", ALL_PATHS)
+@settings(max_examples=8, deadline=None)
+@given(items=st.lists(st.integers(-10**6, 10**6), min_size=1, max_size=300),
+       past=st.integers(-2, 3), as_tuple=st.booleans())
+def test_an_index_past_a_list_raises_as_python(path, kw, items, past, as_tuple):
+    """A list (or tuple) given where the function indexes an array is converted to one;
+    an index past it raises IndexError at the user's line, as Python does on the list,
+    where an unchecked array would read past its end.  In range: Python's answer."""
+    given_ = tuple(items) if as_tuple else list(items)
+    hi = len(items) + past
+    try:
+        want = list_total.py_func(given_, 0, hi)
+    except IndexError:
+        want = IndexError
+    if want is IndexError:
+        with pytest.raises(IndexError) as err:
+            _call(list_total, (given_, 0, hi), path, kw)
+        assert str(err.value).startswith(f"{HERE}:{_line('LINE_LIST_TOTAL')}: a[lo]: index ")
+        assert str(err.value).endswith(f"is out of bounds for length {len(items)}")
+    else:
+        assert _call(list_total, (given_, 0, hi), path, kw) == want
+    assert list(given_) == items
+
+
+@pytest.mark.parametrize("path, kw", ALL_PATHS)
+@pytest.mark.parametrize("n", [2, 3, 1000])
+def test_an_index_past_a_list_raises_in_a_function_that_allocates(path, kw, n):
+    """The functional path (``a.copy()`` in the function): the copy of a list's slice of
+    two items read at index 2 raises, as Python's list does; one item is read in range."""
+    items = list(range(n))
+    with pytest.raises(IndexError) as err:
+        list_copy_sum.py_func(items)
+    with pytest.raises(IndexError) as err:
+        _call(list_copy_sum, (items,), path, kw)
+    assert str(err.value).startswith(f"{HERE}:{_line('LINE_LIST_COPY')}: ")
+    assert items == list(range(n))
+    assert _call(list_copy_sum, ([7],), path, kw) == list_copy_sum.py_func([7]) == 14
+
+
+def test_only_lists_take_the_checked_function_and_false_is_kept(monkeypatch):
+    """Arrays run the function as decorated; a list runs its bounds-checked twin (one,
+    reused); ``boundscheck=False`` is the user's choice (no twin); ``HPU_BOUNDSCHECK=1``
+    checks the function itself."""
+    arr = np.arange(4)
+    assert list_total._as_called((arr, 0, 4), {}) is list_total
+    twin = list_total._as_called(([1, 2], 0, 2), {})
+    assert twin is not list_total and twin._boundscheck is True
+    assert list_total._as_called(((1, 2),), {"lo": 0, "hi": 2}) is twin
+    assert list_total_unchecked._as_called(([1, 2], 0, 2), {}) is list_total_unchecked
+    monkeypatch.setenv("HPU_BOUNDSCHECK", "1")
+    assert list_total._as_called(([1, 2], 0, 2), {}) is list_total
