@@ -26,6 +26,11 @@ which refuses at typing time a float or complex value stored into a list of ints
 cannot compile the function, and the plain Python function runs (with its reason), slower
 but right.  A list made any other way (``[]``, ``[0.0] * n``, from a comprehension) already
 has the kind of its values, or Numba refuses it by itself.
+
+The caller's lists are guarded the same way: a store into an element of a parameter
+(``tmp[k] = a[i]`` into the caller's ``tmp = [0] * n``) goes through ``hpu__kept`` too, so a
+float sorted through an int list given as scratch runs the plain function, right, instead of
+coming back truncated.  On an array ``hpu__kept`` is the value itself.
 """
 from __future__ import annotations
 
@@ -155,7 +160,11 @@ def lists_keep_kinds(tree, glb: dict) -> int:
             other |= {t.value.id for t in n.targets if isinstance(t, ast.Subscript)
                       and isinstance(t.value, ast.Name)}
     lists = {k: v for k, v in made.items() if k not in other}
+    kept_params = _guard_parameter_stores(tree, steady - set(lists))
     if not lists:
+        if kept_params:
+            ast.fix_missing_locations(tree)
+            glb[KEPT] = kept
         return 0
     sources: dict[str, set] = {k: set() for k in lists}
     guarded = []
@@ -201,6 +210,36 @@ def lists_keep_kinds(tree, glb: dict) -> int:
     glb[ZERO_AS] = zero_as
     glb[KEPT] = kept
     return len(lists)
+
+
+def _guard_parameter_stores(tree, params: set) -> int:
+    """Every store of a value that is not an int constant into an element of a parameter
+    never rebound (``tmp[k] = a[i]``, ``tmp[k] += x``, ``out.append(x)``) through
+    ``hpu__kept``: the caller's list ``[0] * n`` is a list of ints to Numba, and a float
+    stored into it would be truncated where Python's list holds the float (a float sort
+    with the caller's ``tmp = [0] * n`` came back as ints).  On an array, or a list of
+    the value's kind, ``hpu__kept`` is the value itself; the number of stores guarded."""
+    count = 0
+
+    def wrap(name, v):
+        return ast.copy_location(ast.Call(ast.Name(KEPT, ast.Load()),
+                                          [ast.Name(name, ast.Load()), v], []), v)
+
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.Assign, ast.AugAssign)):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            hit = [t.value.id for t in targets
+                   if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                   and t.value.id in params and not isinstance(t.slice, ast.Slice)]
+            if len(hit) == 1 and len(targets) == 1 and not _int_constant(n.value):
+                n.value = wrap(hit[0], n.value)
+                count += 1
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+              and n.func.attr in ("append", "insert") and isinstance(n.func.value, ast.Name)
+              and n.func.value.id in params and n.args and not _int_constant(n.args[-1])):
+            n.args[-1] = wrap(n.func.value.id, n.args[-1])
+            count += 1
+    return count
 
 
 def zero_as(c, like):

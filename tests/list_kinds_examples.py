@@ -98,3 +98,27 @@ def merge_sort_comp(arr, l, r):
         merge_sort_comp(arr, l, m)
         merge_sort_comp(arr, m + 1, r)
         merge_comp(arr, l, m, r)
+
+
+def merge_through(a, tmp, lo, mid, hi):
+    """A merge into the caller's scratch ``tmp`` and back (the homework's in-place sort)."""
+    i, j = lo, mid
+    for k in range(lo, hi):
+        if i < mid and (j >= hi or a[i] <= a[j]):
+            tmp[k] = a[i]
+            i += 1
+        else:
+            tmp[k] = a[j]
+            j += 1
+    for k in range(lo, hi):
+        a[k] = tmp[k]
+
+
+def sort_with_scratch(a, tmp, lo, hi):
+    """Sorts ``a[lo:hi]`` through ``tmp``; called as ``sort_with_scratch(xs, [0] * n, 0, n)``."""
+    if hi - lo <= 1:
+        return
+    mid = (lo + hi) // 2
+    sort_with_scratch(a, tmp, lo, mid)
+    sort_with_scratch(a, tmp, mid, hi)
+    merge_through(a, tmp, lo, mid, hi)

@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import hpu
@@ -22,6 +22,7 @@ SORT = hpu.divide_and_conquer(ex.merge_sort)
 SORT_COMP = hpu.divide_and_conquer(ex.merge_sort_comp)
 HALVES = hpu.divide_and_conquer(ex.halves_total)
 APPENDED = hpu.divide_and_conquer(ex.appended)
+SCRATCH = hpu.divide_and_conquer(ex.sort_with_scratch)
 
 
 def _run(f, device, kw, *args):
@@ -38,7 +39,8 @@ def test_lists_of_zeros_take_the_kind_of_the_parameters_stored_into_them():
     glb = {}
     assert lists_keep_kinds(tree, glb) == 2
     text = ast.unparse(tree)
-    assert "L = [hpu__zero_as(0, arr)] * n1" in text and "hpu__kept" not in text
+    assert "L = [hpu__zero_as(0, arr)] * n1" in text
+    assert "L[i] = arr[l + i]" in text and "arr[k] = hpu__kept(arr, L[i])" in text
     assert set(glb) == {"hpu__zero_as", "hpu__kept"}
     tree = ast.parse(textwrap.dedent(inspect.getsource(ex.halves_total))).body[0]
     lists_keep_kinds(tree, {})
@@ -84,3 +86,44 @@ def test_floats_computed_into_an_int_list_run_the_plain_function(f, plain, devic
     assert run.value == want and type(run.value) is type(want)
     ints = np.array([3, 1, 4, 1, 5])
     assert _run(f, device, kw, ints, 0, 5).value == plain(ints, 0, 5)
+
+
+@pytest.mark.parametrize("device,kw", PATHS)
+@settings(COMPILES)
+@given(xs=st.lists(st.one_of(st.integers(-10**6, 10**6), st.floats(-1e9, 1e9, allow_nan=False)),
+                   max_size=40),
+       as_array=st.booleans())
+@example(xs=[2.5, -1.25, 3.75, 0.5, 1.0], as_array=False)
+@example(xs=[2.5, -1.25, 3.75, 0.5, 1.0], as_array=True)
+def test_floats_through_the_callers_list_of_zeros_stay_floats(device, kw, xs, as_array):
+    """The caller's scratch ``[0] * n``: Numba types it a list of ints, and the floats of
+    ``a`` stored into it were truncated (a float sort came back as ints); Python's list
+    holds them.  ``a`` as a list or an array; ``tmp`` as Python leaves it."""
+    a = np.array(xs, dtype=np.float64) if as_array else list(xs)
+    want_a, want_tmp = list(a), [0] * len(xs)
+    _plain_sort(want_a, want_tmp, 0, len(xs))
+    tmp = [0] * len(xs)
+    _run(SCRATCH, device, kw, a, tmp, 0, len(xs))
+    assert list(a) == want_a
+    if not as_array:
+        assert [type(v) for v in a] == [type(v) for v in want_a]
+    assert tmp == want_tmp and [type(v) for v in tmp] == [type(v) for v in want_tmp]
+
+
+def test_ints_through_the_callers_list_of_zeros_stay_compiled():
+    """An int sort through ``[0] * n`` holds ints: nothing to refuse, it runs compiled."""
+    xs = [5, -3, 9, 0, 2, 2, -7]
+    tmp = [0] * len(xs)
+    run = _run(SCRATCH, "cpu", {}, xs, tmp, 0, len(xs))
+    assert xs == sorted([5, -3, 9, 0, 2, 2, -7]) and run.device == "cpu"
+    assert not any("plain Python function" in f for f in run.fallbacks), run.fallbacks
+    assert "plain Python" not in (run.reason or "")
+
+
+def _plain_sort(a, tmp, lo, hi):
+    if hi - lo <= 1:
+        return
+    mid = (lo + hi) // 2
+    _plain_sort(a, tmp, lo, mid)
+    _plain_sort(a, tmp, mid, hi)
+    ex.merge_through(a, tmp, lo, mid, hi)
