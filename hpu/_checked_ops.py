@@ -172,6 +172,14 @@ def _list_misindex(x, i):
     return isinstance(x, list) and not -len(x) <= i < len(x)
 
 
+def _misindexed_length(x, i):
+    """For a constant index ``i`` of ``x`` out of range: the length for the message (-1: a
+    list, Python's list message), else -3 (in range, or a tuple: Numba types those)."""
+    if isinstance(x, list):
+        return -3 if -len(x) <= i < len(x) else -1
+    return -3
+
+
 def _neumaier(x):
     """``sum(x)`` of a non-empty list of floats as CPython 3.12 computes it: the first item,
     then each next one added with Neumaier's compensation, the compensation added at the
@@ -236,6 +244,16 @@ def _register() -> None:
         if isinstance(x, (types.List, types.ListType)) and isinstance(i, types.Integer):
             return lambda x, i: i < -len(x) or i >= len(x)
         return lambda x, i: False
+
+    @overload(_misindexed_length, jit_options={"cache": True})
+    def _misindexed_length_nb(x, i):
+        if not isinstance(i, types.Integer):
+            return lambda x, i: -3
+        if isinstance(x, (types.List, types.ListType)):
+            return lambda x, i: -1 if i < -len(x) or i >= len(x) else -3
+        if isinstance(x, types.Array) and x.ndim >= 1:
+            return lambda x, i: len(x) if i < -len(x) or i >= len(x) else -3
+        return lambda x, i: -3
 
     import sys
 
@@ -347,6 +365,18 @@ def list_ix(x, i, site):
 
 
 @njit(inline="always")
+def const_ix(x, i, site):
+    """``i``, a constant index of ``x`` in bounds-checked mode, where hpu cannot tell an
+    array from a tuple (a tuple needs the constant itself: inlined, ``x[i]`` still sees
+    it): out of range of an array or a list, Python's IndexError at the site (Numba's
+    own check says "index is out of bounds" and names no line)."""
+    n = _misindexed_length(x, i)
+    if n != -3:
+        _outofbounds(i, n, site)
+    return i
+
+
+@njit(inline="always")
 def list_set_ix(x, i, site):
     """``i``, for ``x[i] = v``: Python's "list assignment index out of range"."""
     if _list_misindex(x, i):
@@ -376,4 +406,5 @@ OPERATIONS = {"hpu__floordiv": floordiv, "hpu__mod": mod, "hpu__truediv": truedi
               "hpu__ix": ix, "hpu__int": to_int, "hpu__store": store, "hpu__round": to_round,
               "hpu__fit": fit,
               "hpu__slice_ix": slice_ix, "hpu__lix": list_ix, "hpu__lsix": list_set_ix,
+              "hpu__cix": const_ix,
               "hpu__nonempty": nonempty, "hpu__sum": summed}

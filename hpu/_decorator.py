@@ -168,6 +168,9 @@ class DivideAndConquer:
         self._dps = None            # (DivideAndConquer | None, Rewritten | reason): _in_place
         self._scratch_fits: dict = {}   # argument kinds -> the scratch form takes them
         self._pending = False       # a helper defined after the function: _settle
+        # the module constants it reads, as they were when it was decorated (_as_called)
+        self._constant_refs = _constant_refs(fn)
+        self._constants_seen = _constant_values(self._constant_refs)
         if not _disabled():
             if self._found_functional():
                 return
@@ -367,6 +370,8 @@ class DivideAndConquer:
                 return value
             with _lists_restored(args, kwargs):
                 return self._plain_function()(*args, **kwargs)
+        if self._unfit_list(args, kwargs) is not None:     # see _run_any
+            return self._plain_function()(*args, **kwargs)
         values = self._check_args(args, kwargs)
         program = self._program(values)
         from hpu._interrupt import call, raise_if_stopped
@@ -1238,7 +1243,11 @@ class DivideAndConquer:
         ``boundscheck=False`` is the user's choice, kept.  A function that builds lists
         (``_lists``) is given lists as lists, which Numba checks itself (Python's message),
         and checks the arrays it makes of them (its list forms)."""
-        if self._boundscheck is not None or _disabled():
+        if _disabled():
+            return self
+        if _constant_values(self._constant_refs) != self._constants_seen:
+            self._renew()
+        if self._boundscheck is not None:
             return self
         if not any(type(v) in (list, tuple) for v in (*args, *kwargs.values())):
             return self
@@ -1248,6 +1257,20 @@ class DivideAndConquer:
         if self._lists or boundscheck_default():
             return self
         return self._bounds_checked
+
+    def _renew(self) -> None:
+        """Start again from the function as it is now: a module constant it (or a helper)
+        reads has another value than when it was compiled.  Numba freezes a global's value
+        into the machine code, and Python reads it at every call: a cut-off or a bonus
+        changed in a notebook cell after a first call was ignored for the rest of the
+        process.  Everything compiled for the old value is dropped (the disk caches are
+        keyed by the generated source, which holds the value)."""
+        with self._lock:
+            if _constant_values(self._constant_refs) == self._constants_seen:
+                return
+            fresh = DivideAndConquer(self.py_func, **self._options, boundscheck=self._boundscheck)
+            self.__dict__.clear()
+            self.__dict__.update(fresh.__dict__)
 
     @functools.cached_property
     def _bounds_checked(self) -> "DivideAndConquer":
@@ -1417,6 +1440,18 @@ class DivideAndConquer:
                        seconds=time.perf_counter() - t0,
                        reason="an empty list: the plain Python function ran (a list's dtype "
                               "is its items', and an empty one has none)")
+        unfit = self._unfit_list(args, kwargs)
+        if unfit is not None:       # Python's exact answer, slowly, said in the run
+            import warnings
+
+            from hpu._errors import HpuPerformanceWarning
+
+            warnings.warn(HpuPerformanceWarning(f"hpu: {unfit}"), stacklevel=user_stacklevel())
+            t0 = time.perf_counter()
+            value = self._plain_function()(*args, **kwargs)
+            return Run(value=value, device="python", alpha=None, y=None, K=0, cpu_tasks=1,
+                       gpu_tasks=0, fallbacks=[unfit], levels=(), transfers=(),
+                       seconds=time.perf_counter() - t0, reason=unfit)
         values = self._check_args(args, kwargs)
         program = self._program(values)
         alone = self._shared_writes or self._aliased(args, kwargs)
@@ -1428,6 +1463,18 @@ class DivideAndConquer:
                                        fallbacks=[*run.fallbacks, alone]
                                        if o["device"] != "cpu" else run.fallbacks)
         return self._run_checked(o, values, program)
+
+    def _unfit_list(self, args, kwargs) -> str | None:
+        """Why a list argument runs the plain function (:func:`hpu._functional.unfit_list`:
+        bools, ints beyond 64 bits), else None."""
+        from hpu._functional import unfit_list
+
+        for v in (*args, *kwargs.values()):
+            what = unfit_list(v) if type(v) in (list, tuple) else None
+            if what is not None:
+                return (f"{self.__name__} was given {what}: the plain Python function ran, "
+                        "exactly (pass a NumPy array of a number dtype to run it compiled)")
+        return None
 
     def _no_device_reason(self, err) -> str:
         """Why a function whose device code cannot be generated runs on the CPU."""
@@ -2023,6 +2070,40 @@ def _not_compiled_reason(name: str, err) -> str:
     return (f"{where}Numba cannot compile {name} as written ({what}); the plain Python "
             "function runs instead: write that line with what Numba supports to run it "
             "compiled")
+
+
+#: the values a module constant may have (what Numba freezes into compiled code)
+_CONSTANT_TYPES = (bool, int, float, complex, np.number, np.bool_)
+
+
+def _constant_refs(fn) -> tuple:
+    """``(globals, name)`` of each module constant that ``fn`` and the plain functions it
+    calls (found through its globals, as its helpers are) read; the names of attributes
+    are among a code object's names too, which at worst adds a name to watch."""
+    import types
+
+    from hpu._functional import _code_names
+
+    refs, seen, todo = [], set(), [fn]
+    while todo:
+        f = todo.pop()
+        code = getattr(f, "__code__", None)
+        glb = getattr(f, "__globals__", None)
+        if code is None or glb is None or id(code) in seen:
+            continue
+        seen.add(id(code))
+        for name in sorted(_code_names(code)):
+            v = glb.get(name)
+            if isinstance(v, _CONSTANT_TYPES):
+                refs.append((glb, name))
+            elif isinstance(v, types.FunctionType):
+                todo.append(v)
+    return tuple(refs)
+
+
+def _constant_values(refs) -> tuple:
+    """The constants' ``(type, value)`` now (a deleted one reads as None)."""
+    return tuple((type(v), v) for v in (g.get(n) for g, n in refs))
 
 
 def _list_as_array(items: list) -> np.ndarray | None:

@@ -221,6 +221,24 @@ def list_to_array(v):
     return v
 
 
+def unfit_list(v) -> str | None:
+    """Why the list (or tuple) ``v`` cannot be given to compiled code as an array holding
+    its values exactly, in words, else None: bools (hpu's arrays hold numbers), or ints
+    that no 64-bit integer array holds (NumPy makes ``[2**63, 1]`` float64, rounded, and
+    ``[2**64 + 5]`` an object array)."""
+    if not isinstance(v, (list, tuple)) or not v:
+        return None
+    arr = list_to_array(v)
+    what = f"a {type(v).__name__} of {len(v)} items"
+    if not isinstance(arr, np.ndarray):
+        return f"{what} that no NumPy number array holds (ints beyond 64 bits, or not numbers)"
+    if arr.dtype.kind == "b":
+        return f"{what} of bools"
+    if arr.dtype.kind == "f" and not any(isinstance(e, (float, np.floating)) for e in v):
+        return f"{what} of ints beyond int64, which NumPy would round to floats"
+    return None
+
+
 # --------------------------------------------------------------------------- allocation
 #
 # A function that allocates arrays (np.empty, np.zeros, ``a.copy()``, ...) in its body
@@ -620,6 +638,13 @@ def _clone(f, glb, is_main: bool, checker=None):
 _SITE_IDS = "hpu__SITE_IDS"
 
 
+def _int_constant_index(e) -> bool:
+    """``3`` or ``-1``: an int literal index."""
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+        e = e.operand
+    return isinstance(e, ast.Constant) and type(e.value) is int
+
+
 def _sited():
     """:class:`hpu._codegen._Checked` whose checks name their site ``hpu__SITE_IDS[k]``, k a
     number of :data:`hpu._checked_ops.SITES` (made here: hpu._codegen imports this module)."""
@@ -664,6 +689,18 @@ def _sited():
                         setattr(node.slice, part, ast.copy_location(ast.Call(
                             ast.Name("hpu__slice_ix", ast.Load()),
                             [bound, self._where(node)], []), bound))
+            if (self.bounds and isinstance(node.value, ast.Name)
+                    and node.value.id not in self.arrays
+                    and not node.value.id.startswith("hpu__")
+                    and _int_constant_index(node.slice)):
+                # bounds-checked, `x[1]`: the base class leaves a constant index to Numba
+                # (a tuple needs it), whose error names no line; hpu__cix keeps it constant
+                node.value = self.visit(node.value)
+                node.slice = ast.copy_location(ast.Call(
+                    ast.Name("hpu__cix", ast.Load()),
+                    [ast.Name(node.value.id, ast.Load()), node.slice, self._where(node)], []),
+                    node.slice)
+                return node
             if (self.lists and not self.bounds
                     and isinstance(node.value, ast.Name)
                     and not node.value.id.startswith("hpu__")   # hpu's own (site numbers)

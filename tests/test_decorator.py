@@ -241,3 +241,108 @@ def test_numbas_refusal_is_told_without_hpus_generated_module():
     text = str(info.value)
     assert "Can't unify return type" in text and "test_decorator.py" in text
     assert "generated" not in text and "__" not in text and "Return of" not in text, text
+
+
+# --------------------------------------- a module constant changed after the first call
+
+BONUS = 1
+SCALE = 1.0
+
+
+@hpu.divide_and_conquer
+def bonus_sum(a, lo, hi):
+    if hi - lo <= 4:
+        s = 0
+        for i in range(lo, hi):
+            s += a[i] + BONUS
+        return s
+    mid = (lo + hi) // 2
+    return bonus_sum(a, lo, mid) + bonus_sum(a, mid, hi)
+
+
+def _scaled_merge(left, right):
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = j = 0
+    for k in range(len(out)):
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i] * SCALE
+            i += 1
+        else:
+            out[k] = right[j] * SCALE
+            j += 1
+    return out
+
+
+@hpu.divide_and_conquer
+def scaled_sort(a):
+    if len(a) <= 1:
+        return a.copy()
+    mid = len(a) // 2
+    return _scaled_merge(scaled_sort(a[:mid]), scaled_sort(a[mid:]))
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+def test_a_module_constant_changed_after_a_call_is_read_again(monkeypatch, device):
+    """Numba freezes a global's value into the machine code; Python reads it at each call.
+    A constant changed after the first call (a notebook cell's cut-off) is the new value
+    on every path, in the function and in a helper, on the in-place and functional paths."""
+    import warnings
+
+    import test_decorator as here
+
+    a = np.arange(1000, dtype=np.int64)
+    x = np.random.default_rng(3).random(301)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert bonus_sum.options(device=device)(a, 0, 1000) == bonus_sum.py_func(a, 0, 1000)
+        first = scaled_sort.options(device=device)(x)
+        assert np.array_equal(first, scaled_sort.py_func(x))
+        monkeypatch.setattr(here, "BONUS", 5)
+        monkeypatch.setattr(here, "SCALE", 2.0)
+        assert bonus_sum.options(device=device)(a, 0, 1000) == int(a.sum()) + 5 * 1000
+        assert bonus_sum.sequential(a, 0, 1000) == int(a.sum()) + 5 * 1000
+        second = scaled_sort.options(device=device)(x)
+        assert np.array_equal(second, scaled_sort.py_func(x)) and not np.array_equal(second, first)
+
+
+def test_an_unchanged_constant_keeps_what_was_compiled():
+    a = np.arange(64, dtype=np.int64)
+    bonus_sum.options(device="cpu")(a, 0, 64)
+    programs = bonus_sum._programs
+    assert programs and bonus_sum.options(device="cpu")(a, 0, 64) == int(a.sum()) + 64 * BONUS
+    assert bonus_sum._programs is programs
+    assert [name for _, name in bonus_sum._constant_refs] == ["BONUS"]
+
+
+# ------------------------------------- a list no number array holds exactly: Python's answer
+
+@hpu.divide_and_conquer
+def halves_max(a):
+    if len(a) == 1:
+        return a[0]
+    mid = len(a) // 2
+    return max(halves_max(a[:mid]), halves_max(a[mid:]))
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid", None])
+@pytest.mark.parametrize("items", [[True, False, True], [1, 2, 2**64 + 5], [3, -2**70, 5],
+                                   [2**63, 1], (1, -1, 2**63)])
+def test_a_list_of_bools_or_huge_ints_runs_the_plain_function(device, items):
+    """NumPy makes bools a bool array (no dtype hpu computes in), ints past 64 bits an
+    object array, and ``[2**63, 1]`` float64, rounded: the plain function answers exactly
+    (it was a TypeError at the call, or a rounded float), with the reason in the run."""
+    import warnings
+
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        run = halves_max.run(items, **({"device": device} if device else {}))
+        seq = halves_max.sequential(items)
+    want = max(items)
+    assert run.value == want and type(run.value) is type(want)
+    assert seq == want and type(seq) is type(want)
+    assert run.device == "python" and "plain Python function ran" in run.reason
+
+
+def test_a_list_of_small_ints_still_runs_compiled():
+    run = halves_max.run([4, -2, 9, 1], device="cpu")
+    assert run.value == 9 and run.device == "cpu"

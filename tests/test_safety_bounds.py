@@ -443,3 +443,65 @@ def test_only_lists_take_the_checked_function_and_false_is_kept(monkeypatch):
     assert list_total_unchecked._as_called(([1, 2], 0, 2), {}) is list_total_unchecked
     monkeypatch.setenv("HPU_BOUNDSCHECK", "1")
     assert list_total._as_called(([1, 2], 0, 2), {}) is list_total
+
+
+# ------------------------- a constant index (`a[1]`), which a tuple would need as it is
+
+@hpu.divide_and_conquer(boundscheck=True)
+def second_of_leaf(a):
+    if len(a) <= 1:
+        return a[1]   # LINE_CONST_INDEX
+    mid = len(a) // 2
+    return max(second_of_leaf(a[:mid]), second_of_leaf(a[mid:]))
+
+
+@hpu.divide_and_conquer
+def second_of_leaf_unchecked(a):
+    if len(a) <= 1:
+        return a[1]   # LINE_CONST_INDEX_LIST
+    mid = len(a) // 2
+    return max(second_of_leaf_unchecked(a[:mid]), second_of_leaf_unchecked(a[mid:]))
+
+
+@hpu.divide_and_conquer(boundscheck=True)
+def sort_count_checked(a):
+    if len(a) <= 1:
+        return a.copy(), 0
+    mid = len(a) // 2
+    left = sort_count_checked(a[:mid])
+    right = sort_count_checked(a[mid:])
+    lo, hi = left[0], right[0]          # a tuple of an array and an int: constant indices
+    out = np.empty(len(a), a.dtype)
+    i = j = inv = 0
+    for k in range(len(a)):
+        if j >= len(hi) or (i < len(lo) and lo[i] <= hi[j]):
+            out[k] = lo[i]
+            i += 1
+        else:
+            out[k] = hi[j]
+            inv += len(lo) - i
+            j += 1
+    return out, left[1] + right[1] + inv
+
+
+@pytest.mark.parametrize("path, kw", ALL_PATHS)
+@pytest.mark.parametrize("n", [1, 7])
+def test_a_constant_index_past_a_view_names_the_line(path, kw, n):
+    """``a[1]`` of a one-element view: the CPU module checked it, but the rerun in Python's
+    order (the compiled function as written) left a constant index to Numba, whose
+    ``IndexError: index is out of bounds`` replaced the message naming the line."""
+    with pytest.raises(IndexError) as err:
+        _call(second_of_leaf, (np.arange(n, dtype=np.int64),), path, kw)
+    assert str(err.value) == (f"{HERE}:{_line('LINE_CONST_INDEX')}: a[1]: index 1 is out "
+                              "of bounds for length 1")
+    with pytest.raises(IndexError) as err:
+        _call(second_of_leaf_unchecked, (list(range(n)),), path, kw)   # a list: checked
+    assert str(err.value).startswith(f"{HERE}:{_line('LINE_CONST_INDEX_LIST')}: a[1]: ")
+
+
+@pytest.mark.parametrize("path, kw", PATHS)
+def test_constant_indices_of_a_returned_tuple_still_compile_checked(path, kw):
+    x = np.array([5, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5], dtype=np.int64)
+    got = _call(sort_count_checked, (x,), path, kw)
+    inversions = sum(int(x[i] > x[j]) for i in range(len(x)) for j in range(i + 1, len(x)))
+    assert np.array_equal(got[0], np.sort(x)) and got[1] == inversions
