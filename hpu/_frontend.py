@@ -326,7 +326,98 @@ def _source_of(fn, kind: str):
                                hint="Write it as `def name(...):` at module level")
     node = defs[0]
     ast.increment_lineno(module, start - 1)  # line numbers are file lines from here on
+    _helper_keywords_as_positions(node, getattr(fn, "__globals__", {}), node.name)
+    _value_loops_unrolled(node, node.name)
     return text, start, filename, node
+
+
+def _value_loops_unrolled(tree, own: str) -> None:
+    """``for c in (l, r): <body>`` -- a loop over values written out, with no recursive call
+    (those are :func:`hpu._normalise.unroll_literal_loops`'s) -- becomes ``c = l; <body>;
+    c = r; <body>``: what Python runs, as counted loops over ``range`` are all a task can
+    run.  Only where that is exactly the same program: the target a name, the values
+    numbers or names the body does not assign (Python evaluates the tuple once, before the
+    body), no ``break``/``continue`` and no ``else:``.  Anything else is left as written
+    (the subset checker refuses it, with its line)."""
+    def plain_value(v, assigned):
+        if isinstance(v, ast.Constant) and type(v.value) in (int, float, bool):
+            return True
+        if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.USub):
+            return plain_value(v.operand, assigned)
+        return isinstance(v, ast.Name) and v.id not in assigned
+
+    def block(stmts):
+        out = []
+        for st in stmts:
+            for field_name in ("body", "orelse", "finalbody"):
+                inner = getattr(st, field_name, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    setattr(st, field_name, block(inner))
+            ok = (isinstance(st, ast.For) and isinstance(st.iter, (ast.Tuple, ast.List))
+                  and st.iter.elts and isinstance(st.target, ast.Name) and not st.orelse)
+            if ok:
+                inner = [n for sub in st.body for n in ast.walk(sub)]
+                assigned = {n.id for n in inner if isinstance(n, ast.Name)
+                            and isinstance(n.ctx, ast.Store)}
+                ok = (not any(isinstance(n, (ast.Break, ast.Continue)) for n in inner)
+                      and not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                                  and n.func.id == own for n in inner)
+                      and all(plain_value(v, assigned) for v in st.iter.elts))
+            if not ok:
+                out.append(st)
+                continue
+            for v in st.iter.elts:
+                out.append(ast.copy_location(ast.Assign(
+                    targets=[ast.Name(st.target.id, ast.Store())], value=copy.deepcopy(v)), st))
+                out.extend(copy.deepcopy(sub) for sub in st.body)
+        return out
+
+    tree.body = block(tree.body)
+    ast.fix_missing_locations(tree)
+
+
+def _helper_keywords_as_positions(tree, glb: dict, own: str) -> None:
+    """``merge(a, tmp, lo=lo, mid=mid, hi=hi)`` -> ``merge(a, tmp, lo, mid, hi)``: a call of
+    a module-level helper with keyword arguments, written by position from the helper's
+    signature (a parameter left out takes its default, where that is a number, a bool or
+    None).  A task's call has one fixed list of arguments; Python binds keywords to the
+    same parameters, so the call means the same.  Anything else (``**kw``, a keyword the
+    helper does not have, a default of another kind) is left as written: the subset
+    checker refuses it with its line.  The recursive call ``own`` maps its keywords later
+    (:func:`_positional_args`)."""
+    import types
+
+    for call in ast.walk(tree):
+        if not (isinstance(call, ast.Call) and call.keywords and isinstance(call.func, ast.Name)
+                and call.func.id != own):
+            continue
+        helper = glb.get(call.func.id)
+        if not isinstance(helper, types.FunctionType):
+            continue
+        try:
+            params = list(inspect.signature(helper).parameters.values())
+        except (TypeError, ValueError):
+            continue
+        if any(p.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params) or any(
+                k.arg is None for k in call.keywords) or any(
+                isinstance(a, ast.Starred) for a in call.args):
+            continue
+        given = {k.arg: k.value for k in call.keywords}
+        names = [p.name for p in params]
+        if (len(call.args) > len(names) or any(k not in names for k in given)
+                or any(k in names[:len(call.args)] for k in given)):
+            continue
+        args = list(call.args)
+        for p in params[len(call.args):]:
+            if p.name in given:
+                args.append(given[p.name])
+            elif p.default is not inspect.Parameter.empty and (
+                    p.default is None or type(p.default) in (int, float, bool)):
+                args.append(ast.copy_location(ast.Constant(p.default), call))
+            else:
+                break
+        else:
+            call.args, call.keywords = args, []
 
 
 class _Plain(ast.NodeTransformer):

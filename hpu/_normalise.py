@@ -669,11 +669,46 @@ def _unpack_results(body, name):
     return [Unpack().visit(s) for s in body]
 
 
+def _prefix_ifs_as_values(body, name, params: set) -> list:
+    """``if hi == -1: hi = len(a)`` before the recursion -> ``hi = len(a) if hi == -1 else
+    hi``: a scalar statement, which may stand before the base-case guards (it is evaluated
+    again wherever hpu tests whether a task is a leaf, as pure scalar code can be).  Only an
+    ``if`` (with or without ``else``) whose branches each assign one name, the same one,
+    already bound (a parameter, or assigned by an earlier statement here): else the value
+    would read a name Python never reads."""
+    bound = set(params)
+    out = []
+    for st in body:
+        if _has_rec(st, name):
+            return out + body[len(out):]
+        one = (isinstance(st, ast.If) and len(st.body) == 1
+               and isinstance(st.body[0], ast.Assign) and len(st.body[0].targets) == 1
+               and isinstance(st.body[0].targets[0], ast.Name))
+        if one:
+            var = st.body[0].targets[0].id
+            other = st.orelse
+            one = (not other or (len(other) == 1 and isinstance(other[0], ast.Assign)
+                                 and len(other[0].targets) == 1
+                                 and isinstance(other[0].targets[0], ast.Name)
+                                 and other[0].targets[0].id == var))
+            one = one and (var in bound or bool(other))
+        if one:
+            otherwise = other[0].value if other else ast.Name(id=var, ctx=ast.Load())
+            value = ast.IfExp(test=st.test, body=st.body[0].value, orelse=otherwise)
+            st = _located(ast.Assign(targets=[ast.Name(id=var, ctx=ast.Store())],
+                                     value=_located(value, st)), st)
+        if isinstance(st, ast.Assign):
+            bound |= {n.id for t in st.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        out.append(st)
+    return out
+
+
 def normalise(tree: ast.FunctionDef, where, glb) -> Normalised:
     """Rewrite ``tree.body`` (in place) into the canonical shape; see the module docstring."""
     name = tree.name
     result = Normalised(body=list(tree.body))
     body = _unpack_results(list(tree.body), name)
+    body = _prefix_ifs_as_values(body, name, {a.arg for a in tree.args.args})
     body = _flatten_blocks(body, name, where)
     body = _unroll_loops(body, name, where, glb)
     body = _flatten_blocks(body, name, where)

@@ -230,6 +230,9 @@ ACCEPTED: tuple[tuple[str, str, str], ...] = (
      "unrolled; the loop variable is replaced by each value, evaluated where it is used (a "
      "value may not read a name the loop assigns, nor call anything but len, min, max, abs, "
      "int, float)"),
+    ("a helper called with keywords", "merge(a, tmp, lo=lo, mid=mid, hi=hi)",
+     "the arguments by position, as Python binds them (a parameter left out: its default, "
+     "a number, bool or None)"),
 )
 
 

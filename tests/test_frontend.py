@@ -335,7 +335,7 @@ def bad_keyword_to_helper(a, lo, hi):
     mid = (lo + hi) // 2
     x = bad_keyword_to_helper(a, lo, mid)
     y = bad_keyword_to_helper(a, mid, hi)
-    return x + y + writer(a, lo=lo)  # refused
+    return x + y + writer(a, start=lo)  # refused: writer has no parameter `start`
 
 
 def bad_array_in_call_arg(a, lo, hi):
@@ -711,3 +711,81 @@ def test_recursion_through_a_helper_is_named_as_such():
     with pytest.raises(hpu.TranslationError, match=r"calls itself only through "
                                                    r"_through_helper\(\)"):
         hpu.divide_and_conquer(_sum_via)(np.arange(10))
+
+
+# ------------------------------------------- a helper called with keyword arguments
+
+def merge_counting(a, tmp, lo, mid, hi, start=0):
+    inv = start
+    i, j, k = lo, mid, lo
+    while i < mid and j < hi:
+        if a[i] <= a[j]:
+            tmp[k] = a[i]
+            i += 1
+        else:
+            tmp[k] = a[j]
+            inv += mid - i
+            j += 1
+        k += 1
+    while i < mid:
+        tmp[k] = a[i]
+        i += 1
+        k += 1
+    while j < hi:
+        tmp[k] = a[j]
+        j += 1
+        k += 1
+    for t in range(lo, hi):
+        a[t] = tmp[t]
+    return inv
+
+
+def count_by_keywords(a, tmp, lo, hi):
+    if hi - lo < 2:
+        return 0
+    mid = (lo + hi) // 2
+    x = count_by_keywords(a, tmp, lo, mid)
+    y = count_by_keywords(a, tmp, mid, hi)
+    return x + y + merge_counting(a, tmp, lo=lo, hi=hi, mid=mid)
+
+
+def count_by_bad_keyword(a, tmp, lo, hi):
+    if hi - lo < 2:
+        return 0
+    mid = (lo + hi) // 2
+    x = count_by_bad_keyword(a, tmp, lo, mid)
+    y = count_by_bad_keyword(a, tmp, mid, hi)
+    return x + y + merge_counting(a, tmp, lo, mid, hi, begin=0)
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_a_helper_called_with_keywords_takes_them_by_position(device):
+    """``merge(a, tmp, lo=lo, hi=hi, mid=mid)`` binds as Python binds it (any order, a
+    left-out parameter its default); it was refused as "keyword arguments"."""
+    import warnings
+
+    f = hpu.divide_and_conquer(count_by_keywords)
+    x = np.random.default_rng(5).integers(0, 50, 3001)
+    plain_a = x.copy()
+    want = _plain_count(plain_a)
+    a = x.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = f.options(device=device)(a, np.zeros_like(a), 0, len(a))
+    assert got == want and np.array_equal(a, plain_a)
+
+
+def _plain_count(a):
+    tmp = np.zeros_like(a)
+
+    def go(lo, hi):
+        if hi - lo < 2:
+            return 0
+        mid = (lo + hi) // 2
+        return go(lo, mid) + go(mid, hi) + merge_counting(a, tmp, lo, mid, hi)
+    return go(0, len(a))
+
+
+def test_a_keyword_the_helper_does_not_have_is_still_refused_with_its_line():
+    with pytest.raises(hpu.TranslationError, match="keyword arguments"):
+        hpu.divide_and_conquer(count_by_bad_keyword)

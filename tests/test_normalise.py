@@ -374,3 +374,94 @@ def test_call_statements_between_pure_updates_stay_statements():
             quarter_sort(want, 0, n)
             f.run(x, 0, n, **kw)
             assert np.array_equal(x, want), (kw, n)
+
+
+def sentinel_sum(a, lo=0, hi=-1):
+    """A -1 default for "the whole array", replaced before the base case."""
+    if hi == -1:
+        hi = len(a)
+    if hi - lo == 1:
+        return a[lo]
+    mid = (lo + hi) // 2
+    return sentinel_sum(a, lo, mid) + sentinel_sum(a, mid, hi)
+
+
+def sentinel_sum_else(a, lo, hi):
+    if hi < 0:
+        n = len(a) - lo
+    else:
+        n = hi - lo
+    if n <= 1:
+        return a[lo] if n == 1 else 0
+    mid = lo + n // 2
+    return sentinel_sum_else(a, lo, mid) + sentinel_sum_else(a, mid, lo + n)
+
+
+def first_negative(a, lo, hi):
+    """The children's results looped over in the combine (Python's early return)."""
+    if hi - lo <= 4:
+        for i in range(lo, hi):
+            if a[i] < 0:
+                return i
+        return -1
+    mid = (lo + hi) // 2
+    left = first_negative(a, lo, mid)
+    right = first_negative(a, mid, hi)
+    for cand in (left, right):
+        if cand != -1:
+            return cand
+    return -1
+
+
+def _best_of(x, y, z):
+    best = x
+    for v in (y, z, -1):
+        if v > best:
+            best = v
+    return best
+
+
+def max_of_three(a, lo, hi):
+    """A loop over values in a helper, with a constant among them."""
+    if hi - lo <= 2:
+        return a[lo] if a[lo] > a[hi - 1] else a[hi - 1]
+    mid = (lo + hi) // 2
+    return _best_of(max_of_three(a, lo, mid), max_of_three(a, mid, hi), a[mid])
+
+
+def loop_with_break(a, lo, hi):
+    if hi - lo <= 1:
+        return a[lo]
+    mid = (lo + hi) // 2
+    left = loop_with_break(a, lo, mid)
+    right = loop_with_break(a, mid, hi)
+    s = 0
+    for v in (left, right):
+        if v < 0:
+            break
+        s += v
+    return s
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+@settings(max_examples=6, deadline=None)
+@given(xs=st.lists(st.integers(-20, 20), min_size=1, max_size=300))
+def test_prefix_ifs_and_loops_over_values_run_as_python(device, xs):
+    """``if hi == -1: hi = len(a)`` before the guard (a value: it was refused as an `if`
+    before the guards) and ``for cand in (left, right):`` in the combine or a helper (the
+    assignments Python makes: it was refused as a loop over a tuple)."""
+    import warnings
+
+    a = np.array(xs, dtype=np.int64)
+    n = len(xs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for fn, args in ((sentinel_sum, (a,)), (sentinel_sum_else, (a, 0, -1)),
+                         (first_negative, (a, 0, n)), (max_of_three, (a, 0, n))):
+            f = hpu.divide_and_conquer(fn)
+            assert f.options(device=device)(*args) == fn(*args), fn.__name__
+
+
+def test_a_loop_over_values_that_breaks_is_still_refused():
+    with pytest.raises(hpu.TranslationError, match=r"for \.\.\. in \(left, right\)"):
+        hpu.divide_and_conquer(loop_with_break)
