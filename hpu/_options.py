@@ -113,6 +113,25 @@ def _check_memory(v):
                         "memory=True")
 
 
+def _check_cl_device(v):
+    if v is None or isinstance(v, str):
+        return
+    from hpu._opencl._device import DeviceInfo
+
+    try:
+        import pyopencl as cl
+        device_types = (cl.Device, DeviceInfo)
+    except ImportError:  # pragma: no cover - pyopencl is a dependency
+        device_types = (DeviceInfo,)
+    if not isinstance(v, device_types):
+        hint = f"cl_device='{v}:0'" if isinstance(v, int) and not isinstance(v, bool) else \
+            "cl_device='gpu'"
+        raise TypeError(f"cl_device={v!r} must be None (HPU_DEVICE or the default device), a "
+                        "string -- 'gpu', 'cpu', 'P:D' (platform and device numbers, as `hpu "
+                        "devices` lists them) or part of a device's name -- or a "
+                        f"pyopencl.Device; pass e.g. {hint}")
+
+
 def _check_machine(v):
     from hpu import model
 
@@ -151,7 +170,7 @@ RUN_OPTIONS: dict[str, RunOption] = {o.name: o for o in (
               "take argmin max(c(k), g(m-k))) or 'adaptive' (001: the median rates of this "
               "function's last runs, kept in `hpu history`)", _check_strategy),
     RunOption("cl_device", None, "which OpenCL device: 'gpu', 'cpu', 'P:D' or part of a name "
-              "(None: HPU_DEVICE or the first usable GPU, else PoCL)"),
+              "(None: HPU_DEVICE or the first usable GPU, else PoCL)", _check_cl_device),
     RunOption("depth", 64, "frames of the device solver's stack", _check_depth),
     RunOption("machine", None, "a hpu.model.Machine to plan with instead of the "
               "calibration profile", _check_machine),

@@ -104,6 +104,11 @@ def test_options_are_checked_when_set():
         scaled.options(device="cpu", y=2)
     with pytest.raises(ValueError, match="depth=0 must be"):
         scaled.options(depth=0)
+    # an int was taken for a device object, failed inside, and the run fell back silently
+    with pytest.raises(TypeError, match=r"cl_device=0 must be .*pass e.g. cl_device='0:0'"):
+        scaled.options(cl_device=0)
+    with pytest.raises(TypeError, match=r"cl_device=1.5 must be"):
+        scaled.options(device="gpu", cl_device=1.5)
 
 
 def test_options_chain_and_keep_the_interface():
