@@ -96,6 +96,7 @@ import numpy as np
 
 from hpu._checked_ops import SITE_BITS, site_token
 from hpu._frontend import Closure, DCSpec, Helper, check_array_params
+from hpu._guard import NATIVE_DEPTH
 from hpu._reductions import EMPTY_MESSAGES, REDUCE_FIRST, REDUCE_PAIR
 from hpu._views import SLICE_COPY, VIEW_INDEX, display, view_index
 
@@ -577,7 +578,10 @@ def _recursion_message(spec: DCSpec, limit: int, how: str) -> str:
             f"(its recursive calls at line{'s' if len(call_lines) > 1 else ''} {where}): either "
             "the base case is never reached for these arguments (check the guard, e.g. an "
             "empty range), or the recursion is legitimately this deep; hpu stops at "
-            f"{limit} calls {how} (set HPU_MAX_DEPTH to change the limit)")
+            f"{limit} calls {how} " + (
+                "(set HPU_MAX_DEPTH to change the limit)" if limit > NATIVE_DEPTH else
+                f"(native recursion: HPU_MAX_DEPTH can lower this limit, not raise it past "
+                f"{NATIVE_DEPTH})"))
 
 
 def _depth_limited_source(spec: DCSpec, bounds: bool = False,

@@ -95,7 +95,7 @@ def _disabled() -> bool:
     return os.environ.get(ENV_DISABLE, "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
-def divide_and_conquer(fn=None, /, *, b=2, cost="n", span=None, boundscheck=None):
+def divide_and_conquer(fn=None, /, *, b=2, cost="n", span=None, boundscheck=None, **run_options):
     """Convert a recursive divide-and-conquer function to breadth-first execution.
 
     Usable bare (``@divide_and_conquer``) or with options:
@@ -118,6 +118,20 @@ def divide_and_conquer(fn=None, /, *, b=2, cost="n", span=None, boundscheck=None
     Returns a :class:`DivideAndConquer`.  Raises :class:`~hpu.TranslationError`
     when the function is outside the shape or subset hpu accepts.
     """
+    if run_options:
+        from hpu._options import RUN_OPTIONS
+
+        name = next(iter(run_options))
+        shown = ", ".join(f"{k}={v!r}" for k, v in run_options.items())
+        if name in RUN_OPTIONS:
+            raise TypeError(f"divide_and_conquer(): {name}= is a run option, not the "
+                            "decorator's (which takes b, cost, span and boundscheck): set it "
+                            f"on the function, f.options({shown})(...), or per call, "
+                            f"f.run(..., {shown})")
+        raise TypeError(f"divide_and_conquer() got an unexpected keyword argument {name!r}: "
+                        "expected b, cost, span or boundscheck (run options such as device= "
+                        "go to f.options(...))")
+
     def wrap(f):
         return DivideAndConquer(f, b=b, cost=cost, span=span, boundscheck=boundscheck)
 
@@ -258,8 +272,9 @@ class DivideAndConquer:
 
     def __repr__(self):
         s = self._spec
-        shape = f" a={s.a}, b={s.b}, cost={s.cost!r}" if s is not None else ""
-        return f"<hpu.DivideAndConquer {self.__name__}{self._signature}:{shape}>"
+        shape = (f": a={s.a}, b={s.b}, cost={s.cost!r}" if s is not None else
+                 ": functional" if self._functional is not None else "")
+        return f"<hpu.DivideAndConquer {self.__name__}{self._signature}{shape}>"
 
     # ------------------------------------------------------------------ arguments
     def _check_args(self, args, kwargs) -> dict[str, Any]:
@@ -1247,6 +1262,13 @@ class DivideAndConquer:
             return self
         if _constant_values(self._constant_refs) != self._constants_seen:
             self._renew()
+        for v in (*args, *kwargs.values()):
+            if isinstance(v, np.ma.MaskedArray):
+                raise TypeError(
+                    f"{self.__name__}() received a masked array ({_describe(v.data)}): its "
+                    "mask would be lost, as compiled code and the device see the data alone; "
+                    "pass a.filled(value) (masked elements replaced) or a.compressed() (only "
+                    "the unmasked ones), or call the plain function f.py_func(...)")
         if self._boundscheck is not None:
             return self
         if not any(type(v) in (list, tuple) for v in (*args, *kwargs.values())):
@@ -1952,7 +1974,9 @@ def _check_span(name: str, span, values) -> None:
                          f"slice [{lo_name}, {hi_name}) of every array, so pass {lo_name} >= 0")
     if hi < lo:
         raise ValueError(f"{name}(): {hi_name!r}={hi} is below {lo_name!r}={lo}; pass "
-                         f"{lo_name} <= {hi_name} (an empty slice is {hi_name} == {lo_name})")
+                         f"{lo_name} <= {hi_name} (an empty slice is {hi_name} == {lo_name}), "
+                         f"or, if the call is right, name the lower bound first: span="
+                         f"({hi_name!r}, {lo_name!r})")
     for p, v in values.items():     # (hpu's own arrays, hpu_*, are sized by hpu)
         if isinstance(v, np.ndarray) and hi > v.size and not p.startswith("hpu_"):
             raise ValueError(f"{name}(): array {p!r} has {v.size} elements but "

@@ -52,9 +52,10 @@ class RunOption:
 
 def _check_device(v):
     if v not in DEVICES:
+        near = v.lower() if isinstance(v, str) and v.lower() in DEVICES else "cpu"
         raise ValueError(f"device={v!r} is not known: expected one of "
                          f"{', '.join(map(repr, DEVICES))} (where the tasks run; the OpenCL "
-                         "device is cl_device=); pass device='cpu'")
+                         f"device is cl_device=); pass device={near!r}")
 
 
 def _check_strategy(v):

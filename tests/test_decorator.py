@@ -346,3 +346,21 @@ def test_a_list_of_bools_or_huge_ints_runs_the_plain_function(device, items):
 def test_a_list_of_small_ints_still_runs_compiled():
     run = halves_max.run([4, -2, 9, 1], device="cpu")
     assert run.value == 9 and run.device == "cpu"
+
+
+def test_run_options_given_to_the_decorator_point_at_options():
+    with pytest.raises(TypeError, match=r"device= is a run option.*f.options\(device='cpu'\)"):
+        hpu.divide_and_conquer(device="cpu")
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'devices'.*expected b"):
+        hpu.divide_and_conquer(devices="cpu")
+    with pytest.raises(ValueError, match=r"device='GPU' is not known.*pass device='gpu'"):
+        halves_max.options(device="GPU")
+
+
+def test_a_masked_array_is_refused_naming_the_fixes():
+    a = np.ma.masked_array([3, 1, 2], mask=[False, True, False])
+    for call in (lambda: halves_max(a), lambda: halves_max.sequential(a),
+                 lambda: halves_max.plan(a)):
+        with pytest.raises(TypeError, match=r"masked array.*a\.filled\(value\).*compressed"):
+            call()
+    assert halves_max(a.compressed()) == 3
