@@ -138,6 +138,15 @@ def predict_peak(call, args, kwargs, n: int, passthrough=(),
     def on(k):
         return ([_prefix(v, k, n) for v in args], {key: _prefix(v, k, n) for key, v in kwargs.items()})
 
+    ints = [v for v in (*args, *kwargs.values()) if isinstance(v, (int, np.integer))
+            and not isinstance(v, (bool, np.bool_))]
+    if ints and n > EXACT_BELOW:
+        # an int beside the arrays may be an index into them (CLRS's merge_sort(A, p, r)):
+        # on a prefix it would point past the copy, and the compiled code, unchecked, would
+        # read and write beyond it (a probe of CLRS's sort killed the process)
+        return None, ("not predicted: the function takes int arguments beside its arrays "
+                      f"({', '.join(map(str, ints[:3]))}), which may index them, so it "
+                      "cannot be probed on a prefix of them"), ()
     try:
         if n <= EXACT_BELOW:
             a, kw = on(n)

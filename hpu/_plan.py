@@ -341,6 +341,18 @@ def _decide(problem, eb, known, device, alpha, y, K, strategy, machine, contenti
     yy = int(y) if y is not None else (chosen.transfer_level if chosen.uses_device else 0)
     given = ", ".join(f"{k}={v}" for k, v in (("alpha", alpha), ("y", y), ("K", K))
                       if v is not None)
+    note = ""
+    if alpha is not None and y is None and a < 1 and not chosen.uses_device:
+        # the model would not use the device, so its level says nothing: the first level
+        # where the device gets a task under this alpha (level 0's one task stays on the
+        # CPU for any alpha > 0, and alpha= was given to split)
+        yy = next((level for level in range(1, 64)
+                   if problem.a ** level - model.tasks_on_cpu(a, problem.a ** level) >= 1),
+                  0)
+        note = f"; y={yy}, the first level where alpha={alpha} leaves the device a task"
+    elif y is not None and alpha is None and not chosen.uses_device:
+        note = (f"; the model keeps every task on the CPU, so alpha=1 at y={y}: pass alpha= "
+                "too to give the device a share")
     return _given_plan(problem, machine, a, yy, K, eb, c,
-                       f"{chosen.reason}; {given} given", strategy if alpha is None
+                       f"{chosen.reason}; {given} given{note}", strategy if alpha is None
                        and y is None else "given", chunks)

@@ -246,3 +246,28 @@ def test_algorithm_plan_prices_the_overlap_the_run_would_do(capsys, monkeypatch,
                                     else OpenCLBackend.transfer_chunks)
     assert d["predicted_time"] == pytest.approx(want.predicted_time)
     assert ("transfers overlapped" in d["reason"]) == (d["transfer_chunks"] > 1)
+
+
+@pytest.mark.parametrize("n", ["1000", "2^20"])
+def test_an_algorithm_plan_is_the_plan_the_library_makes(capsys, monkeypatch, tmp_path, n):
+    """With a profile, ``hpu plan ALGO`` decides as a run does, the small-problem path
+    included: it printed cutoff_level 4 for 1000 keys where the run took K = 0."""
+    import dataclasses
+
+    from hpu import _profile
+
+    key = _profile.current_key(None)
+    prof = dataclasses.replace(
+        _profile.Profile.builtin(None), p=2, g=2, gamma=0.86, latency_s=3e-6,
+        seconds_per_byte=1e-10, cpu_seconds_per_element=2.5e-9, host=key.host,
+        device=key.device, driver_version=key.driver_version, hpu_version=key.hpu_version,
+        device_shares_cpu=True, source="measured")
+    monkeypatch.setenv("HPU_PROFILE", str(tmp_path / "profile.json"))
+    _profile.save_profile(prof)
+    d = _run_json(capsys, "mergesort", "--n", n)
+    size = 1000 if n == "1000" else 2**20
+    alg, args = _mergesort_args(size)
+    want = alg.function.options(device="hybrid").plan(*args)
+    assert d["cutoff_level"] == want.cutoff_level and d["uses_device"] == want.uses_device
+    assert ("small problem" in d["reason"]) == (want.cutoff_level == 0)
+    assert (want.cutoff_level == 0) == (size == 1000)

@@ -112,6 +112,8 @@ def test_other_algorithms_and_dtypes(capsys, algorithm, dtype, rows):
     (["mergesort", "--n", "0"], "--n"),
     (["mergesort", "--n", "-5"], "--n"),
     (["mergesort", "--n", "ten"], "--n"),
+    (["mergesort", "--n", "99999999999999999999999"], "--n"),   # (was a traceback)
+    (["mergesort", "--n", "2^64"], "--n"),
     (["mergesort", "--n", "100", "--device", "tpu"], "--device"),
     (["mergesort", "--n", "100", "--dtype", "complex64"], "--dtype"),
     (["mergesort", "--n", "100", "--alpha", "1.5"], "--alpha"),

@@ -261,3 +261,27 @@ def test_the_built_in_values_are_not_reread_on_every_call(monkeypatch, tmp_path)
     with pytest.raises(ProfileError):  # read (and found corrupt), not the remembered values
         _plan._profile_machine(None, autocalibrate=True)
     assert reads == [1]
+
+
+@pytest.mark.parametrize("alpha, y", [(0.3, None), (0.75, None), (None, 3)])
+def test_alpha_or_y_alone_on_a_machine_whose_model_keeps_the_cpu(alpha, y):
+    """The model fills in what was not given; where it keeps every task on the CPU, alpha=
+    alone took its level 0 -- one task, kept by the CPU for any alpha > 0 -- and the run
+    reported the alpha while nothing moved.  Now the first level where alpha leaves the
+    device a task; y alone keeps alpha = 1 and says so."""
+    machine = model.Machine(2, 1, 0.1)       # a slow device: the model keeps the CPU
+    x = _data(1 << 16, seed=4)
+    want = np.sort(x, kind="stable")
+    opts = {k: v for k, v in (("alpha", alpha), ("y", y)) if v is not None}
+    f = mergesort.options(machine=machine, device="hybrid", **opts)
+    plan = f.plan(x, np.empty_like(x), 0, x.size)
+    run = f.run(x, np.empty_like(x), 0, x.size)
+    assert np.array_equal(x, want)
+    _check_executed(run, plan)
+    if alpha is not None:
+        level = plan.transfer_level
+        assert level >= 1 and 2 ** level - model.tasks_on_cpu(alpha, 2 ** level) >= 1
+        assert 2 ** (level - 1) - model.tasks_on_cpu(alpha, 2 ** (level - 1)) < 1
+        assert run.gpu_tasks > 0 and "leaves the device a task" in plan.reason
+    else:
+        assert run.gpu_tasks == 0 and "pass alpha= too" in plan.reason

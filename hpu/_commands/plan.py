@@ -396,6 +396,13 @@ def main(args) -> int:
 
     result = model_plan(problem, machine, strategy, _element_bytes(args.algorithm), contention,
                         rel_error, _copy_chunks(args) if prof is not None else 1)
+    if prof is not None:
+        # and, as a run decides it, one task on the calling thread where the split's fixed
+        # costs (the profile's) would cost more than they save: the plan the run executes
+        from hpu import _overheads
+        from hpu._plan import _finish
+
+        result = _finish(result, _overheads.overheads_of(prof), small=True)
     if args.json:
         d = result.to_dict()
         d["algorithm"] = args.algorithm

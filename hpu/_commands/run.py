@@ -164,6 +164,8 @@ def parse_options(args) -> Options:
                         f"{', '.join(algorithm_names())}; pass e.g. `hpu run mergesort --n "
                         "1000000`")
     n = _parse_int(args.n, "--n", "an integer >= 1 (number of keys)", "1000000", 1)
+    if n >= 2**63:      # (NumPy's largest array; the plan's n is an int64 too)
+        raise _bad("--n", args.n, "an integer >= 1 below 2^63 (number of keys)", "1000000")
     device = str(args.device).strip().lower()
     if device not in (*DEVICES, "all"):
         raise _bad("--device", args.device, f"one of {', '.join(DEVICES)}, all", "hybrid")
