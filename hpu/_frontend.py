@@ -1591,9 +1591,8 @@ def resolve(fn, spec: DCSpec) -> Closure:
                              f"{self_name} calls {spec.name}, the decorated function",
                              f"only {spec.name} itself may recurse; move the calls into it")
             if not is_main and n == self_name:
-                where.refuse(sub, "a recursive helper", f"{self_name} calls itself",
-                             "rewrite the helper with a loop; only the decorated function "
-                             "may recurse")
+                refuse_with(where, sub, "recursive-helper",
+                            detail=f"{self_name} calls itself")
             resolve_name(n, sub, glb, where, self_name)
         calls_of[self_name] = my_calls
 

@@ -73,6 +73,12 @@ RULES: dict[str, Rule] = {
                   "use scalars and array parameters", "class P: ..."),
     "def": Rule("a nested function definition", "functions cannot be created inside a task",
                 "define it at module level as a helper and call it", "def inner(x): ..."),
+    "recursive-helper": Rule(
+        "a helper that calls itself", "only the decorated function's recursion becomes the "
+        "tree of tasks; a helper runs inside one task, where OpenCL C has no recursion",
+        "rewrite the helper with a loop (a bitonic merge: a loop over its levels), or write "
+        "its recursion into the decorated function", "def bitonic_merge(a, lo, n, up): ... "
+        "bitonic_merge(a, lo, n // 2, up)"),
     "async": Rule("async def, async for, async with or await", "coroutines cannot run as tasks",
                   "write a plain function and plain loops", "async for x in xs: ..."),
     "match": Rule("a match statement", "structural pattern matching needs Python objects",

@@ -460,7 +460,7 @@ MALFORMED = [
     (bad_print, "print"),
     (bad_raise, "computed at run time"),
     (bad_recursion_through_helper, "recursion through a helper"),
-    (bad_recursive_helper, "a recursive helper"),
+    (bad_recursive_helper, "a helper that calls itself"),
     (bad_mutual_helpers, "recursion among helpers"),
     (bad_generator, "generator"),
     (bad_nine_calls, "9 recursive calls"),
