@@ -157,6 +157,17 @@ def _flatten_blocks(body, name, where):
         in_body = any(_has_rec(s, name) for s in stmt.body)
         in_else = any(_has_rec(s, name) for s in stmt.orelse)
         if in_body and in_else:
+            counts = [sum(_is_rec(n, name) for s in part for n in ast.walk(s))
+                      for part in (stmt.body, stmt.orelse)]
+            if max(counts) == 1:    # quickselect: one call down each branch
+                lines = sorted({n.lineno for part in (stmt.body, stmt.orelse) for s in part
+                                for n in ast.walk(s) if _is_rec(n, name)})
+                where.refuse(stmt, "a single recursive call",
+                             f"each branch makes one recursive call (lines "
+                             f"{', '.join(map(str, lines))}): that is a loop (a quickselect, "
+                             "a binary search, decrease and conquer), with no independent "
+                             "subproblems to run at once",
+                             "write it as a loop (`while lo < hi: ...`), without the decorator")
             refuse_with(where, stmt, "both-branches")
         rest = body[idx + 1:]
         if in_body:

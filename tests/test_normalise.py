@@ -465,3 +465,24 @@ def test_prefix_ifs_and_loops_over_values_run_as_python(device, xs):
 def test_a_loop_over_values_that_breaks_is_still_refused():
     with pytest.raises(hpu.TranslationError, match=r"for \.\.\. in \(left, right\)"):
         hpu.divide_and_conquer(loop_with_break)
+
+
+def quickselect_branches(a, lo, hi, k):
+    if lo == hi:
+        return a[lo]
+    p = (lo + hi) // 2
+    if k == p:
+        return a[p]
+    elif k < p:
+        return quickselect_branches(a, lo, p - 1, k)
+    else:
+        return quickselect_branches(a, p + 1, hi, k)
+
+
+def test_one_call_down_each_branch_is_refused_as_a_loop_not_as_both_branches():
+    """(the message said "recursion in both branches: write the base case as a guard",
+    which, done, gave the real reason)"""
+    with pytest.raises(hpu.TranslationError, match=r"(?s)a single recursive call.*Write it "
+                                                   r"as a loop") as err:
+        hpu.divide_and_conquer(quickselect_branches)
+    assert "both branches" not in str(err.value)
