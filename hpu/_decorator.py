@@ -638,7 +638,8 @@ class DivideAndConquer:
             nps = _numpy_names(self.py_func.__globals__)
             try:
                 form = rewrite_scratch(self.py_func, nps)
-            except NotScratch:
+            except NotScratch as err:
+                self._scratch_refusal = str(err)      # (said where the run stays on the CPU)
                 if self._lists:     # (lists at the call stay lists: no .copy() of arrays)
                     return None
                 form = rewrite_copy_halves(self.py_func, nps)
@@ -735,6 +736,11 @@ class DivideAndConquer:
                 if why.span is None else
                 f"its arguments are not a 1-D NumPy array of numbers and int bounds "
                 f"0 <= {why.span[1]} < {why.span[2]} <= len({why.span[0]})")
+        carved = self.__dict__.get("_scratch_refusal") if self._scratch_form is None else None
+        if carved is not None and dc is None and "its allocations are not sized" not in carved \
+                and "it allocates nothing" not in carved:
+            # an index-form recursion that allocates: its carved form (guide §10) says more
+            why = f"{why}; nor does its carved form: {carved}"
         return FALLBACK_REASON.format(name=self.__name__, line=line, what=what, why=why)
 
     def _in_place_args(self, converted, rw):
