@@ -92,6 +92,9 @@ class ScratchForm:
     #: a buffer stands for a Python list (``[0] * n``): its indices are checked, as Python
     #: checks a list's
     lists: bool = False
+    #: per buffer, the elements each allocation has beyond its part (CLRS's sentinel slot,
+    #: ``np.empty(n1 + 1)``): its part ``[A, B)`` is then ``[(1 + pad) A, ... + B - A + pad)``
+    pads: tuple[int, ...] = ()
 
     def buffers(self, bound: dict) -> tuple[np.ndarray, ...] | None:
         """The buffers for a call (``bound``: parameter -> value), or None where the root's
@@ -105,9 +108,10 @@ class ScratchForm:
         if not 0 <= lo <= hi + self.extra <= n:
             return None
         out = []
-        for d in self.dtypes:
+        for k, d in enumerate(self.dtypes):
             dtype = bound[d].dtype if isinstance(d, str) else np.dtype(d)
-            out.append(np.empty(n, dtype))
+            pad = self.pads[k] if self.pads else 0
+            out.append(np.empty((1 + pad) * n + pad, dtype))
         return tuple(out)
 
 
@@ -155,6 +159,7 @@ class _Site:
         self.owner = None
         self.stores: dict = {}
         self.listed = False         #: a list of zeros (Python checks its indices)
+        self.pad = 0                #: elements beyond its part (``np.empty(n1 + 1)``)
 
     def at(self, x):
         """The caller's name for ``x``, a name (or a position) in this site's function."""
@@ -340,6 +345,11 @@ def rewrite_scratch(fn, nps: set) -> ScratchForm:
     # more where the calls leave the midpoint to one side (`(lo, mid)`, `(mid + 1, hi)`: the
     # closed ranges of `f(a, 0, len(a) - 1)`), so that [lo, hi + 1) is the task's part then
     parts = []
+    call_ends = []      # each call's (lo, hi) positions
+
+    def shape(lo_pos, hi_pos):
+        return ((base[lo_pos[0]], lo_pos[1]), (base[hi_pos[0]], hi_pos[1]))
+
     for c in calls:
         vlo, vhi = value(_position(c.args[ilo])), value(_position(c.args[ihi]))
         if vlo is None or vhi is None or not 0 <= vlo <= vhi <= 4:
@@ -349,17 +359,32 @@ def rewrite_scratch(fn, nps: set) -> ScratchForm:
             if k not in (ilo, ihi) and not _is_name(c.args[k], p):
                 raise NotScratch(f"a recursive call (line {c.lineno}) passes {p} changed")
         parts.append((vlo, vhi, c.lineno))
+        call_ends.append((_position(c.args[ilo]), _position(c.args[ihi])))
     parts.sort()
     if any(a_[1] > b_[0] for a_, b_ in zip(parts, parts[1:])):
         raise NotScratch(f"its recursive calls' bounds overlap (line {parts[-1][2]}): "
                          f"tasks of one level would share a buffer's elements")
     ext = int(all(a_[1] + 1 <= b_[0] for a_, b_ in zip(parts, parts[1:])))
+    # each call's part as ((base, offset), (base, offset)) of its ends
+    shapes = {shape(cl, (ch[0], ch[1] + ext)) for cl, ch in call_ends}
     for site in sites:
         slo, shi = value(site.at(site.lo)), value(site.at(site.hi))
         if slo is None or shi is None or not 0 <= slo <= shi <= 4 + ext:
             span = f"[{lo}, {hi} + 1)" if ext else f"[{lo}, {hi})"
             raise NotScratch(f"`{site.name}` (line {site.stmt.lineno}) is not sized by a part "
                              f"of {span} (lo..hi, lo..mid or mid..hi)")
+        if site.pad:
+            # as long as a call's part, shifted (R = np.empty(n2 + 1), n2 = r - q, beside
+            # the call on (q + 1, r)): a call's part is never empty where the allocation
+            # runs (a task that reaches its calls with an empty one calls itself again with
+            # the same bounds, and never returns), so the (1 + pad)-wide slots of its
+            # part's elements hold the pad too
+            (ln, lo_off), (hn, hi_off) = shape(site.at(site.lo), site.at(site.hi))
+            if not any(cl[0] == ln and ch[0] == hn and lo_off - cl[1] == hi_off - ch[1]
+                       for cl, ch in shapes):
+                raise NotScratch(f"`{site.name}` (line {site.stmt.lineno}) has {site.pad} "
+                                 "more elements than its part, which is not as long as a "
+                                 "recursive call's part")
         if (site.stores if site.owner else stores).get(site.name) != 1:
             raise NotScratch(f"`{site.name}` is assigned again")
     for s in sites:
@@ -388,9 +413,14 @@ def rewrite_scratch(fn, nps: set) -> ScratchForm:
             if hit is not None and isinstance(st, ast.Assign):
                 k, s = hit
                 a_, b_ = _text(s.lo), _text(s.hi)
-                src = f"{s.name} = {bufs[k]}[{a_}:{b_}]\n"
+                if s.pad:
+                    w = 1 + s.pad
+                    src = (f"{s.name} = {bufs[k]}[{w} * ({a_}):{w} * ({a_}) + ({b_}) - ({a_})"
+                           f" + {s.pad}]\n")
+                else:
+                    src = f"{s.name} = {bufs[k]}[{a_}:{b_}]\n"
                 if s.kind == "zeros":
-                    src += (f"for hpu_i in range(({b_}) - ({a_})):\n"
+                    src += (f"for hpu_i in range(({b_}) - ({a_}) + {s.pad}):\n"
                             f"    {s.name}[hpu_i] = 0\n")
                 elif s.kind == "copy":
                     src += (f"for hpu_i in range(({b_}) - ({a_})):\n"
@@ -436,7 +466,7 @@ def rewrite_scratch(fn, nps: set) -> ScratchForm:
     made.__hpu_tree__ = (new, filename, text, start)
     glb[name] = made
     return ScratchForm(fn=made, params=tuple(params), bounds=(lo, hi), dtypes=dtypes, extra=ext,
-                       lists=any(s.listed for s in sites))
+                       lists=any(s.listed for s in sites), pads=tuple(s.pad for s in sites))
 
 
 def _dtype_of(e, nps):
@@ -531,10 +561,18 @@ def _allocation(st: ast.Assign, nps, tree=None) -> _Site | None:
         kw = {k.arg: k.value for k in e.keywords}
         if set(kw) - {"dtype"}:
             return None
-        ext = _extent(size(e.args[0])) or (None, None)     # (checked by the caller: a reason)
+        core, pad = e.args[0], 0
+        if (isinstance(core, ast.BinOp) and isinstance(core.op, ast.Add)
+                and isinstance(core.left, ast.Name) and core.left.id in sizes
+                and isinstance(core.right, ast.Constant) and type(core.right.value) is int
+                and 1 <= core.right.value <= 4):
+            core, pad = core.left, core.right.value     # `n1 + 1`: a sentinel's slot
+        ext = _extent(size(core)) or (None, None)       # (checked by the caller: a reason)
         dtype = _dtype_of(e.args[1] if len(e.args) == 2 else kw.get("dtype"), nps)
         kind = "zeros" if e.func.attr == "zeros" else "empty"
-        return _Site(st, target, kind, ext[0], ext[1], dtype)
+        site = _Site(st, target, kind, ext[0], ext[1], dtype)
+        site.pad = pad
+        return site
     if _np_call(e, nps, "empty_like", "zeros_like", "copy") and len(e.args) == 1 \
             and not e.keywords:
         got = _slice_part(e.args[0])

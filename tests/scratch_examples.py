@@ -211,7 +211,7 @@ def overlapping_closed(a, lo, hi):
 CARVED.update({"merge_sort_clrs": merge_sort_clrs, "msort_helper": msort_helper})
 KEPT["overlapping_closed"] = ("is not sized by a part of", overlapping_closed)
 #: called on closed ranges: (A, 0, len(A) - 1)
-CLOSED = {"merge_sort_clrs"}
+CLOSED = {"merge_sort_clrs", "merge_sort_inf"}
 
 
 def msort_float_buffer(a, lo, hi):
@@ -369,3 +369,64 @@ CARVED.update(merge_sort_gfg=merge_sort_gfg, msort_named=msort_named,
               merge_sort_comp=merge_sort_comp)
 CLOSED.add("merge_sort_comp")
 CLOSED.add("merge_sort_gfg")
+
+
+def merge_inf(A, p, q, r):
+    """CLRS's MERGE as printed: sentinel slots, L[n1] = R[n2] = infinity."""
+    n1 = q - p + 1
+    n2 = r - q
+    L = np.empty(n1 + 1)
+    R = np.empty(n2 + 1)
+    for i in range(n1):
+        L[i] = A[p + i]
+    for j in range(n2):
+        R[j] = A[q + 1 + j]
+    L[n1] = np.inf
+    R[n2] = np.inf
+    i = 0
+    j = 0
+    for k in range(p, r + 1):
+        if L[i] <= R[j]:
+            A[k] = L[i]
+            i = i + 1
+        else:
+            A[k] = R[j]
+            j = j + 1
+
+
+def merge_sort_inf(A, p, r):
+    """CLRS's MERGE-SORT with the sentinel merge, on float keys."""
+    if p < r:
+        q = (p + r) // 2
+        merge_sort_inf(A, p, q)
+        merge_sort_inf(A, q + 1, r)
+        merge_inf(A, p, q, r)
+
+
+def merge_whole(a, lo, mid, hi):
+    n = hi - lo
+    t = np.empty(n + 1)             # a sentinel slot beside the whole range, not a call's part
+    for i in range(n):
+        t[i] = a[lo + i]
+    t[n] = np.inf
+    i, j = 0, mid - lo
+    for k in range(lo, hi):
+        if j >= n or (i < mid - lo and t[i] <= t[j]):
+            a[k] = t[i]
+            i += 1
+        else:
+            a[k] = t[j]
+            j += 1
+
+
+def pad_whole(a, lo, hi):
+    if hi - lo <= 1:
+        return
+    mid = (lo + hi) // 2
+    pad_whole(a, lo, mid)
+    pad_whole(a, mid, hi)
+    merge_whole(a, lo, mid, hi)
+
+
+CARVED["merge_sort_inf"] = merge_sort_inf
+KEPT["pad_whole"] = ("not as long as a recursive call's part", pad_whole)

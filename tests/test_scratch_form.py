@@ -76,7 +76,7 @@ def test_every_path_gives_the_plain_answer(device, kw, values, name):
 def test_sizes_up_to_the_devices(name):
     for n in (0, 1, 2, 3, 17, 50_001):
         x = np.random.default_rng(n).integers(-10**6, 10**6, n)
-        if name in ("sorted_sum", "msort_float_buffer"):    # (float64 buffers)
+        if name in ("sorted_sum", "msort_float_buffer", "merge_sort_inf"):  # (float64)
             x = x.astype(np.float64)
         for device, kw in (("gpu", {}), ("hybrid", {"alpha": 0.5, "y": 2})):
             run = check(name, x.copy(), device, kw)
@@ -197,3 +197,15 @@ def test_a_large_list_runs_breadth_first_on_the_device():
     run = decorated("merge_sort_gfg").run(got, 0, len(got) - 1, device="hybrid", alpha=0.5,
                                           y=2)
     assert got == sorted(xs) and run.gpu_tasks > 0 and run.cpu_tasks > 0
+
+
+@pytest.mark.parametrize("device, kw", PATHS[:3], ids=str)
+@COMPILES
+@given(values=st.lists(st.floats(-1e9, 1e9, allow_nan=False), min_size=0, max_size=3000))
+def test_clrs_sentinel_buffers_are_carved_with_their_slot(device, kw, values):
+    """CLRS's MERGE as printed (``L = np.empty(n1 + 1)``, ``L[n1] = inf``): each buffer's
+    part has one more element, carved from slots twice as wide; it ran on the CPU only."""
+    run = check("merge_sort_inf", np.asarray(values, np.float64), device, kw)
+    form = decorated("merge_sort_inf")._scratch_form[1]
+    assert form.pads == (1, 1) and form.extra == 1
+    assert run.device == device
