@@ -47,6 +47,11 @@ What is rewritten (else the function keeps its path, compiled as written)
   apart by one more element (``(lo, mid)`` and ``(mid + 1, hi)``: CLRS's closed ranges,
   ``merge_sort(A, 0, len(A) - 1)``), a task's part is ``[lo, hi + 1)`` (``A[q + 1:r + 1]``);
 * the allocated name is never reassigned, returned or passed to a recursive call;
+* a size named first may have a small constant added (``np.empty(n1 + 1)``: CLRS's sentinel
+  slot) where the part is as long as a recursive call's: the buffer's slots are then
+  ``1 + c`` wide, the part ``[A, B)`` at ``[(1 + c) A, (1 + c) A + B - A + c)``, inside the
+  part's own slots because a call's part is never empty where the merge runs (a task that
+  reached its calls with an empty one would call itself with the same bounds forever);
 * a size may be a name assigned once from such a difference (``n1 = m - l + 1``), and a
   list of zeros is an allocation too, ``L = [0] * n1``, where every value stored into it is
   read from one parameter array (``L[i] = arr[l + i]``: its dtype) and it is used only as
