@@ -384,7 +384,7 @@ def _helper_keywords_as_positions(tree, glb: dict, own: str) -> None:
     same parameters, so the call means the same.  Anything else (``**kw``, a keyword the
     helper does not have, a default of another kind) is left as written: the subset
     checker refuses it with its line.  The recursive call ``own`` maps its keywords later
-    (:func:`_positional_args`)."""
+    (:func:`_map_call_args`)."""
     import types
 
     for call in ast.walk(tree):
