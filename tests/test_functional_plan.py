@@ -154,23 +154,24 @@ def test_predicted_peak_of_lists_in_arrays_out(xs):
 
 
 def clrs_merge(A, p, q, r):
+    """CLRS's merge with both halves and a sentinel slot in one buffer (which no in-place
+    form carves: the function stays functional)."""
     n1 = q - p + 1
     n2 = r - q
-    L = np.empty(n1 + 1)
-    R = np.empty(n2 + 1)
+    T = np.empty(r - p + 3)
     for i in range(n1):
-        L[i] = A[p + i]
+        T[i] = A[p + i]
+    T[n1] = np.inf
     for j in range(n2):
-        R[j] = A[q + 1 + j]
-    L[n1] = np.inf
-    R[n2] = np.inf
-    i = j = 0
+        T[n1 + 1 + j] = A[q + 1 + j]
+    T[n1 + 1 + n2] = np.inf
+    i, j = 0, n1 + 1
     for k in range(p, r + 1):
-        if L[i] <= R[j]:
-            A[k] = L[i]
+        if T[i] <= T[j]:
+            A[k] = T[i]
             i += 1
         else:
-            A[k] = R[j]
+            A[k] = T[j]
             j += 1
 
 
@@ -188,6 +189,7 @@ def test_a_function_with_index_bounds_is_not_probed_on_a_prefix():
     function's peak is not predicted above EXACT_BELOW elements, and says why; below, it is
     measured on a copy of the whole input, as before."""
     f = hpu.divide_and_conquer(clrs_sort)
+    assert f._functional is not None and f._scratch_form is None
     for n in (EXACT_BELOW + 3, 1000):
         x = np.random.default_rng(n).standard_normal(n)
         plan = f.plan(x, 0, n - 1, memory=True)
