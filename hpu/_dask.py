@@ -252,6 +252,18 @@ def connect(target):
                                    dashboard_address=":0")
             client = Client(cluster)
         else:
+            from distributed.comm import parse_address
+            from distributed.comm.addressing import parse_host_port
+
+            try:        # distributed's own reading of the address, before any connection
+                scheme, location = parse_address(target)
+                if scheme in ("tcp", "tls"):
+                    parse_host_port(location)
+            except ValueError as err:
+                raise ValueError(f"cluster={target!r} is not a scheduler address ({err}): "
+                                 "expected 'tcp://host:8786', 'local:N' (N worker processes "
+                                 "on this machine), a dask.distributed.Client or "
+                                 "hpu.Cluster(...); pass e.g. cluster='local:2'") from None
             try:
                 client = Client(target, timeout=CONNECT_TIMEOUT_S)
             except (OSError, TimeoutError) as err:

@@ -916,12 +916,15 @@ def _check_pure_prefix(stmt, where: _Where):
                 if isinstance(n, ast.Subscript):
                     where.refuse(stmt, "writing an array before the base-case guard",
                                  f"`{ast.unparse(stmt)}` runs again each time hpu evaluates "
-                                 "the guard", "move it after the last guard (into the divide)")
+                                 "the guard", "move it after the last guard (into the divide), "
+                                 "and into the base case too where a leaf must make it")
         return
     where.refuse(stmt, f"`{ast.unparse(stmt).splitlines()[0]}` before the base-case guard",
                  "only assignments to names may come before or between guards (they are "
                  "evaluated again whenever hpu tests whether a task is a base case)",
-                 "move it after the last guard, or into the guard's block")
+                 "move it after the last guard, or into the guard's block, where that "
+                 "computes the same (a write every task makes before its base case, as "
+                 "stooge sort's swap, also belongs in the base case: write it into both)")
 
 
 def _map_call_args(call, params, name, where: _Where) -> tuple[ast.expr, ...]:

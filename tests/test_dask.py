@@ -300,6 +300,10 @@ def test_an_unreachable_scheduler_is_a_clear_error(monkeypatch):
     (42, TypeError, "expected a dask.distributed.Client"),
     ("local:0", ValueError, "N >= 1"),
     ("local:x", ValueError, "local:N"),
+    # (distributed's own "missing port number in address ''", naming neither)
+    ("bogus", ValueError, r"cluster='bogus' is not a scheduler address .*'local:2'"),
+    ("", ValueError, r"cluster='' is not a scheduler address"),
+    ("tcp://", ValueError, r"cluster='tcp://' is not a scheduler address"),
 ])
 def test_bad_cluster_targets_name_the_fix(bad, err, match):
     with pytest.raises(err, match=match):
