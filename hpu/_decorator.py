@@ -1254,7 +1254,10 @@ class DivideAndConquer:
         return run
 
     def _as_called(self, args, kwargs) -> "DivideAndConquer":
-        """The object that runs a call on these arguments: this one, or, where a Python list
+        """The object that runs a call on these arguments, the entry of every call, run,
+        plan and source: first the function starts again from its source where a module
+        constant it reads has changed (:meth:`_renew`), and a masked array is refused
+        (its mask would be lost); then this object, or, where a Python list
         or tuple is given to a function whose bounds are not checked (``boundscheck=None``
         and no ``HPU_BOUNDSCHECK``), the same function checked for bounds
         (:attr:`_bounds_checked`).  hpu gives the compiled code a list as an array, and an
@@ -1314,20 +1317,28 @@ class DivideAndConquer:
         """The plain function, for a function whose ints the compiled code holds as float64
         beside its infinite sentinels (:mod:`hpu._kinds`) given ints past 2**53, which
         float64 would round: Python's exact answer, slowly, said in the run and warned."""
+        return self._python_run(args, kwargs, warned=(
+            f"{self.__name__} returns infinite float sentinels beside ints, which the "
+            "compiled function holds as float64, and was given ints beyond 2**53, which "
+            "float64 would round: the plain Python function ran, exactly (give the sentinel "
+            "as an int, e.g. np.iinfo(np.int64).min, to run it compiled)"))
+
+    def _python_run(self, args, kwargs, *, reason: str | None = None,
+                    warned: str | None = None) -> Run:
+        """The plain function's run (``device="python"``): ``reason`` says why; ``warned``
+        is a reason also warned and recorded as a fallback (Python's answer where the
+        compiled one would differ, slowly)."""
         import warnings
 
         from hpu._errors import HpuPerformanceWarning
 
-        reason = (f"{self.__name__} returns infinite float sentinels beside ints, which the "
-                  "compiled function holds as float64, and was given ints beyond 2**53, "
-                  "which float64 would round: the plain Python function ran, exactly (give "
-                  "the sentinel as an int, e.g. np.iinfo(np.int64).min, to run it compiled)")
-        warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=user_stacklevel())
+        if warned is not None:
+            warnings.warn(HpuPerformanceWarning(f"hpu: {warned}"), stacklevel=user_stacklevel())
         t0 = time.perf_counter()
         value = self._plain_function()(*args, **kwargs)
         return Run(value=value, device="python", alpha=None, y=None, K=0, cpu_tasks=1,
-                   gpu_tasks=0, fallbacks=[reason], levels=(), transfers=(),
-                   seconds=time.perf_counter() - t0, reason=reason)
+                   gpu_tasks=0, fallbacks=[warned] if warned is not None else [], levels=(),
+                   transfers=(), seconds=time.perf_counter() - t0, reason=warned or reason)
 
     def _plain_function(self):
         """The plain function, for hpu's own runs of it (a list Numba cannot take, what Numba
@@ -1447,11 +1458,7 @@ class DivideAndConquer:
 
         o = checked if checked is not None else check_options(options, f"{self.__name__}.run")
         if _disabled():
-            t0 = time.perf_counter()
-            value = self._plain_function()(*args, **kwargs)
-            return Run(value=value, device="python", alpha=None, y=None, K=0, cpu_tasks=1,
-                       gpu_tasks=0, fallbacks=[], levels=(), transfers=(),
-                       seconds=time.perf_counter() - t0)
+            return self._python_run(args, kwargs)
         self._settle()
         if self._functional is not None:
             return self._run_functional(o, args, kwargs)
@@ -1461,25 +1468,12 @@ class DivideAndConquer:
         if any(type(v) is list and not v for v in (*args, *kwargs.values())):
             # an empty list has no dtype but NumPy's guess (float64), which would make
             # `if not lst: return 0` a 0.0; the plain function answers exactly, and at once
-            t0 = time.perf_counter()
-            value = self._plain_function()(*args, **kwargs)
-            return Run(value=value, device="python", alpha=None, y=None, K=0, cpu_tasks=1,
-                       gpu_tasks=0, fallbacks=[], levels=(), transfers=(),
-                       seconds=time.perf_counter() - t0,
-                       reason="an empty list: the plain Python function ran (a list's dtype "
-                              "is its items', and an empty one has none)")
+            return self._python_run(args, kwargs, reason=(
+                "an empty list: the plain Python function ran (a list's dtype is its items', "
+                "and an empty one has none)"))
         unfit = self._unfit_list(args, kwargs)
         if unfit is not None:       # Python's exact answer, slowly, said in the run
-            import warnings
-
-            from hpu._errors import HpuPerformanceWarning
-
-            warnings.warn(HpuPerformanceWarning(f"hpu: {unfit}"), stacklevel=user_stacklevel())
-            t0 = time.perf_counter()
-            value = self._plain_function()(*args, **kwargs)
-            return Run(value=value, device="python", alpha=None, y=None, K=0, cpu_tasks=1,
-                       gpu_tasks=0, fallbacks=[unfit], levels=(), transfers=(),
-                       seconds=time.perf_counter() - t0, reason=unfit)
+            return self._python_run(args, kwargs, warned=unfit)
         values = self._check_args(args, kwargs)
         program = self._program(values)
         alone = self._shared_writes or self._aliased(args, kwargs)

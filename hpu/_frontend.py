@@ -90,7 +90,7 @@ import numpy as np
 from hpu import _functional, _views
 from hpu._errors import TranslationError
 from hpu._iteration import array_loops_indexed
-from hpu._normalise import _is_rec, normalise, unroll_literal_loops
+from hpu._normalise import _is_rec, normalise, unroll_literal_loops, unroll_value_loops
 from hpu._raises import lower_raises, raise_refusal
 from hpu._reductions import REDUCE_FIRST, REDUCE_PAIR, reductions_as_loops
 from hpu._subset import EXPR_RULES, STMT_RULES, refuse_with
@@ -327,53 +327,8 @@ def _source_of(fn, kind: str):
     node = defs[0]
     ast.increment_lineno(module, start - 1)  # line numbers are file lines from here on
     _helper_keywords_as_positions(node, getattr(fn, "__globals__", {}), node.name)
-    _value_loops_unrolled(node, node.name)
+    unroll_value_loops(node, node.name)
     return text, start, filename, node
-
-
-def _value_loops_unrolled(tree, own: str) -> None:
-    """``for c in (l, r): <body>`` -- a loop over values written out, with no recursive call
-    (those are :func:`hpu._normalise.unroll_literal_loops`'s) -- becomes ``c = l; <body>;
-    c = r; <body>``: what Python runs, as counted loops over ``range`` are all a task can
-    run.  Only where that is exactly the same program: the target a name, the values
-    numbers or names the body does not assign (Python evaluates the tuple once, before the
-    body), no ``break``/``continue`` and no ``else:``.  Anything else is left as written
-    (the subset checker refuses it, with its line)."""
-    def plain_value(v, assigned):
-        if isinstance(v, ast.Constant) and type(v.value) in (int, float, bool):
-            return True
-        if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.USub):
-            return plain_value(v.operand, assigned)
-        return isinstance(v, ast.Name) and v.id not in assigned
-
-    def block(stmts):
-        out = []
-        for st in stmts:
-            for field_name in ("body", "orelse", "finalbody"):
-                inner = getattr(st, field_name, None)
-                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
-                    setattr(st, field_name, block(inner))
-            ok = (isinstance(st, ast.For) and isinstance(st.iter, (ast.Tuple, ast.List))
-                  and st.iter.elts and isinstance(st.target, ast.Name) and not st.orelse)
-            if ok:
-                inner = [n for sub in st.body for n in ast.walk(sub)]
-                assigned = {n.id for n in inner if isinstance(n, ast.Name)
-                            and isinstance(n.ctx, ast.Store)}
-                ok = (not any(isinstance(n, (ast.Break, ast.Continue)) for n in inner)
-                      and not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-                                  and n.func.id == own for n in inner)
-                      and all(plain_value(v, assigned) for v in st.iter.elts))
-            if not ok:
-                out.append(st)
-                continue
-            for v in st.iter.elts:
-                out.append(ast.copy_location(ast.Assign(
-                    targets=[ast.Name(st.target.id, ast.Store())], value=copy.deepcopy(v)), st))
-                out.extend(copy.deepcopy(sub) for sub in st.body)
-        return out
-
-    tree.body = block(tree.body)
-    ast.fix_missing_locations(tree)
 
 
 def _helper_keywords_as_positions(tree, glb: dict, own: str) -> None:

@@ -638,19 +638,12 @@ def _clone(f, glb, is_main: bool, checker=None):
 _SITE_IDS = "hpu__SITE_IDS"
 
 
-def _int_constant_index(e) -> bool:
-    """``3`` or ``-1``: an int literal index."""
-    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
-        e = e.operand
-    return isinstance(e, ast.Constant) and type(e.value) is int
-
-
 def _sited():
     """:class:`hpu._codegen._Checked` whose checks name their site ``hpu__SITE_IDS[k]``, k a
     number of :data:`hpu._checked_ops.SITES` (made here: hpu._codegen imports this module)."""
     from hpu._checked_ops import add_site
     from hpu._codegen import _Checked
-    from hpu._views import _PURE_CALLS
+    from hpu._views import _PURE_CALLS, _int_const
 
     class _Sited(_Checked):
         def __init__(self, *args, lists: bool = False, **kwargs):
@@ -692,7 +685,7 @@ def _sited():
             if (self.bounds and isinstance(node.value, ast.Name)
                     and node.value.id not in self.arrays
                     and not node.value.id.startswith("hpu__")
-                    and _int_constant_index(node.slice)):
+                    and _int_const(node.slice) is not None):
                 # bounds-checked, `x[1]`: the base class leaves a constant index to Numba
                 # (a tuple needs it), whose error names no line; hpu__cix keeps it constant
                 node.value = self.visit(node.value)

@@ -270,6 +270,54 @@ def unroll_literal_loops(tree: ast.FunctionDef, where) -> None:
     ``len``/``min``/``max``/``abs``/``int``/``float``."""
     name = tree.name
 
+    def rewrite(st, later):
+        if (isinstance(st, ast.For) and isinstance(st.iter, (ast.Tuple, ast.List))
+                and _has_rec(st, name)):
+            return _unrolled(st, where, later)
+        return None
+
+    _rewrite_blocks(tree, rewrite)
+
+
+def unroll_value_loops(tree: ast.FunctionDef, own: str) -> None:
+    """``for c in (l, r): <body>`` -- a loop over values written out, with no recursive call
+    (those are :func:`unroll_literal_loops`'s) -- becomes ``c = l; <body>; c = r; <body>``:
+    what Python runs, as counted loops over ``range`` are all a task can run; in place, in
+    every block, in a function or a helper.  Only where that is exactly the same program:
+    the target a name, the values numbers or names the body does not assign (Python
+    evaluates the tuple once, before the body), no ``break``/``continue`` and no ``else:``.
+    Anything else is left as written (the subset checker refuses it, with its line)."""
+    def plain_value(v, assigned):
+        if isinstance(v, ast.Constant) and type(v.value) in (int, float, bool):
+            return True
+        if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.USub):
+            return plain_value(v.operand, assigned)
+        return isinstance(v, ast.Name) and v.id not in assigned
+
+    def rewrite(st, later):
+        if not (isinstance(st, ast.For) and isinstance(st.iter, (ast.Tuple, ast.List))
+                and st.iter.elts and isinstance(st.target, ast.Name) and not st.orelse):
+            return None
+        inner = [n for sub in st.body for n in ast.walk(sub)]
+        assigned = {n.id for n in inner if isinstance(n, ast.Name)
+                    and isinstance(n.ctx, ast.Store)}
+        if (any(isinstance(n, (ast.Break, ast.Continue)) for n in inner)
+                or any(_is_rec(n, own) for n in inner)
+                or not all(plain_value(v, assigned) for v in st.iter.elts)):
+            return None
+        out = []
+        for v in st.iter.elts:
+            out.append(ast.copy_location(ast.Assign(
+                targets=[ast.Name(st.target.id, ast.Store())], value=copy.deepcopy(v)), st))
+            out.extend(copy.deepcopy(sub) for sub in st.body)
+        return out
+
+    _rewrite_blocks(tree, rewrite)
+
+
+def _rewrite_blocks(tree: ast.FunctionDef, rewrite) -> None:
+    """Each statement of every block of ``tree`` (inner blocks first) replaced by the
+    statements ``rewrite(statement, the statements after it)`` gives, or kept (None)."""
     def block(stmts):
         out = []
         for i, st in enumerate(stmts):
@@ -277,11 +325,8 @@ def unroll_literal_loops(tree: ast.FunctionDef, where) -> None:
                 inner = getattr(st, field_name, None)
                 if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
                     setattr(st, field_name, block(inner))
-            if not (isinstance(st, ast.For) and isinstance(st.iter, (ast.Tuple, ast.List))
-                    and _has_rec(st, name)):
-                out.append(st)
-                continue
-            out.extend(_unrolled(st, where, stmts[i + 1:]))
+            new = rewrite(st, stmts[i + 1:])
+            out.extend([st] if new is None else new)
         return out
 
     tree.body = block(tree.body)
