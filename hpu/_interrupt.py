@@ -209,6 +209,10 @@ class _Helper:
                     numba.set_parallel_chunksize(old)
                 job.finished = True
                 job.done.release()
+                # not held while idle: the call's arrays are the caller's to free (an
+                # idle helper keeping the last call's arguments kept, e.g., the in-place
+                # form's buffer alive after its run)
+                job = None
 
     def start(self, job: _Job) -> None:
         self._job = job

@@ -271,3 +271,24 @@ def test_a_call_on_another_thread_runs_directly_and_raises_the_users_errors():
     assert _interrupt.call(threading.current_thread) is not threading.current_thread()
     with pytest.raises(ZeroDivisionError):
         _interrupt.call(lambda: 1 // 0)
+
+
+def test_an_idle_helper_does_not_keep_the_last_calls_arguments():
+    """The helper thread that ran a call drops it: the call's arrays are freed when the
+    caller lets go of them (an idle helper holding them kept the in-place form's buffer of
+    twice the input alive after its run, and the result was then copied out of it)."""
+    import gc
+    import weakref
+
+    from hpu import _interrupt
+
+    a = np.arange(1000.0)
+    gone = weakref.ref(a)
+    assert _interrupt.call(_sum_of, a) == a.sum()
+    del a
+    gc.collect()
+    assert gone() is None
+
+
+def _sum_of(a):
+    return a.sum()
