@@ -180,6 +180,7 @@ class DivideAndConquer:
         self._not_compiled_for: dict = {}
         self._call_kinds = threading.local()
         self._dps = None            # (DivideAndConquer | None, Rewritten | reason): _in_place
+        self._dead: frozenset = frozenset()   # hpu's own scratch parameters (Snapshot.dead)
         self._scratch_fits: dict = {}   # argument kinds -> the scratch form takes them
         self._pending = False       # a helper defined after the function: _settle
         # the module constants it reads, as they were when it was decorated (_as_called)
@@ -649,6 +650,8 @@ class DivideAndConquer:
             checks = True if getattr(form, "lists", False) else self._boundscheck
             dc = DivideAndConquer(form.fn, b=self._options["b"], cost=self._options["cost"],
                                   span=span, boundscheck=checks)
+            # its buffers are hpu's: what they hold is dead after each task (no snapshot)
+            dc._dead = frozenset(inspect.signature(form.fn).parameters) - set(form.params)
         except Exception:  # noqa: BLE001 - NotScratch, a TranslationError, or a form hpu
             return None     # cannot build: the function as written
         return dc, form
@@ -987,6 +990,26 @@ class DivideAndConquer:
                       "run.fallbacks)")
         return dataclasses.replace(plan, peak_memory=peak, memory_basis=basis)
 
+    def _scratch_peak(self, plan, o, dc, values):
+        """``plan`` (the scratch form's, :mod:`hpu._scratch_form`) with the host memory its
+        run allocates at the peak: a sum of what hpu allocates, all of it known before the
+        run (:func:`hpu._scratch_form.predicted_peak`)."""
+        import dataclasses
+
+        from hpu._scratch_form import predicted_peak
+
+        program = dc._program(dict(zip(dc._signature.parameters, values)))
+        unified = True
+        if plan.uses_device:
+            from hpu._opencl._backend import OpenCLBackend
+
+            backend = o["backend"] or OpenCLBackend
+            if hasattr(backend, "unified_memory"):
+                unified = backend.unified_memory(backend.select(o["cl_device"]))
+        peak, basis = predicted_peak(plan, program, dict(zip(dc._signature.parameters, values)),
+                                     dc._dead, keep=o["keep_inputs"], unified=unified)
+        return dataclasses.replace(plan, peak_memory=peak, memory_basis=basis)
+
     def _plain_instead(self, o, args, kwargs, fallbacks) -> Run:
         """The plain Python function, on the converted arguments, when Numba cannot compile
         the function as written (a library call Numba does not know, a type it cannot
@@ -1156,7 +1179,7 @@ class DivideAndConquer:
         converted = convert_arguments(args, kwargs, self._lists)
         scratch = None if converted is None else self._scratch_call(*converted)
         if scratch is not None:     # as the run does (_run_functional)
-            return scratch[0]._plan(o, scratch[1], {})
+            return self._scratch_peak(scratch[0]._plan(o, scratch[1], {}), o, *scratch)
         if self._device_form_applies(o, converted):
             ready = self._in_place_call(converted, o["arena"])
             if ready is not None:           # the in-place form's breadth-first plan
@@ -1735,7 +1758,7 @@ class DivideAndConquer:
         from hpu._snapshot import Snapshot
 
         # the caller's arrays as they were, put back on any exception (hpu._snapshot)
-        snapshot = Snapshot.take(program, values, keep=o["keep_inputs"])
+        snapshot = Snapshot.take(program, values, keep=o["keep_inputs"], dead=self._dead)
         user_error = in_order = None
         t0 = time.perf_counter()
         try:

@@ -75,7 +75,7 @@ from hpu._functional import _allocation_in
 from hpu._functional_dps import _fresh, _function, _is_name, _self_calls, _tree
 from hpu._functional_partition import _np_call
 
-__all__ = ["rewrite_scratch", "ScratchForm", "NotScratch"]
+__all__ = ["rewrite_scratch", "ScratchForm", "NotScratch", "predicted_peak"]
 
 PREFIX = "hpu_scr"
 
@@ -118,6 +118,56 @@ class ScratchForm:
             pad = self.pads[k] if self.pads else 0
             out.append(np.empty((1 + pad) * n + pad, dtype))
         return tuple(out)
+
+
+def predicted_peak(plan, program, values: dict, dead: frozenset, *, keep: bool,
+                   unified: bool) -> tuple[int, str]:
+    """``(bytes, basis)``: the host memory a run of the scratch form allocates at its peak,
+    for ``plan`` (a ``hpu.model.Plan``) on ``values`` (the form's arguments, its buffers
+    among them: ``dead``).  Every array such a run allocates is hpu's own, and its size is
+    known before the run: so this is a sum, not a probe (the function has int bounds
+    beside its array, which a prefix probe would have to guess):
+
+    * the buffers, one per allocation site;
+    * the call's snapshot of the arrays the function writes (``keep_inputs``; only the
+      ``span``'s part), :mod:`hpu._snapshot`, which leaves the buffers out;
+    * where the plan uses a device (:mod:`hpu._opencl._backend`): without the snapshot, a
+      copy of the written arrays, whole without a span, and with one the device's share of
+      the span on a device that works in the caller's arrays (nothing on one with its own
+      memory); without a span, on a device with its own memory, the download's copy of the
+      largest written array and its mask of changed elements.
+
+    Left out: the level arrays (a few int64s per task down to the cut-off: kilobytes)."""
+    written = [values[n] for n in program.layout.arrays
+               if n in program.closure.written and n not in dead
+               and isinstance(values.get(n), np.ndarray)]
+    span = program.spec.span
+    lo, hi = (int(values[span[0]]), int(values[span[1]])) if span is not None else (0, 0)
+
+    def part(arr):
+        return arr.nbytes if span is None else max(0, min(hi, arr.size) - max(lo, 0)) * \
+            arr.itemsize
+
+    buffers = sum(values[n].nbytes for n in dead if isinstance(values.get(n), np.ndarray))
+    snapshot = sum(part(w) for w in written) if keep else 0
+    device = 0
+    if plan.uses_device and written:
+        y = plan.transfer_level
+        cpu, dev = plan.tasks[y] if y is not None and y < len(plan.tasks) else (0, 1)
+        share = dev / (cpu + dev) if cpu + dev else 1.0
+        if not keep and span is None:       # whole arrays, on either kind of device
+            device += sum(w.nbytes for w in written)
+        elif not keep and unified:          # the device's share of the span
+            device += int(share * sum(part(w) for w in written))
+        if not unified and span is None:
+            device += max(w.nbytes + w.size for w in written)
+    total = buffers + snapshot + device
+    mb = 1e6
+    basis = (f"computed: hpu's scratch buffers {buffers / mb:.3g} MB (one per allocation "
+             f"site), the call's snapshot {snapshot / mb:.3g} MB"
+             + (f", the device's copies {device / mb:.3g} MB" if device else "")
+             + "; the level arrays (kilobytes) left out")
+    return total, basis
 
 
 def _midpoint(e, lo: str, hi: str) -> bool:

@@ -61,32 +61,40 @@ class Snapshot:
     for no copy (then :meth:`restore` does nothing and :meth:`original` is None).
     """
 
-    __slots__ = ("arrays", "copies", "span", "kept")
+    __slots__ = ("arrays", "copies", "span", "kept", "dead")
 
     def __init__(self, arrays: Mapping[str, np.ndarray], copies: Mapping[str, np.ndarray],
-                 span: tuple[int, int] | None, kept: bool):
+                 span: tuple[int, int] | None, kept: bool, dead: frozenset = frozenset()):
         self.arrays = dict(arrays)
         self.copies = dict(copies)
         self.span = span
         self.kept = kept
+        #: written arrays whose contents no one reads after the run: hpu's own scratch
+        #: buffers (hpu._scratch_form), each task's part written before it is read and dead
+        #: when the task returns -- neither copied nor put back, nor downloaded from a
+        #: device with its own memory
+        self.dead = dead
 
     @classmethod
-    def take(cls, program, values: Mapping[str, Any], keep: bool = True) -> "Snapshot":
-        """Copy what ``program`` may write of the call's ``values`` (nothing if not ``keep``)."""
+    def take(cls, program, values: Mapping[str, Any], keep: bool = True,
+             dead: frozenset = frozenset()) -> "Snapshot":
+        """Copy what ``program`` may write of the call's ``values`` (nothing if not
+        ``keep``), but for the arrays named in ``dead`` (see :attr:`dead`)."""
         written = program.closure.written
+        dead = frozenset(dead) & frozenset(written)
         arrays = {n: values[n] for n in program.layout.arrays
-                  if n in written and isinstance(values.get(n), np.ndarray)}
+                  if n in written and n not in dead and isinstance(values.get(n), np.ndarray)}
         span = None
         if program.spec.span is not None:
             lo_name, hi_name = program.spec.span
             span = (int(values[lo_name]), int(values[hi_name]))
         if not keep:
-            return cls(arrays, {}, span, False)
+            return cls(arrays, {}, span, False, dead)
         copies = {}
         for name, arr in arrays.items():
             lo, hi = (0, arr.size) if span is None else (max(span[0], 0), min(span[1], arr.size))
             copies[name] = arr[lo:hi].copy()
-        return cls(arrays, copies, span, True)
+        return cls(arrays, copies, span, True, dead)
 
     @property
     def nbytes(self) -> int:
@@ -158,7 +166,7 @@ class Snapshot:
         bounds): the device's share once the divide steps of the levels above it have
         written it, which a device failure is redone from (:mod:`hpu._split`)."""
         eff = span if span is not None else self.span
-        out = Snapshot(self.arrays, {}, eff, True)
+        out = Snapshot(self.arrays, {}, eff, True, self.dead)
         for name, arr in self.arrays.items():
             lo, hi = out._bounds(arr)
             out.copies[name] = arr[lo:hi].copy()

@@ -84,6 +84,58 @@ def test_sizes_up_to_the_devices(name):
                 assert run.gpu_tasks >= 1, (name, n, device)
 
 
+def test_the_buffers_are_not_snapshot_and_a_discrete_device_leaves_them_there(discrete):
+    """hpu's buffers are dead after each task: the call's snapshot copies the caller's array
+    and not them (hpu._snapshot.Snapshot.dead: the run's peak is the snapshot and one
+    buffer per site, 3x the input here, where it was 5x), and a device with its own memory
+    does not download them -- the answer is the plain function's on every path."""
+    f = decorated("msort_copies")
+    dc, form = f._scratch_form
+    assert dc._dead == {p for p in dc._signature.parameters if p.startswith("hpu_scr")}
+    assert len(dc._dead) == len(form.dtypes) == 2
+    x = np.random.default_rng(4).integers(-10**6, 10**6, 50_001)
+    for device, kw in (("gpu", {}), ("hybrid", {"alpha": 0.5, "y": 2})):
+        run = check("msort_copies", x.copy(), device, kw)
+        assert run.gpu_tasks >= 1 and run.fallbacks == []
+    assert discrete and all(not b._written or not set(b._written) & dc._dead
+                            for b in discrete)
+    y = x.copy()
+    f.run(y, 0, y.size, device="cpu")               # (compiled)
+    peak = f.run(y, 0, y.size, device="cpu", memory=True).peak_memory
+    # the snapshot of `a` (1x) and the two buffers, one per site, each as long as `a`
+    assert peak <= 3.05 * x.nbytes + 65536, peak / x.nbytes
+
+
+@pytest.mark.parametrize("name", ["msort_copies", "merge_sort_clrs"])
+@pytest.mark.parametrize("device, kw, keep, copies", [
+    ("cpu", {}, True, False), ("gpu", {}, False, False),
+    ("hybrid", {"alpha": 0.5, "y": 2}, False, False), ("gpu", {}, True, True),
+    ("hybrid", {"alpha": 0.5, "y": 2}, False, True)], ids=str)
+def test_the_plan_predicts_the_peak_memory_the_run_measures(name, device, kw, keep, copies,
+                                                            request):
+    """Issue 17: "the plan predicts the peak memory and the run reports it" -- for the
+    scratch form a sum of what hpu allocates, each size known before the run
+    (hpu._scratch_form.predicted_peak): within 2 % here (the level arrays it leaves out);
+    the test allows 5 %.  On a device that shares the host's memory and, with forced
+    copies, on one with its own (``copies``), with and without the call's snapshot; a
+    half-open span (msort_copies) and closed ranges without one (CLRS)."""
+    if copies:
+        request.getfixturevalue("discrete")
+    f = decorated(name)
+    x = np.random.default_rng(9).random(50_001)
+    hi = x.size - 1 if name in ex.CLOSED else x.size
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f.run(x.copy(), 0, hi, device=device, keep_inputs=keep, **kw)    # (compiled)
+        y = x.copy()
+        plan = f.plan(y, 0, hi, device=device, keep_inputs=keep, **kw)
+        run = f.run(y, 0, hi, device=device, keep_inputs=keep, memory=True, **kw)
+    assert np.array_equal(y, np.sort(x)) and run.plan == plan
+    assert plan.peak_memory >= 2 * x.nbytes and "scratch buffers" in plan.memory_basis
+    assert (run.gpu_tasks > 0) == (device != "cpu")
+    assert abs(run.peak_memory / plan.peak_memory - 1) <= 0.05, (run.peak_memory, plan)
+
+
 def test_the_plan_is_breadth_first_and_the_buffers_per_site():
     f = decorated("msort_copies")
     x = np.arange(1 << 16)[::-1].copy()

@@ -274,7 +274,10 @@ class OpenCLBackend:
         if self._pipelined:
             self.tqueue = self._built.transfer_queue()
         t0 = time.perf_counter()
-        self._written = tuple(n for n in arrays if n in written)
+        # (hpu's scratch buffers are written but dead after the run: not copied, not
+        # downloaded -- hpu._snapshot.Snapshot.dead)
+        dead = () if self.originals is None else self.originals.dead
+        self._written = tuple(n for n in arrays if n in written and n not in dead)
         if self.originals is None or not self.originals.kept:  # keep_inputs=False
             for name in self._written:
                 arr = arrays[name]
@@ -658,8 +661,10 @@ def device_error(err: np.ndarray, sites) -> Exception | None:
     site, value, extra = int(err[1]), int(err[2]), int(err[3])
     where = sites[site] if 0 <= site < len(sites) else "<unknown site>"
     if code == 1:
-        return ZeroDivisionError(where + (": division by zero" if value == 1
-                                          else ": integer division or modulo by zero"))
+        from hpu._checked_ops import _ZERO
+
+        return ZeroDivisionError(where + ": " + _ZERO.get(
+            value, "integer division or modulo by zero"))
     if code == 2:
         return ValueError(where + ": cannot convert float NaN to integer")
     if code == 3:
