@@ -725,6 +725,61 @@ def _unpack_results(body, name):
     return [Unpack().visit(s) for s in body]
 
 
+def _helper_arity(fn) -> int:
+    """``k`` where every ``return`` of the Python function ``fn`` (a helper) writes a tuple of
+    ``k >= 2`` values out (``return lo, hi``), else 0."""
+    import types
+
+    if not isinstance(fn, types.FunctionType):
+        return 0
+    from hpu._functional import _tree_of
+
+    tree = _tree_of(fn)
+    if tree is None:
+        return 0
+    sizes = {len(r.value.elts) if isinstance(r.value, ast.Tuple) else 0
+             for r in _own_nodes(tree.body) if isinstance(r, ast.Return)}
+    return sizes.pop() if len(sizes) == 1 and min(sizes) > 1 else 0
+
+
+def _returned_helper_tuples(body, name, glb) -> list:
+    """``return combine(l1, h1, l2, h2)`` where the helper ``combine`` returns ``k`` values
+    (every ``return`` of it a tuple of ``k``) -> ``r__t0, ..., r__t{k-1} = combine(...)`` then
+    ``return r__t0, ..., r__t{k-1}``: the values written out, as the frontend reads a
+    function's results (a kernel holds scalars, not tuples).  The same program: Python
+    returns that tuple."""
+    count = [0]
+
+    def block(stmts):
+        out = []
+        for st in stmts:
+            for field_name in ("body", "orelse", "finalbody"):
+                inner = getattr(st, field_name, None)
+                if isinstance(inner, list) and not isinstance(
+                        st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    setattr(st, field_name, block(inner))
+            call = st.value if isinstance(st, ast.Return) else None
+            k = 0
+            if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                    and call.func.id != name and not any(_has_rec(x, name) for x in
+                                                          (*call.args, *call.keywords))):
+                k = _helper_arity(glb.get(call.func.id))
+            if not k:
+                out.append(st)
+                continue
+            names = [f"ret__{count[0]}t{i}" for i in range(k)]
+            count[0] += 1
+            out.append(_located(ast.Assign(
+                targets=[_located(ast.Tuple([_located(ast.Name(v, ast.Store()), st)
+                                             for v in names], ast.Store()), st)],
+                value=call), st))
+            out.append(_located(ast.Return(_located(ast.Tuple(
+                [_located(ast.Name(v, ast.Load()), st) for v in names], ast.Load()), st)), st))
+        return out
+
+    return block(body)
+
+
 def _prefix_ifs_as_values(body, name, params: set) -> list:
     """``if hi == -1: hi = len(a)`` before the recursion -> ``hi = len(a) if hi == -1 else
     hi``: a scalar statement, which may stand before the base-case guards (it is evaluated
@@ -763,7 +818,8 @@ def normalise(tree: ast.FunctionDef, where, glb) -> Normalised:
     """Rewrite ``tree.body`` (in place) into the canonical shape; see the module docstring."""
     name = tree.name
     result = Normalised(body=list(tree.body))
-    body = _unpack_results(list(tree.body), name)
+    body = _returned_helper_tuples(list(tree.body), name, glb)
+    body = _unpack_results(body, name)
     body = _prefix_ifs_as_values(body, name, {a.arg for a in tree.args.args})
     body = _flatten_blocks(body, name, where)
     body = _unroll_loops(body, name, where, glb)

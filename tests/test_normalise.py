@@ -322,6 +322,42 @@ def test_a_tuple_result_held_in_one_name_is_unpacked(kw, x):
         assert f.options(**kw)(*args) == fn(*args), (fn.__name__, kw)
 
 
+def pair_of(l1, h1, l2, h2):
+    if l1 <= l2:
+        return l1, max(h1, h2)
+    return l2, max(h1, h2)
+
+
+def min_max_by_helper(a, lo, hi):
+    """The combine a helper whose every return is a pair, its call returned as it is."""
+    if hi - lo == 1:
+        return pair_of(a[lo], a[lo], a[lo], a[lo])
+    mid = (lo + hi) // 2
+    l1, h1 = min_max_by_helper(a, lo, mid)
+    l2, h2 = min_max_by_helper(a, mid, hi)
+    if l1 == l2:
+        return pair_of(l2, h2, l1, h1)
+    return pair_of(l1, h1, l2, h2)
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("kw", [{"device": "cpu"}, {"device": "gpu"},
+                                {"device": "hybrid", "alpha": 0.5, "y": 2}],
+                         ids=["cpu", "gpu", "hybrid-half"])
+@settings(COMPILES, max_examples=4)
+@given(x=st.lists(st.integers(-40, 40), min_size=1, max_size=300))
+def test_a_helpers_tuple_returned_as_it_is_is_written_out(kw, x):
+    """``return pair_of(...)``, the helper returning ``lo, hi`` on every path: the tuple is
+    written out (``ret__0t0, ret__0t1 = pair_of(...)``), where it was refused as "returns
+    that disagree" (every path returns a pair)."""
+    a = np.array(x, dtype=np.int64)
+    f = _MIN_MAX_BY_HELPER
+    assert f.options(**kw)(a, 0, len(a)) == min_max_by_helper(a, 0, len(a))
+
+
+_MIN_MAX_BY_HELPER = hpu.divide_and_conquer(min_max_by_helper)
+
+
 def test_a_tuple_name_used_otherwise_keeps_the_refusal_with_its_fix():
     with pytest.raises(hpu.TranslationError) as info:
         hpu.divide_and_conquer(tuple_index_computed)
