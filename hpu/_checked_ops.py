@@ -40,7 +40,7 @@ import threading
 
 from numba import njit
 
-from hpu._guard import bad_float, bad_int_store, divides_by_zero, zero_divisor
+from hpu._guard import bad_float, bad_int_store, divides_by_zero, float_operands, zero_divisor
 
 __all__ = ["SITES", "add_site", "register_sites", "site_text", "OPERATIONS",
            "ZeroDivisionError", "ValueError", "OverflowError", "IndexError", "TypeError"]
@@ -105,8 +105,20 @@ def _as_python(base: type, message):
 
 # each a subclass of Python's own, under its name (a traceback shows
 # hpu._checked_ops.ZeroDivisionError: file.py:12: x // d: integer division or modulo by zero)
-ZeroDivisionError = _as_python(builtins.ZeroDivisionError, lambda v, e: (
-    "division by zero" if v == 1 else "integer division or modulo by zero"))
+def _zero_message(f) -> str:
+    try:
+        f(1.0, 0.0)
+    except builtins.ZeroDivisionError as err:  # this Python's own words
+        return str(err)
+    return "float division by zero"  # pragma: no cover
+
+
+#: the value a ZeroDivisionError carries: 0 int ``//``/``%``, 1 ``/``, 2 float ``//``,
+#: 3 float ``%`` -- each with Python's text
+_ZERO = {1: "division by zero", 2: _zero_message(lambda a, b: a // b),
+         3: _zero_message(lambda a, b: a % b)}
+ZeroDivisionError = _as_python(builtins.ZeroDivisionError, lambda v, e: _ZERO.get(
+    v, "integer division or modulo by zero"))
 def _empty_message(f) -> str:
     try:
         f([])
@@ -130,8 +142,8 @@ TypeError = _as_python(builtins.TypeError, lambda v, e: "slice indices must be i
 
 
 @njit(cache=True)
-def _zerodiv(site):
-    raise ZeroDivisionError(site, 0, 0)
+def _zerodiv(site, kind):
+    raise ZeroDivisionError(site, kind, 0)
 
 
 @njit(cache=True)
@@ -299,7 +311,7 @@ _register()
 @njit(inline="always")
 def floordiv(a, b, site):
     if zero_divisor(b):
-        _zerodiv(site)
+        _zerodiv(site, 2 if float_operands(a, b) else 0)
     return a // b
 
 
@@ -313,7 +325,7 @@ def truediv(a, b, site):
 @njit(inline="always")
 def mod(a, b, site):
     if zero_divisor(b):
-        _zerodiv(site)
+        _zerodiv(site, 3 if float_operands(a, b) else 0)
     return a % b
 
 

@@ -353,6 +353,7 @@ from hpu._errors import HpuRecursionError as hpu__RecursionError
 from hpu._guard import bad_float as hpu__bad_float
 from hpu._guard import bad_int_store as hpu__bad_int_store
 from hpu._guard import divides_by_zero as hpu__divides_by_zero
+from hpu._guard import float_operands as hpu__float_operands
 from hpu._guard import like as hpu__like
 from hpu._interrupt import Stopped as hpu__Stopped
 from hpu._interrupt import stop_requested as hpu__stop_requested
@@ -372,7 +373,7 @@ def hpu__stopped():
 @njit(cache=True)
 def hpu__floordiv(a, b, site__):
     if b == 0:
-        hpu__zerodiv(site__)
+        hpu__zerodiv(site__, 2 if hpu__float_operands(a, b) else 0)
     return a // b
 
 
@@ -386,7 +387,7 @@ def hpu__truediv(a, b, site__):  # x / 0: Python's (and Numba's) error, at the u
 @njit(cache=True)
 def hpu__mod(a, b, site__):
     if b == 0:
-        hpu__zerodiv(site__)
+        hpu__zerodiv(site__, 3 if hpu__float_operands(a, b) else 0)
     return a % b
 
 

@@ -57,7 +57,7 @@ from __future__ import annotations
 import functools
 
 __all__ = ["boundscheck_default", "max_depth", "depth_limits", "native_errors", "task_failed",
-           "bad_float", "zero_divisor", "divides_by_zero", "check_array_fit", "INT64_BOUND",
+           "bad_float", "zero_divisor", "divides_by_zero", "float_operands", "check_array_fit", "INT64_BOUND",
            "like"]
 
 #: 2**63 as a float: a float ``x`` converts to int64 exactly when ``-2**63 <= x < 2**63``.
@@ -201,6 +201,15 @@ def zero_divisor(b) -> bool:
     return isinstance(b, (int, float, np.integer, np.floating, np.bool_)) and b == 0
 
 
+def float_operands(a, b) -> bool:
+    """True when ``a // b`` or ``a % b`` is a float operation (either operand a float): its
+    ``ZeroDivisionError`` then says "float floor division by zero" or "float modulo", as
+    Python's does.  Compiled, a constant of the operands' types."""
+    import numpy as np
+
+    return isinstance(a, (float, np.floating)) or isinstance(b, (float, np.floating))
+
+
 def divides_by_zero(a, b) -> bool:
     """True when ``a / b`` divides a number by a number equal to zero (Python's and Numba's
     ``ZeroDivisionError``).  An array on either side is NumPy's business: inf, nan and a
@@ -231,6 +240,11 @@ def _register() -> None:
             make = as_dtype(types.unliteral(p)).type
             return lambda x, p: make(x)
         return lambda x, p: x
+
+    @overload(float_operands, jit_options={"cache": True})
+    def _float_operands(a, b):
+        floats = isinstance(a, types.Float) or isinstance(b, types.Float)
+        return lambda a, b: floats
 
     @overload(bad_int_store, jit_options={"cache": True})
     def _bad_int_store(a, x):

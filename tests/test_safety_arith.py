@@ -163,6 +163,31 @@ def test_modulo_by_zero_in_a_helper_names_the_helper_and_the_line(path, kw):
                               "division or modulo by zero")
 
 
+def _python_says(op):
+    try:
+        op(1.0, 0.0)
+    except ZeroDivisionError as err:
+        return str(err)
+    raise AssertionError("no error")
+
+
+@pytest.mark.parametrize("path, kw", ALL_PATHS)
+def test_float_floor_division_and_modulo_by_zero_say_what_python_says(path, kw):
+    """On floats Python's text is "float floor division by zero" / "float modulo", not the
+    integer one, on every path (the device's error channel carries which it was)."""
+    a = np.arange(1.0, 200.0)
+    d = np.full(199, 7.0)
+    d[150] = 0.0
+    with pytest.raises(ZeroDivisionError) as err:
+        _call(qsum, (a, d, 0, 199), path, kw)
+    assert str(err.value) == (f"{HERE}:{_line('LINE_FLOORDIV')}: a[lo] // d[lo]: "
+                              + _python_says(lambda x, y: x // y))
+    with pytest.raises(ZeroDivisionError) as err:
+        _call(rsum, (a, d, 0, 199), path, kw)
+    assert str(err.value) == (f"{HERE}:{_line('LINE_HELPER')}: in rem(): x % y: "
+                              + _python_says(lambda x, y: x % y))
+
+
 @pytest.mark.parametrize("path, kw", DEVICE_PATHS)
 def test_device_division_by_zero_raises(path, kw):
     a = np.arange(1, 200)

@@ -429,8 +429,11 @@ def _templated(name: str):
         return (f"/* abs(a) on {t} stays {t}, as in Numba (abs of the minimum wraps). */\n"
                 f"{t} {name}({t} a)\n{{\n    return ({t})(a < 0 ? -(long)a : (long)a);\n}}\n",
                 (), False)
-    if base in ("divisor", "tdivisor"):     # tdivisor: of `/` ("division by zero")
-        op, v = ("/", 1) if base == "tdivisor" else ("// or %", 0)
+    # the divisor of: divisor an int `//` or `%`, tdivisor `/` ("division by zero"),
+    # fdivisor a float `//`, mdivisor a float `%` (hpu._checked_ops._ZERO: Python's texts)
+    if base in ("divisor", "tdivisor", "fdivisor", "mdivisor"):
+        op, v = {"divisor": ("// or %", 0), "tdivisor": ("/", 1), "fdivisor": ("//", 2),
+                 "mdivisor": ("%", 3)}[base]
         return (f"/* The divisor of a checked {op}: b, or 1 after recording ZeroDivisionError "
                 f"for b == 0. */\n{t} {name}({t} b, long site, __global long *err)\n{{\n"
                 f"    if (b == 0) {{\n        hpu_raise(err, 1, site, {v}L, 0L);\n"

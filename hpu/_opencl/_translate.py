@@ -818,7 +818,8 @@ class _FunctionEmitter:
         if op in ("//", "%", "/") and res != BOOL:
             site = self._site(node)
             if site is not None:  # checked mode: a zero divisor raises ZeroDivisionError
-                check = "tdivisor" if op == "/" else "divisor"
+                check = ("tdivisor" if op == "/" else "divisor" if not res.is_float
+                         else "fdivisor" if op == "//" else "mdivisor")
                 b = _call(self._helper(f"hpu_{check}_{rc.code}"), b, site, _E("hpu_err"))
         if res == INT64:
             named = {"+": "hpu_add_l", "-": "hpu_sub_l", "*": "hpu_mul_l",
