@@ -1466,8 +1466,9 @@ def _check_callable(fn) -> None:
 
 # --------------------------------------------------------------------------- resolve
 
-class _Unresolved(TranslationError):
-    """A global name that is not (yet) defined; decoration defers these to the first call."""
+class _Unresolved(TranslationError, NameError):
+    """A global name that is not (yet) defined; decoration defers these to the first call.
+    A ``NameError`` too, as Python's for the same name (``except NameError`` catches it)."""
 
 
 _MODULES = {"math": math, "numpy": np}

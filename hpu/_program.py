@@ -168,6 +168,13 @@ def _compile(dispatcher, sig, spec: DCSpec, what: str):
         dispatcher.compile(sig)
     except numba.core.errors.NumbaError as err:
         detail = " ".join(numba_words(err)[:3]) or type(err).__name__
+        # an index the caller passed as a float (lo=0.0): named, with what Python says
+        floats = [p for p, t in zip(spec.params, sig) if isinstance(t, numba.types.Float)]
+        if floats and ("getitem" in detail or "setitem" in detail):
+            detail = (f"{', '.join(floats)} {'is a float' if len(floats) == 1 else 'are floats'}"
+                      f" at this call, and an array index must be an int (Python: "
+                      f"IndexError, only integers ... are valid indices); pass int values. "
+                      f"Numba: {detail}")
         raise TranslationError(
             f"compiling {what} for arguments ({', '.join(str(t) for t in sig)}) is not "
             f"supported by Numba: {detail}", filename=spec.filename, lineno=spec.lineno,
@@ -228,10 +235,17 @@ def specialize(spec: DCSpec, closure: Closure, args: Mapping[str, Any],
             got = _dtype_of(t, f"parameter {name!r} of the call", spec, call.lineno)
             want = kinds[name]
             if not _fits(got, want):
+                # a float the caller passed for another parameter (hi=5.0 makes the
+                # midpoint a float): named, since the call is where it is fixed
+                floats = [f"{p}={args[p]!r}" for p in spec.params
+                          if isinstance(args.get(p), (float, np.floating))]
+                because = (f" (the call passed {', '.join(floats)}: a float, which makes "
+                           f"{name!r} one)" if floats and want.kind in "iu" else "")
                 raise TranslationError(
                     f"passing a {got} value as parameter {name!r} is not supported: the "
                     f"top-level call passed a {_kind_word(want)} there, and each level stores "
-                    f"{name!r} in one {want} array", filename=spec.filename, lineno=call.lineno,
+                    f"{name!r} in one {want} array{because}", filename=spec.filename,
+                    lineno=call.lineno,
                     construct=f"{got} argument for {name!r}",
                     hint=(f"Use // or int(...) so that {name!r} stays an integer"
                           if want.kind in "iu" else

@@ -789,3 +789,44 @@ def _plain_count(a):
 def test_a_keyword_the_helper_does_not_have_is_still_refused_with_its_line():
     with pytest.raises(hpu.TranslationError, match="keyword arguments"):
         hpu.divide_and_conquer(count_by_bad_keyword)
+
+
+def sum_with_missing_helper(a, lo, hi):
+    if hi - lo == 1:
+        if a[lo] < 0:
+            return clamp_not_defined_anywhere(a[lo])  # noqa: F821 - the name under test
+        return a[lo]
+    mid = (lo + hi) // 2
+    return sum_with_missing_helper(a, lo, mid) + sum_with_missing_helper(a, mid, hi)
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_a_name_defined_nowhere_is_a_name_error_at_the_users_line(device):
+    """Python raises NameError for a name that is not defined: hpu's refusal of it is one
+    too (``except NameError`` catches it), with the user's line."""
+    f = hpu.divide_and_conquer(sum_with_missing_helper)
+    with pytest.raises(NameError) as err:
+        f.run(np.array([1, -2, 3]), 0, 3, device=device)
+    assert isinstance(err.value, hpu.TranslationError)
+    assert "clamp_not_defined_anywhere" in str(err.value) and __file__ in str(err.value)
+
+
+def halves_sum(a, lo, hi):
+    if hi - lo == 1:
+        return a[lo]
+    mid = (lo + hi) // 2
+    return halves_sum(a, lo, mid) + halves_sum(a, mid, hi)
+
+
+def test_a_float_bound_from_the_caller_is_named_in_the_refusal():
+    """``hi=5.0`` makes the midpoint a float and ``lo=0.0`` an index one: Python raises
+    IndexError at ``a[lo]``; hpu's refusal names what the caller passed, not only the
+    parameter the float reached."""
+    f = hpu.divide_and_conquer(halves_sum)
+    a = np.arange(5)
+    with pytest.raises(hpu.TranslationError, match=r"the call passed hi=5\.0: a float"):
+        f(a, 0, 5.0)
+    with pytest.raises(hpu.TranslationError, match=r"lo is a float at this call, and an "
+                                                   r"array index must be an int"):
+        f(a, 0.0, 5)
+    assert f(a, 0, 5) == 10
