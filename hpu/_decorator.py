@@ -175,6 +175,7 @@ class DivideAndConquer:
         self._helpers: dict = {}    # the helpers' dispatchers (compile_functional)
         self._call_shape = None     # (a, arity, loop) of a functional function
         self._lists = False         # lists at the call stay lists (hpu._functional.takes_lists)
+        self._builds_lists = False  # ... because it builds lists (not only joins pieces)
         # why Numba cannot compile the function as written, per kind of arguments (a big-
         # endian array may not compile where a list does): _not_compiled, _typed_as
         self._not_compiled_for: dict = {}
@@ -218,7 +219,7 @@ class DivideAndConquer:
     def _found_functional(self) -> bool:
         """Whether the function or a helper allocates arrays or lists (:mod:`hpu._functional`):
         then its shape is checked and it runs functionally."""
-        from hpu._functional import check_shape, find_allocation, takes_lists
+        from hpu._functional import check_shape, find_allocation, joins_pieces, takes_lists
 
         fn = self.py_func
         alloc = find_allocation(fn)
@@ -226,7 +227,8 @@ class DivideAndConquer:
             return False
         check_shape(fn, (inspect.getsourcefile(fn), fn.__code__.co_firstlineno))
         self._functional = alloc
-        self._lists = takes_lists(fn)
+        self._builds_lists = takes_lists(fn)
+        self._lists = self._builds_lists or joins_pieces(fn)
         return True
 
     @property
@@ -448,6 +450,25 @@ class DivideAndConquer:
         CPU run, recorded.  A list the function writes into is given to it as an array
         and gets the array's items back when the run is done (all ints, or all floats: a
         list of several kinds runs the plain function)."""
+        if not (o["keep_inputs"] and self._writes_arguments is not None):
+            return self._run_functional_kept(o, args, kwargs)
+        # the function writes into its arguments: on any error they are put back as they
+        # were (guide §9), as the breadth-first path's snapshot does -- one copy each
+        kept = [(v, v.copy() if isinstance(v, np.ndarray) else list(v))
+                for v in (*args, *kwargs.values())
+                if (isinstance(v, np.ndarray) and v.flags.writeable) or type(v) is list]
+        try:
+            return self._run_functional_kept(o, args, kwargs)
+        except BaseException:
+            for v, was in kept:
+                if isinstance(v, np.ndarray):
+                    v[...] = was
+                else:
+                    v[:] = was
+            raise
+
+    def _run_functional_kept(self, o, args, kwargs) -> Run:
+        """:meth:`_run_functional`, the arguments put back on an error by the caller."""
         from hpu._functional import convert_arguments
 
         self._typed_as(args, kwargs)
@@ -1080,9 +1101,11 @@ class DivideAndConquer:
         # lists cross between the Python top levels and the compiled subtrees only where
         # the call passes one or the function returns values: the tutorials' in-place
         # mergesort of an array, whose merge copies into lists of zeros, fans out
+        # (a function that only joins pieces of its argument makes no list of its own: an
+        # array at the call gives array results)
         crossing = self._lists and (
             any(type(v) is list for v in (*args, *kwargs.values()))
-            or self._returns_values)
+            or (self._returns_values and self._builds_lists))
         K, reason = fanout_levels(n, a, float(self._options["b"]), threads, o["K"], loop,
                                   crossing)
         if K and self._shared_writes is not None:
@@ -1489,17 +1512,18 @@ class DivideAndConquer:
         if _disabled():
             return self._python_run(args, kwargs)
         self._settle()
+        if any(type(v) is list and not v for v in (*args, *kwargs.values())):
+            # an empty list has no dtype but NumPy's guess (float64), which would make
+            # `if not lst: return 0` a 0.0, and a functional sort's `return a.copy()` an
+            # array where Python gives []; the plain function answers exactly, and at once
+            return self._python_run(args, kwargs, reason=(
+                "an empty list: the plain Python function runs (a list's dtype is its items', "
+                "and an empty one has none)"))
         if self._functional is not None:
             return self._run_functional(o, args, kwargs)
         written = self._written_list(args, kwargs)
         if written is not None:
             return self._run_as_written(o, args, kwargs, written)
-        if any(type(v) is list and not v for v in (*args, *kwargs.values())):
-            # an empty list has no dtype but NumPy's guess (float64), which would make
-            # `if not lst: return 0` a 0.0; the plain function answers exactly, and at once
-            return self._python_run(args, kwargs, reason=(
-                "an empty list: the plain Python function ran (a list's dtype is its items', "
-                "and an empty one has none)"))
         unfit = self._unfit_list(args, kwargs)
         if unfit is not None:       # Python's exact answer, slowly, said in the run
             return self._python_run(args, kwargs, warned=unfit)
@@ -1871,6 +1895,16 @@ class DivideAndConquer:
 
         o = check_options(options, f"{self.__name__}.plan")
         self._settle()
+        if any(type(v) is list and not v for v in (*args, *kwargs.values())):
+            from hpu._functional_plan import FunctionalPlan
+
+            # as the run does: the plain function, at once
+            why = ("an empty list: the plain Python function runs (a list's dtype is its "
+                   "items', and an empty one has none)")
+            return FunctionalPlan(name=self.__name__, device="python", requested=o["device"],
+                                  n=0, a=None, K=0, threads=1, reason=why,
+                                  device_reason=None if o["device"] == "python" else why,
+                                  memory_basis="not predicted: the plain Python function runs")
         if self._functional is not None:
             return self._plan_functional(o, args, kwargs)
         values = self._check_args(args, kwargs)
@@ -2053,6 +2087,11 @@ def _calls_undefined(fn) -> bool:
     local = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
     local |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
               and isinstance(n.ctx, ast.Store)}
+    # a function defined inside it (`def rec(x): ...`) is a local too: its refusal is the
+    # decoration's, not a first call's (it is not a helper defined further down)
+    local |= {n.name for n in ast.walk(node) if isinstance(n, (ast.FunctionDef,
+                                                                ast.AsyncFunctionDef))
+              and n is not node}
     known = local | {fn.__name__, node.name}    # itself: not bound while it is decorated
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
                and n.func.id not in fn.__globals__ and n.func.id not in known

@@ -461,6 +461,13 @@ def find_allocation(fn) -> tuple[str, int, str] | None:
         hit = _allocation_in(tree, f.__globals__)
         if hit is not None:
             return inspect.getsourcefile(f) or "<unknown>", hit[0], hit[1]
+    # no allocation, but pieces of its argument joined by `+` (a list reversal whose base
+    # case returns `a` or `a[:]`): a function of sequences, run as written (functionally)
+    tree = _tree_of(fn)
+    if tree is not None and _joins_pieces(tree):
+        r = next(r for r in ast.walk(tree) if isinstance(r, ast.Return) and r.value
+                 and _piece_of(r.value, _sequence_params(tree)))
+        return inspect.getsourcefile(fn) or "<unknown>", r.lineno, ast.unparse(r.value)
     return None
 
 
@@ -469,7 +476,8 @@ def takes_lists(fn) -> bool:
     makes no NumPy array (``np.empty``, ...).  Such a function is written for lists, as
     the textbook quicksort ``qsort(left) + middle + qsort(right)`` is: converted to an
     array its base case (``return arr``) and its lists would not even have one type.
-    One that makes NumPy arrays gets arrays (:func:`list_to_array`), as before."""
+    One that makes NumPy arrays gets arrays (:func:`list_to_array`), as before.  (Lists
+    at the call stay lists also where :func:`joins_pieces`.)"""
     lists = False
     for f, tree in _trees(fn):
         nps = _numpy_names(f.__globals__)
@@ -479,6 +487,86 @@ def takes_lists(fn) -> bool:
                 return False
             lists = lists or (_list_made(n) and id(n) not in loops)
     return lists
+
+
+def joins_pieces(fn) -> bool:
+    """Whether lists at the call stay lists because ``fn`` joins its results with ``+`` or
+    ``*`` where they are pieces of its argument (``return rev(a[m:]) + rev(a[:m])``, base
+    case ``return a.copy()``): on a list that is concatenation, on an array addition --
+    converted, the answer would change (:func:`_joins_pieces`).  An array at the call stays
+    an array, and adds, as NumPy does."""
+    tree = _tree_of(fn)
+    return tree is not None and _joins_pieces(tree)
+
+
+def _sequence_params(tree) -> set:
+    """The parameters the function slices (``a[i:j]``) or measures (``len(a)``): sequences,
+    where another parameter (``fib(n)``'s ``n``) may be a number."""
+    params = {a.arg for a in tree.args.args}
+    out = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Slice) \
+                and isinstance(n.value, ast.Name) and n.value.id in params:
+            out.add(n.value.id)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" \
+                and len(n.args) == 1 and isinstance(n.args[0], ast.Name) \
+                and n.args[0].id in params:
+            out.add(n.args[0].id)
+    return out
+
+
+def _piece_of(e, params) -> bool:
+    """``e`` is a parameter or a piece of one: ``a``, ``a.copy()``, ``a[i:j]``, ``list(a)``."""
+    if isinstance(e, ast.Name):
+        return e.id in params
+    if isinstance(e, ast.Subscript):
+        return isinstance(e.slice, ast.Slice) and _piece_of(e.value, params)
+    if isinstance(e, ast.Call):
+        f = e.func
+        if isinstance(f, ast.Attribute) and f.attr == "copy" and not e.args:
+            return _piece_of(f.value, params)
+        if isinstance(f, ast.Name) and f.id == "list" and len(e.args) == 1:
+            return _piece_of(e.args[0], params)
+    return False
+
+
+def _joins_pieces(tree) -> bool:
+    """Whether the function returns pieces of a parameter (``a``, ``a.copy()``, ``a[:]``,
+    ``a[i:j]``, ``list(a)``, ``a[::-1]``) and applies ``+`` or ``*`` to its own results
+    (a call of itself, or a name assigned one) or to such pieces: list concatenation and
+    repetition, which an array would turn into arithmetic."""
+    name = tree.name
+    params = _sequence_params(tree)
+    if not params:
+        return False
+
+    def piece(e) -> bool:
+        return _piece_of(e, params)
+
+    returns = [r.value for r in ast.walk(tree) if isinstance(r, ast.Return) and r.value]
+    if not any(piece(v) for v in returns):
+        return False
+    results = {t.id for st in ast.walk(tree) if isinstance(st, ast.Assign)
+               and isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Name)
+               and st.value.func.id == name for t in st.targets if isinstance(t, ast.Name)}
+
+    def result(e) -> bool:
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == name:
+            return True
+        if isinstance(e, ast.Name):
+            return e.id in results
+        if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Mult)):
+            return result(e.left) or result(e.right)
+        return piece(e)
+
+    for n in ast.walk(tree):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Add, ast.Mult)) \
+                and (result(n.left) or result(n.right)):
+            return True
+        if isinstance(n, ast.AugAssign) and isinstance(n.op, (ast.Add, ast.Mult)) \
+                and isinstance(n.target, ast.Name) and n.target.id in results:
+            return True
+    return False
 
 
 def check_shape(fn, where) -> None:
@@ -1406,6 +1494,7 @@ class FanOut:
         self._pending: set = set()   # Futures whose value no proxy has taken yet
         self._lock = _threading.Lock()
         self._cancel = _threading.Event()
+        self._threads: list = []        # the Python levels' node threads, joined on an error
         self._local = _threading.local()
         self._pool = None
         self._py = None
@@ -1484,6 +1573,8 @@ class FanOut:
                                      name=f"hpu-{self.fn.__name__}-level{depth}", daemon=True)
             with big_stacks():
                 node.start()
+            with self._lock:
+                self._threads.append(node)
         else:
             with self._lock:
                 self.submitted.append(_time.perf_counter())
@@ -1549,7 +1640,15 @@ class FanOut:
                     fut = next(iter(self._pending))
                 self._result(fut)
         except BaseException:
+            # nothing may write into the caller's arrays once the error is raised (the call
+            # puts back what it wrote): the subtrees not started are dropped, those running
+            # (compiled code cannot be stopped) and the Python levels' nodes are waited for
             self._cancel.set()
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            with self._lock:
+                nodes = list(self._threads)
+            for node in nodes:
+                node.join()
             raise
         finally:
             self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1530,3 +1530,117 @@ def test_the_top_levels_wrap_int64_sums_as_the_plain_function_does(K):
         got = f.run(a, device="cpu", K=K).value
     assert np.array_equal(got[0], want[0])
     assert got[1] == want[1] and -2**63 <= got[1] < 2**63
+
+
+# ---------------------------------------------------------------- pieces joined by `+`
+
+def rev_copy(a):
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    return rev_copy(a[m:]) + rev_copy(a[:m])
+
+
+def rev_bare(a):
+    if len(a) <= 1:
+        return a
+    m = len(a) // 2
+    return rev_bare(a[m:]) + rev_bare(a[:m])
+
+
+def doubled_left(a):
+    if len(a) <= 1:
+        return a[:]
+    m = len(a) // 2
+    left = doubled_left(a[:m])
+    right = doubled_left(a[m:])
+    return left * 2 + right
+
+
+def fib_like(n):
+    if n < 2:
+        return n
+    return fib_like(n - 1) + fib_like(n - 2)
+
+
+JOINED = {f.__name__: f for f in (rev_copy, rev_bare, doubled_left)}
+_JOINED_DECORATED: dict = {}
+
+
+@pytest.mark.parametrize("name", sorted(JOINED))
+@pytest.mark.parametrize("device, kw", [("cpu", {}), ("gpu", {}),
+                                        ("hybrid", {"alpha": 0.5, "y": 2})])
+@settings(COMPILES, max_examples=5)
+@given(xs=st.lists(st.integers(-10**6, 10**6), min_size=1, max_size=200))
+def test_pieces_of_a_list_joined_by_plus_are_concatenated_as_python_does(name, device, kw, xs):
+    """``rev(a[m:]) + rev(a[:m])`` on a list concatenates; converted to an array it added
+    element-wise and returned ``array([15])`` for ``[1, 2, 3, 4, 5]``.  A function that
+    returns pieces of its argument and joins them with ``+``/``*`` keeps the caller's
+    lists as lists (``return a``, ``a[:]``, ``a.copy()`` alike); an array still adds."""
+    if name not in _JOINED_DECORATED:       # (one compiled function per name)
+        _JOINED_DECORATED[name] = hpu.divide_and_conquer(JOINED[name])
+    f = _JOINED_DECORATED[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HpuPerformanceWarning)
+        got = f.run(list(xs), device=device, **kw).value
+        assert type(got) is list and got == f.py_func(list(xs))
+        a = np.array(xs, dtype=np.int64)
+        assert np.array_equal(f.run(a.copy(), device=device, **kw).value, f.py_func(a.copy()))
+
+
+def test_a_number_returned_and_added_is_not_a_piece():
+    """``fib(n)``'s ``return n`` is a number (never sliced or measured): breadth-first."""
+    f = hpu.divide_and_conquer(fib_like)
+    assert f._functional is None and f(20) == 6765
+
+
+def swap_then_sort(a):
+    """Writes into its argument (a swap), then raises where a key is -999."""
+    if len(a) <= 1:
+        return a.copy()
+    a[0], a[-1] = a[-1], a[0]
+    m = len(a) // 2
+    left = swap_then_sort(a[:m])
+    right = swap_then_sort(a[m:])
+    out = np.concatenate((left, right))
+    if out.min() == -999:
+        raise ValueError("found -999")
+    return out
+
+
+@pytest.mark.parametrize("device, kw", [("cpu", {}), ("gpu", {}),
+                                        ("hybrid", {"alpha": 0.5, "y": 2})])
+@pytest.mark.parametrize("n", [7, 100_003])
+def test_a_function_that_writes_its_argument_puts_it_back_on_an_error(device, kw, n):
+    """Guide §9: after an error the caller's arrays and lists are as they were.  A
+    functional function that writes into its argument left its swaps behind (58 338 of
+    100 003 elements changed); the call now keeps a copy of what it writes."""
+    f = _swap_then_sort()
+    x = np.arange(n, dtype=np.int64)[::-1].copy()
+    x[n // 3] = -999
+    for given in (x, x.tolist()):
+        before = list(given)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", HpuPerformanceWarning)
+            with pytest.raises(ValueError, match="found -999"):
+                f.run(given, device=device, **kw)
+        assert list(given) == before
+
+
+def _swap_then_sort(made=[]):  # noqa: B006 - one decorated function for the tests
+    if not made:
+        made.append(hpu.divide_and_conquer(swap_then_sort))
+    return made[0]
+
+
+@pytest.mark.parametrize("device, kw", [("cpu", {}), ("gpu", {}),
+                                        ("hybrid", {"alpha": 0.5, "y": 2})])
+def test_an_empty_list_runs_the_plain_function_and_the_plan_says_so(device, kw):
+    """An empty list has no dtype: the plain function answers (``[]`` from ``a.copy()``,
+    where converting it made ``array([], dtype=float64)``), and the plan says what runs."""
+    from functional_examples import msort as fmsort
+
+    run = fmsort.run([], device=device, **kw)
+    assert run.value == [] and type(run.value) is list and run.device == "python"
+    plan = fmsort.plan([], device=device, **kw)
+    assert plan.device == "python" and "an empty list" in plan.reason
