@@ -1026,6 +1026,14 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
                      f"{name} never calls itself, so there is nothing to divide",
                      f"call {name}(...) at least twice on the subproblems (a >= 2)")
     if _most_calls(body, name) == 1:     # a binary search: one call in each branch
+        via = _recursion_through_helper(tree, name, fn.__globals__)
+        if via is not None:             # mutual recursion: f calls g, g calls f back
+            where.refuse(node, "recursion through a helper",
+                         f"{name} calls {via}(), which calls {name} back (mutual recursion): "
+                         f"hpu reads the recursive calls in the decorated function itself, "
+                         f"and sees one",
+                         f"make every recursive call in {name} itself (inline {via}'s calls), "
+                         "or run the plain function")
         lines = sorted({where.line(c) for i in rec for c in _recursive_calls(body[i], name)})
         where.refuse(_recursive_calls(body[rec[0]], name)[0], "a single recursive call",
                      f"every path through {name} makes at most one recursive call (line"
@@ -1344,6 +1352,12 @@ def _refusals_at_once(tree, where: _Where, name: str, sentinel: bool = True,
                 collect(_refuse_reduction, where, n, ast.unparse(n))
             elif n.func.id == "print":
                 collect(refuse_with, where, n, "print")
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) \
+                and n is not tree:
+            # a function defined inside (`def rec(x): ...` called by the function): said
+            # here, before its slices are read as the decorated function's views
+            collect(refuse_with, where, n, "def" if not isinstance(n, ast.Lambda)
+                    else "lambda")
         elif (isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Tuple)
               and array_like(n.value)):
             collect(where.refuse, n, f"multi-dimensional indexing `{ast.unparse(n)}`",
