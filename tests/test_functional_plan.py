@@ -75,7 +75,7 @@ def _close(measured, predicted, tol):
     ("qsort", lambda n: keys(n, 3).tolist()),
     ("lsort", lambda n: keys(n, 4).tolist()),
 ])
-@pytest.mark.parametrize("n", [1, 2, 777, EXACT_BELOW + 1, 300_007])
+@pytest.mark.parametrize("n", [1, 777, EXACT_BELOW + 1, 150_007])
 def test_one_call_peak_is_what_the_plan_predicts(name, make, n):
     """One compiled call allocates the same at every run: the prediction holds within 10 %
     (within 1-4 % here) at sizes measured whole and extended from probes alike -- except
@@ -103,7 +103,7 @@ def test_fan_out_peak_is_near_the_prediction(name):
     sibling): measured within 15 % of the prediction from 2*10**5 keys here; the test
     allows 35 % and takes the median of three runs."""
     f = getattr(fe, name)
-    x = keys(1 << 19, 5)
+    x = keys(1 << 18, 5)
     ratios = []
     for _ in range(3):
         run = f.run(x, device="cpu", memory=True)
