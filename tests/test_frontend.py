@@ -830,3 +830,37 @@ def test_a_float_bound_from_the_caller_is_named_in_the_refusal():
                                                    r"array index must be an int"):
         f(a, 0.0, 5)
     assert f(a, 0, 5) == 10
+
+
+def sorts_through_a_nested_def(a):
+    def rec(x):
+        if len(x) <= 1:
+            return x
+        m = len(x) // 2
+        return rec(x[:m]) + rec(x[m:])
+    return rec(a)
+
+
+def half_through_other(a):
+    if len(a) <= 1:
+        return sum(a)
+    m = len(a) // 2
+    return other_half(a[:m]) + half_through_other(a[m:])
+
+
+def other_half(a):
+    if len(a) <= 1:
+        return sum(a)
+    m = len(a) // 2
+    return half_through_other(a[:m]) + other_half(a[m:])
+
+
+def test_a_nested_def_and_mutual_recursion_are_refused_at_decoration_in_their_words():
+    """Each was refused in another's words: the nested def deferred as a helper defined
+    later, then refused at the call for slicing; mutual recursion as a loop."""
+    with pytest.raises(hpu.TranslationError, match="a nested function definition") as err:
+        hpu.divide_and_conquer(sorts_through_a_nested_def)
+    assert err.value.lineno == sorts_through_a_nested_def.__code__.co_firstlineno + 1
+    with pytest.raises(hpu.TranslationError, match=r"calls other_half\(\), which calls "
+                                                   r"half_through_other back \(mutual"):
+        hpu.divide_and_conquer(half_through_other)
