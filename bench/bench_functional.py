@@ -27,6 +27,7 @@ against ``np.sort``.  The growth includes the fresh copy of the input each sort 
     python bench/bench_functional.py --log2n 20 --repeat 5 --json
     python bench/bench_functional.py --log2n 22 --device   # + its device form: hybrid, gpu
     python bench/bench_functional.py --log2n 16 --repeat 3 --device --cold
+    python bench/bench_functional.py --paired 7        # time only: both in one process
 
 Every child also reports its first call (the warm-up: compiling included, ``first_call_s``);
 ``--cold`` gives each child empty hpu and PoCL caches, so that figure is a first call on a
@@ -209,6 +210,32 @@ def child(name, log2n, repeat):
                       "peak_growth_MB": (peak - before) * 1024 / 1e6, **_last}))
 
 
+def paired(log2n, rounds):
+    """Time only, in one process: ``rounds`` rounds, each the functional sort then the
+    in-place one on fresh copies of the same keys (one warm-up round first); the medians
+    and the median of the rounds' ratios -- the ratio of two children is at the mercy of
+    what else the machine runs while each of them does."""
+    functional, inplace = _variant("functional"), _variant("inplace")
+    x = np.random.default_rng(0).integers(0, 1 << 30, 1 << log2n, dtype=np.int32)
+    want = np.sort(x)
+    times = {"functional": [], "inplace": []}
+    for r in range(rounds + 1):
+        for name, sort in (("functional", functional), ("inplace", inplace)):
+            y = x.copy()
+            t0 = time.perf_counter()
+            out = sort(y)
+            if r:
+                times[name].append(time.perf_counter() - t0)
+            assert np.array_equal(out, want)
+            del out, y
+    ratios = [f / i for f, i in zip(times["functional"], times["inplace"])]
+    return {"functional_s": statistics.median(times["functional"]),
+            "inplace_s": statistics.median(times["inplace"]),
+            "ratio_of_medians": statistics.median(times["functional"])
+            / statistics.median(times["inplace"]),
+            "median_paired_ratio": statistics.median(ratios), "rounds": rounds, **times}
+
+
 def measure(name, log2n, repeat, cold=False):
     import tempfile
 
@@ -240,12 +267,25 @@ def main(argv=None):
     p.add_argument("--fanout", action="store_true",
                    help="also the compiled fan-out (what device='cpu' runs below 2**20 "
                         "elements, or with K=)")
+    p.add_argument("--paired", type=int, metavar="ROUNDS",
+                   help="time only: ROUNDS interleaved rounds of both sorts in this one "
+                        "process (medians, and the median of the rounds' ratios)")
     p.add_argument("--child", choices=["functional", "inplace", "functional-hybrid",
                                        "functional-gpu", "functional-fanout"],
                    help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
         child(args.child, args.log2n, args.repeat)
+        return
+    if args.paired:
+        r = paired(args.log2n, args.paired)
+        if args.json:
+            print(json.dumps(r, indent=2))
+            return
+        print(f"n = {1 << args.log2n:,} int32, {r['rounds']} interleaved rounds in one process: "
+              f"functional {r['functional_s']:.3f} s, in-place {r['inplace_s']:.3f} s "
+              f"(medians): {r['ratio_of_medians']:.2f}x; median of the rounds' ratios "
+              f"{r['median_paired_ratio']:.2f} (goal <= {GOAL_TIME})")
         return
     input_mb = (1 << args.log2n) * 4 / 1e6
     f = measure("functional", args.log2n, args.repeat, args.cold)
