@@ -450,25 +450,6 @@ class DivideAndConquer:
         CPU run, recorded.  A list the function writes into is given to it as an array
         and gets the array's items back when the run is done (all ints, or all floats: a
         list of several kinds runs the plain function)."""
-        if not (o["keep_inputs"] and self._writes_arguments is not None):
-            return self._run_functional_kept(o, args, kwargs)
-        # the function writes into its arguments: on any error they are put back as they
-        # were (guide §9), as the breadth-first path's snapshot does -- one copy each
-        kept = [(v, v.copy() if isinstance(v, np.ndarray) else list(v))
-                for v in (*args, *kwargs.values())
-                if (isinstance(v, np.ndarray) and v.flags.writeable) or type(v) is list]
-        try:
-            return self._run_functional_kept(o, args, kwargs)
-        except BaseException:
-            for v, was in kept:
-                if isinstance(v, np.ndarray):
-                    v[...] = was
-                else:
-                    v[:] = was
-            raise
-
-    def _run_functional_kept(self, o, args, kwargs) -> Run:
-        """:meth:`_run_functional`, the arguments put back on an error by the caller."""
         from hpu._functional import convert_arguments
 
         self._typed_as(args, kwargs)
@@ -481,7 +462,7 @@ class DivideAndConquer:
         if converted is not None and self._writes_arguments is not None:
             def plain(why):     # Python's own answer (or error), the reason recorded
                 t0 = time.perf_counter()
-                with _lists_restored(args, kwargs):
+                with self._kept_on_error(o, args, kwargs), _lists_restored(args, kwargs):
                     value = self._plain_function()(*args, **kwargs)
                 return _one_call_run(o, value, t0, [why] if o["device"] != "cpu" else [], why)
 
@@ -571,12 +552,14 @@ class DivideAndConquer:
                 fallbacks.append(reason)
                 warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=user_stacklevel())
             t0 = time.perf_counter()
-            value = self._plain_function()(*args, **kwargs)
+            with self._kept_on_error(o, args, kwargs):
+                value = self._plain_function()(*args, **kwargs)
             return _one_call_run(o, value, t0, fallbacks, reason)
+        given = (args, kwargs)      # the caller's: put back on an error (not the conversions)
         args, kwargs = converted
         if self._not_compiled is None:
             try:
-                with quiet_reflection():
+                with quiet_reflection(), self._kept_on_error(o, *given):
                     return self._run_compiled(o, args, kwargs, fallbacks)
             except _numba_error() as err:
                 self._not_compiled = _not_compiled_reason(self.__name__, err)
@@ -589,7 +572,31 @@ class DivideAndConquer:
             if isinstance(ran, str):
                 fallbacks.append(ran)
                 warnings.warn(HpuPerformanceWarning(f"hpu: {ran}"), stacklevel=user_stacklevel())
-        return self._plain_instead(o, args, kwargs, fallbacks)
+        with self._kept_on_error(o, *given):
+            return self._plain_instead(o, args, kwargs, fallbacks)
+
+    @contextlib.contextmanager
+    def _kept_on_error(self, o, args, kwargs):
+        """The caller's arrays and lists put back as they were if the body raises, where the
+        function writes into its arguments (guide §9): one copy each, unless
+        ``keep_inputs=False``.  For the runs that keep no snapshot of their own -- the
+        function compiled as written, or the plain function; the breadth-first forms keep
+        theirs (:mod:`hpu._snapshot`)."""
+        if not (o["keep_inputs"] and self._writes_arguments is not None):
+            yield
+            return
+        kept = [(v, v.copy() if isinstance(v, np.ndarray) else list(v))
+                for v in (*args, *kwargs.values())
+                if (isinstance(v, np.ndarray) and v.flags.writeable) or type(v) is list]
+        try:
+            yield
+        except BaseException:
+            for v, was in kept:
+                if isinstance(v, np.ndarray):
+                    v[...] = was
+                else:
+                    v[:] = was
+            raise
 
     def _run_copy_halves(self, o, scratch, form):
         """The copy-halves form's run (:mod:`hpu._copy_halves`), or -- where a task's merge
