@@ -494,9 +494,13 @@ def joins_pieces(fn) -> bool:
     ``*`` where they are pieces of its argument (``return rev(a[m:]) + rev(a[:m])``, base
     case ``return a.copy()``): on a list that is concatenation, on an array addition --
     converted, the answer would change (:func:`_joins_pieces`).  An array at the call stays
-    an array, and adds, as NumPy does."""
+    an array, and adds, as NumPy does.  Not where it (or a helper) makes NumPy arrays: such a
+    function is written for arrays, and gets them (:func:`takes_lists`)."""
     tree = _tree_of(fn)
-    return tree is not None and _joins_pieces(tree)
+    if tree is None or not _joins_pieces(tree):
+        return False
+    return not any(_numpy_allocation(n, _numpy_names(f.__globals__))
+                   for f, t in _trees(fn) for n in ast.walk(t))
 
 
 def _sequence_params(tree) -> set:
