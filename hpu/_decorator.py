@@ -279,6 +279,28 @@ class DivideAndConquer:
                  ": functional" if self._functional is not None else "")
         return f"<hpu.DivideAndConquer {self.__name__}{self._signature}{shape}>"
 
+    def __reduce__(self):
+        """Pickled by reference, as Python pickles a module-level function: its module and
+        the name it is bound to there (a process pool or joblib imports the module in the
+        worker and finds the same decorated function, compiled there).  One that cannot be
+        found so (defined inside a function, or rebound) is refused in words that say
+        what to pass instead.  (hpu's Dask runs ship functions their own way:
+        :func:`hpu._dask.dumps_function`.)"""
+        import pickle
+
+        try:
+            found = _by_name(self.__module__, self.__qualname__)
+        except Exception:  # noqa: BLE001 - not importable, or no such name: said below
+            found = None
+        if found is not self:
+            raise pickle.PicklingError(
+                f"hpu cannot pickle {self.__name__}: pickling sends a decorated function "
+                f"by its module-level name, and {self.__module__}.{self.__qualname__} is "
+                "not this object (it was defined inside a function, or the name was bound "
+                "again); decorate a function at module level, or send its plain function "
+                f"({self.__name__}.py_func) and decorate it where it runs")
+        return (_by_name, (self.__module__, self.__qualname__))
+
     # ------------------------------------------------------------------ arguments
     def _check_args(self, args, kwargs) -> dict[str, Any]:
         if self._functional is not None:
@@ -2024,6 +2046,25 @@ class Configured:
     def __repr__(self):
         opts = ", ".join(f"{k}={v!r}" for k, v in self._opts.items())
         return f"<hpu.DivideAndConquer {self.__name__} with options({opts})>"
+
+    def __reduce__(self):
+        """The decorated function (by reference) and the options."""
+        return (_configured, (self._base, dict(self._opts)))
+
+
+def _configured(base, options):
+    """What :meth:`Configured.__reduce__` rebuilds: ``base.options(**options)``."""
+    return base.options(**options)
+
+
+def _by_name(module: str, qualname: str):
+    """The object ``module.qualname`` (imported): what a pickled decorated function is."""
+    import importlib
+
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 def _with_views(spec, values: dict[str, Any]) -> dict[str, Any]:

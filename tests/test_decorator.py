@@ -364,3 +364,28 @@ def test_a_masked_array_is_refused_naming_the_fixes():
         with pytest.raises(TypeError, match=r"masked array.*a\.filled\(value\).*compressed"):
             call()
     assert halves_max(a.compressed()) == 3
+
+
+def test_a_decorated_function_pickles_by_reference_as_a_module_function_does():
+    """A process pool or joblib pickles the function it sends: a module-level decorated
+    function goes by its module and name (it failed: "not the same object as ..."), with
+    its options; one defined inside a function is refused in words that say what to send."""
+    import pickle
+
+    from functional_examples import msort
+
+    assert pickle.loads(pickle.dumps(msort)) is msort
+    configured = pickle.loads(pickle.dumps(msort.options(device="cpu", K=1)))
+    assert configured.run_options == {"device": "cpu", "K": 1}
+    x = np.array([3, 1, 2])
+    assert configured(x).tolist() == [1, 2, 3]
+
+    @hpu.divide_and_conquer
+    def inner(a, lo, hi):
+        if hi - lo == 1:
+            return a[lo]
+        m = (lo + hi) // 2
+        return inner(a, lo, m) + inner(a, m, hi)
+
+    with pytest.raises(pickle.PicklingError, match=r"defined inside a function.*py_func"):
+        pickle.dumps(inner)
