@@ -1556,6 +1556,8 @@ class DivideAndConquer:
         unfit = self._unfit_list(args, kwargs)
         if unfit is not None:       # Python's exact answer, slowly, said in the run
             return self._python_run(args, kwargs, warned=unfit)
+        if _bool_array(args, kwargs):
+            return self._run_bool_arrays(o, args, kwargs)
         values = self._check_args(args, kwargs)
         program = self._program(values)
         alone = self._shared_writes or self._aliased(args, kwargs)
@@ -1717,6 +1719,30 @@ class DivideAndConquer:
         if isinstance(ran, Run):
             items[:] = arr.tolist()
         return ran
+
+    def _run_bool_arrays(self, o, args, kwargs) -> Run:
+        """A NumPy bool array (a mask) given to a breadth-first function: its level arrays
+        and kernels hold numbers, and bools as uint8 would change ``~`` and ``-``, so the
+        function compiled by Numba as written, as one call on the CPU, with Numba's bools
+        (the plain function where Numba cannot take the call); the caller's arrays are put
+        back on an error.  Recorded and, asked for a device, warned."""
+        import warnings
+
+        from hpu._errors import HpuPerformanceWarning
+
+        reason = BOOL_ARRAY_REASON.format(name=self.__name__)
+        fallbacks = []
+        if o["device"] != "cpu" or o["cluster"] is not None:
+            fallbacks.append(reason)
+            warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=user_stacklevel())
+        t0 = time.perf_counter()
+        with self._kept_on_error(o, args, kwargs):
+            value, what = self._call_as_written(args, kwargs)
+        if what is not None:
+            return self._python_run(args, kwargs, warned=(
+                f"{self.__name__} was given a bool array, and Numba cannot compile the call "
+                f"({what}): the plain Python function ran"))
+        return _one_call_run(o, value, t0, fallbacks, reason)
 
     def _run_as_written(self, o, args, kwargs, written) -> Run:
         import warnings
@@ -1936,6 +1962,14 @@ class DivideAndConquer:
                                   memory_basis="not predicted: the plain Python function runs")
         if self._functional is not None:
             return self._plan_functional(o, args, kwargs)
+        if _bool_array(args, kwargs):
+            from hpu._functional_plan import FunctionalPlan
+
+            why = BOOL_ARRAY_REASON.format(name=self.__name__)
+            return FunctionalPlan(name=self.__name__, device="cpu", requested=o["device"],
+                                  n=_elements(args, kwargs), a=None, K=0, threads=1,
+                                  reason=why, device_reason=None if o["device"] == "cpu"
+                                  else why)
         values = self._check_args(args, kwargs)
         alone = self._shared_writes or self._aliased(args, kwargs)
         if alone is not None:
@@ -2191,6 +2225,20 @@ def _only_argument(converted):
         return None
     values = (*converted[0], *converted[1].values())
     return values[0] if len(values) == 1 else None
+
+
+BOOL_ARRAY_REASON = (
+    "{name} was given a NumPy bool array, which the breadth-first path does not take (its "
+    "level arrays and OpenCL kernels hold numbers; as uint8 a bool's ~ and - would change): "
+    "the function compiled by Numba as written, as one call on the CPU; pass an integer "
+    "array (mask.astype(np.int8)) to run it breadth-first, where its arithmetic allows")
+
+
+def _bool_array(args, kwargs) -> bool:
+    """Whether an argument is a 1-D NumPy bool array (what :meth:`DivideAndConquer._run`
+    gives to the function compiled as written)."""
+    return any(isinstance(v, np.ndarray) and v.dtype == np.bool_ and v.ndim == 1
+               for v in (*args, *kwargs.values()))
 
 
 def _one_call_run(o, value, t0, fallbacks, reason) -> Run:

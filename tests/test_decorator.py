@@ -123,7 +123,9 @@ def test_bad_arrays_are_refused_naming_parameter_value_and_fix():
                r"parameter 'tmp' is not C-contiguous.*ascontiguousarray")
     _untouched(E.mergesort, (x.astype(np.complex128), t, 0, 20), TypeError,
                r"parameter 'a' has dtype complex128.*astype")
-    _untouched(E.mergesort, (x > 3, t, 0, 20), TypeError, "dtype bool")
+    mask = x > 3       # a bool array: compiled as written (test_a_bool_mask_runs_...)
+    E.mergesort(mask, t, 0, 20)
+    assert mask.tolist() == sorted((x > 3).tolist())
     ro = x.copy()
     ro.flags.writeable = False
     _untouched(E.mergesort, (ro, t, 0, 20), ValueError,
@@ -389,3 +391,46 @@ def test_a_decorated_function_pickles_by_reference_as_a_module_function_does():
 
     with pytest.raises(pickle.PicklingError, match=r"defined inside a function.*py_func"):
         pickle.dumps(inner)
+
+
+@hpu.divide_and_conquer
+def count_true(m, lo, hi):
+    if hi - lo == 1:
+        return 1 if m[lo] else 0
+    mid = (lo + hi) // 2
+    return count_true(m, lo, mid) + count_true(m, mid, hi)
+
+
+@hpu.divide_and_conquer
+def clear_then_check(m, lo, hi):
+    if hi - lo == 1:
+        if lo == 5:
+            raise ValueError("five")
+        m[lo] = False
+        return
+    mid = (lo + hi) // 2
+    clear_then_check(m, lo, mid)
+    clear_then_check(m, mid, hi)
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+def test_a_bool_mask_runs_compiled_as_written_and_says_so(device):
+    """A NumPy bool array was refused at the call (TypeError) where a list of bools ran: it
+    now runs the function compiled as written (Numba's bools), said in the run and the plan,
+    and an error puts the mask back."""
+    import warnings
+
+    m = np.random.default_rng(3).random(1001) < 0.3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        run = count_true.run(m, 0, m.size, device=device)
+        plan = count_true.plan(m, 0, m.size, device=device)
+    assert run.value == count_true.py_func(m, 0, m.size) == int(m.sum())
+    assert "bool array" in run.reason and run.gpu_tasks == 0 and plan.reason == run.reason
+    assert bool(run.fallbacks) == (device != "cpu")
+    keep = m.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        with pytest.raises(ValueError, match="five"):
+            clear_then_check.run(m, 0, m.size, device=device)
+    assert np.array_equal(m, keep)
