@@ -1048,7 +1048,8 @@ class DivideAndConquer:
 
         from hpu._scratch_form import predicted_peak
 
-        program = dc._program(dict(zip(dc._signature.parameters, values)))
+        checked = dc._check_args(values, {})         # (views: an array's offset and length)
+        program = dc._program(checked)
         unified = True
         if plan.uses_device:
             from hpu._opencl._backend import OpenCLBackend
@@ -1056,8 +1057,17 @@ class DivideAndConquer:
             backend = o["backend"] or OpenCLBackend
             if hasattr(backend, "unified_memory"):
                 unified = backend.unified_memory(backend.select(o["cl_device"]))
-        peak, basis = predicted_peak(plan, program, dict(zip(dc._signature.parameters, values)),
-                                     dc._dead, keep=o["keep_inputs"], unified=unified)
+        peak, basis = predicted_peak(plan, program, checked, dc._dead,
+                                     keep=o["keep_inputs"], unified=unified)
+        form = self._scratch_form[1]
+        if hasattr(form, "flagged"):
+            # the copy-halves form keeps the array as it was, for a merge that leaves
+            # elements unwritten (the run then goes on as written): one more copy of it
+            arr = values[form.params.index(form.array)]
+            peak += arr.nbytes
+            basis = basis.replace("; the level arrays", f", the array as it was "
+                                  f"{arr.nbytes / 1e6:.3g} MB (a merge may leave elements "
+                                  "unwritten); the level arrays")
         return dataclasses.replace(plan, peak_memory=peak, memory_basis=basis)
 
     def _plain_instead(self, o, args, kwargs, fallbacks) -> Run:

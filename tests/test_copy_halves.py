@@ -284,3 +284,23 @@ def test_a_list_index_past_the_end_raises_as_python_does(device):
         warnings.simplefilter("ignore")
         with pytest.raises(IndexError):
             f.run(got, device=device)
+
+
+@pytest.mark.parametrize("device, kw, keep", [("cpu", {}, True), ("gpu", {}, False),
+                                              ("hybrid", {"alpha": 0.5, "y": 2}, True)])
+def test_the_plan_predicts_the_forms_peak_memory(device, kw, keep):
+    """``f.plan(x)`` of the tutorials' mergesort raised KeyError 'arr__o' (the form's
+    views were not expanded); it predicts the run's peak: the buffers, the snapshot, the
+    device's copies and the array as it was (the form keeps it for a merge that leaves
+    elements unwritten) -- within 2 % here, the test allows 5 %."""
+    f = decorated("tutorial")
+    x = np.random.default_rng(8).random(50_001)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f.run(x.copy(), device=device, keep_inputs=keep, **kw)       # (compiled)
+        y = x.copy()
+        plan = f.plan(y, device=device, keep_inputs=keep, **kw)
+        run = f.run(y, device=device, keep_inputs=keep, memory=True, **kw)
+    assert np.array_equal(y, np.sort(x)) and run.plan == plan
+    assert "the array as it was" in plan.memory_basis
+    assert abs(run.peak_memory / plan.peak_memory - 1) <= 0.05, (run.peak_memory, plan)
