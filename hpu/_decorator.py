@@ -1575,7 +1575,10 @@ class DivideAndConquer:
             import dataclasses
 
             run = self._run_checked(self._one_task(o, alone), values, program)
-            return dataclasses.replace(run, device=o["device"], reason=alone,
+            # the plan that ran is the one .plan() printed: its reason the shared write
+            plan = (dataclasses.replace(run.plan, reason=alone) if run.plan is not None
+                    else None)
+            return dataclasses.replace(run, device=o["device"], reason=alone, plan=plan,
                                        fallbacks=[*run.fallbacks, alone]
                                        if o["device"] != "cpu" else run.fallbacks)
         return self._run_checked(o, values, program)

@@ -318,12 +318,23 @@ def _overlapping_calls(spec) -> tuple[SharedWrite, ...]:
 
     tree, params = spec.tree, list(spec.params)
     assigned: dict[str, list] = {}
+
+    def bound(t):
+        """The names a target binds: not those read in a store's index (`a[lo] = v`
+        assigns no `lo`, which made the overlap go unseen)."""
+        if isinstance(t, ast.Name):
+            yield t
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for e in t.elts:
+                yield from bound(e)
+        elif isinstance(t, ast.Starred):
+            yield from bound(t.value)
+
     for n in ast.walk(tree):
         if isinstance(n, ast.Assign):
             for t in n.targets:
-                for x in ast.walk(t):
-                    if isinstance(x, ast.Name):
-                        assigned.setdefault(x.id, []).append(n.value)
+                for x in bound(t):
+                    assigned.setdefault(x.id, []).append(n.value)
         elif isinstance(n, (ast.AugAssign, ast.For)) and isinstance(
                 getattr(n, "target", None), ast.Name):
             assigned.setdefault(n.target.id, []).append(None)

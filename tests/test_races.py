@@ -368,6 +368,38 @@ def test_overlapping_sibling_ranges_run_as_one_task(device):
     assert np.array_equal(x, ref) and run.K == 0
 
 
+@hpu.divide_and_conquer(b=2, cost="1")
+def spread_max(a, lo, hi):
+    """Overlapping ranges again, with a store `a[lo] = ...` in the function itself: the
+    store's index read as an assignment of `lo` hid the overlap (a wrong array on cpu)."""
+    if hi - lo <= 2:
+        if a[lo] < a[hi - 1]:
+            a[lo] = a[hi - 1]
+        return
+    mid = (lo + hi) // 2
+    spread_max(a, lo, mid + 1)
+    spread_max(a, mid, hi)
+    if a[lo] < a[mid]:
+        a[lo] = a[mid]
+
+
+@pytest.mark.parametrize("device, kw", [("cpu", {}), ("gpu", {}),
+                                        ("hybrid", {"alpha": 0.5, "y": 2})])
+def test_overlap_is_seen_beside_a_store_and_the_run_carries_the_plans_reason(device, kw):
+    assert "spread_max(a, lo, mid + 1) and spread_max(a, mid, hi) overlap" in \
+        spread_max._shared_writes
+    x = np.random.default_rng(65539).integers(-50, 50, 65539)
+    ref = x.copy()
+    spread_max.py_func(ref, 0, ref.size)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plan = spread_max.plan(x, 0, x.size, device=device, **kw)
+        run = spread_max.run(x, 0, x.size, device=device, **kw)
+    assert np.array_equal(x, ref) and run.K == 0
+    # the plan that ran is the plan printed, reason and all (it said "device='cpu': ...")
+    assert run.plan == plan and run.plan.reason == plan.reason == run.reason
+
+
 def _running(a, lo, hi):
     if hi - lo == 1:
         if lo > 0:
