@@ -366,6 +366,21 @@ def _overlapping_calls(spec) -> tuple[SharedWrite, ...]:
                                 f"and {spec.name}({', '.join(ast.unparse(x) for x in b_[2].args)})"
                                 " overlap")
                         return (SharedWrite((b_[2].lineno, text, "")),)
+                half_open = len(parts) > 1 and all(a_[1] == b_[0] for a_, b_ in
+                                                   zip(parts, parts[1:]))
+                if half_open and parts[0][0] == 0 and parts[-1][1] == 4:
+                    # the children cover [lo, hi): a write at hi (or past it), or before
+                    # lo, is the next (previous) task's element -- a task of this level,
+                    # or of a subtree that runs beside it
+                    for node in ast.walk(tree):
+                        for t in _targets(node):
+                            at = _position(t.slice)
+                            if at is not None and ((at[0] == hi and at[1] >= 0)
+                                                   or (at[0] == lo and at[1] < 0)):
+                                return (SharedWrite((node.lineno, (
+                                    f"`{ast.unparse(node).splitlines()[0]}` writes outside "
+                                    f"the task's range [{lo}, {hi}) (its calls cover "
+                                    f"exactly it): the neighbouring task's element"), "")),)
     return ()
 
 

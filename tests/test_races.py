@@ -450,3 +450,33 @@ def test_arrays_that_share_memory_run_in_pythons_order(device, kw):
     out = np.zeros_like(apart)
     run = f.run(apart, out, 0, len(apart), device="cpu")
     assert run.reason is None or "share memory" not in run.reason
+
+
+@hpu.divide_and_conquer(b=2, cost="1")
+def bump_next(a, lo, hi):
+    """Half-open calls, and a combine writing `a[hi]`: the next task's element."""
+    if hi - lo == 1:
+        a[lo] = a[lo] * 2
+        return
+    mid = (lo + hi) // 2
+    bump_next(a, lo, mid)
+    bump_next(a, mid, hi)
+    if hi < len(a):
+        a[hi] += 1
+
+
+@pytest.mark.parametrize("device, kw", [("cpu", {}), ("gpu", {}),
+                                        ("hybrid", {"alpha": 0.5, "y": 2})])
+@pytest.mark.parametrize("n", [7, 65539])
+def test_a_write_past_the_tasks_range_runs_in_pythons_order(device, kw, n):
+    """The children cover [lo, hi): `a[hi] += 1` is the neighbouring task's element, which
+    side by side (or breadth first) it wrote before this combine did (a wrong array on every
+    device); it now runs as one task, as Python does."""
+    assert "writes outside the task's range [lo, hi)" in bump_next._shared_writes
+    x = np.arange(n, dtype=np.int64) % 10
+    ref = x.copy()
+    bump_next.py_func(ref, 0, n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = bump_next.run(x, 0, n, device=device, **kw)
+    assert np.array_equal(x, ref) and run.K == 0
