@@ -741,6 +741,8 @@ class DivideAndConquer:
                 # arguments it refuses: the function as written says what Python says)
                 return None
             self._scratch_fits[key] = fits
+        # (said by _device_reason: the carved form exists, these arrays do not fit it)
+        self._scratch_misfit = not fits
         return (dc, values) if fits else None
 
     def _device_form_applies(self, o, converted) -> bool:
@@ -789,6 +791,12 @@ class DivideAndConquer:
                 if why.span is None else
                 f"its arguments are not a 1-D NumPy array of numbers and int bounds "
                 f"0 <= {why.span[1]} < {why.span[2]} <= len({why.span[0]})")
+        if self._scratch_form is not None and getattr(self, "_scratch_misfit", False):
+            # the carved form applies to the function, not to these arrays
+            why = ("its carved form's buffers cannot give these arrays their values back "
+                   "exactly (a buffer of another dtype than the array's, such as CLRS's "
+                   "float64 `np.empty(n1 + 1)` for int keys, is a store of floats into ints, "
+                   "which the carved form refuses; float keys are carved)")
         carved = self.__dict__.get("_scratch_refusal") if self._scratch_form is None else None
         if carved is not None and dc is None and "its allocations are not sized" not in carved \
                 and "it allocates nothing" not in carved:

@@ -261,3 +261,18 @@ def test_clrs_sentinel_buffers_are_carved_with_their_slot(device, kw, values):
     form = decorated("merge_sort_inf")._scratch_form[1]
     assert form.pads == (1, 1) and form.extra == 1
     assert run.device == device
+
+
+def test_int_keys_the_sentinel_buffer_cannot_hold_say_so():
+    """CLRS's float64 sentinel buffers on int keys keep the CPU path; the reason was the
+    device form's ("splits at q + 1, not at a midpoint"), which holds for float keys too,
+    where the function runs on the device: it now names the buffer's dtype."""
+    f = decorated("merge_sort_inf")
+    x = np.random.default_rng(1).integers(0, 1000, 5001)
+    ref = x.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = f.run(x, 0, x.size - 1, device="gpu")
+    ex.CARVED["merge_sort_inf"](ref, 0, ref.size - 1)
+    assert np.array_equal(x, ref) and run.gpu_tasks == 0
+    assert "cannot give these arrays their values back exactly" in " ".join(run.fallbacks)
