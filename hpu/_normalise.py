@@ -780,6 +780,29 @@ def _returned_helper_tuples(body, name, glb) -> list:
     return block(body)
 
 
+def _exchange(st, bound: set) -> bool:
+    """An ``if`` without ``else`` whose body only assigns names already bound, each
+    statement ``x = e`` or ``x, y = e1, e2`` (an exchange of values: P-MERGE's ``if n1 <
+    n2: p1, p2 = p2, p1``)."""
+    if not (isinstance(st, ast.If) and st.body and not st.orelse):
+        return False
+    for a in st.body:
+        if not (isinstance(a, ast.Assign) and len(a.targets) == 1):
+            return False
+        t = a.targets[0]
+        if isinstance(t, ast.Name):
+            names = [t]
+        elif (isinstance(t, ast.Tuple) and isinstance(a.value, ast.Tuple)
+              and len(t.elts) == len(a.value.elts)
+              and all(isinstance(e, ast.Name) for e in t.elts)):
+            names = t.elts
+        else:
+            return False
+        if any(n.id not in bound for n in names):
+            return False
+    return True
+
+
 def _prefix_ifs_as_values(body, name, params: set) -> list:
     """``if hi == -1: hi = len(a)`` before the recursion -> ``hi = len(a) if hi == -1 else
     hi``: a scalar statement, which may stand before the base-case guards (it is evaluated
@@ -789,9 +812,9 @@ def _prefix_ifs_as_values(body, name, params: set) -> list:
     would read a name Python never reads."""
     bound = set(params)
     out = []
-    for st in body:
+    for i, st in enumerate(body):
         if _has_rec(st, name):
-            return out + body[len(out):]
+            return out + body[i:]
         one = (isinstance(st, ast.If) and len(st.body) == 1
                and isinstance(st.body[0], ast.Assign) and len(st.body[0].targets) == 1
                and isinstance(st.body[0].targets[0], ast.Name))
@@ -808,6 +831,23 @@ def _prefix_ifs_as_values(body, name, params: set) -> list:
             value = ast.IfExp(test=st.test, body=st.body[0].value, orelse=otherwise)
             st = _located(ast.Assign(targets=[ast.Name(id=var, ctx=ast.Store())],
                                      value=_located(value, st)), st)
+        elif _exchange(st, bound):
+            # CLRS's P-MERGE: `if n1 < n2: p1, p2 = p2, p1; ...` -- the test once, into a
+            # name of hpu's, then each assignment made only where it holds
+            test = f"if__{len(out)}"
+            out.append(_located(ast.Assign(targets=[ast.Name(id=test, ctx=ast.Store())],
+                                           value=st.test), st))
+            for a in st.body:
+                names = a.targets[0].elts if isinstance(a.targets[0], ast.Tuple) \
+                    else [a.targets[0]]
+                values = a.value.elts if isinstance(a.targets[0], ast.Tuple) else [a.value]
+                new = [_located(ast.IfExp(test=ast.Name(id=test, ctx=ast.Load()), body=v,
+                                          orelse=ast.Name(id=t.id, ctx=ast.Load())), a)
+                       for t, v in zip(names, values)]
+                out.append(_located(ast.Assign(
+                    targets=a.targets, value=new[0] if len(new) == 1 else _located(
+                        ast.Tuple(elts=new, ctx=ast.Load()), a)), a))
+            continue
         if isinstance(st, ast.Assign):
             bound |= {n.id for t in st.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
         out.append(st)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import warnings
 
 import numpy as np
 import pytest
@@ -522,3 +523,56 @@ def test_one_call_down_each_branch_is_refused_as_a_loop_not_as_both_branches():
                                                    r"as a loop") as err:
         hpu.divide_and_conquer(quickselect_branches)
     assert "both branches" not in str(err.value)
+
+
+def _p_merge_search(x, t, p, r):
+    low = p
+    high = max(p, r + 1)
+    while low < high:
+        mid = (low + high) // 2
+        if x <= t[mid]:
+            high = mid
+        else:
+            low = mid + 1
+    return high
+
+
+def p_merge(t, p1, r1, p2, r2, a, p3):
+    """CLRS's P-MERGE (3rd ed., ch. 27) as printed: the exchange before the base case."""
+    n1 = r1 - p1 + 1
+    n2 = r2 - p2 + 1
+    if n1 < n2:
+        p1, p2 = p2, p1
+        r1, r2 = r2, r1
+        n1, n2 = n2, n1
+    if n1 == 0:
+        return
+    q1 = (p1 + r1) // 2
+    q2 = _p_merge_search(t[q1], t, p2, r2)
+    q3 = p3 + (q1 - p1) + (q2 - p2)
+    a[q3] = t[q1]
+    p_merge(t, p1, q1 - 1, p2, q2 - 1, a, p3)
+    p_merge(t, q1 + 1, r1, q2, r2, a, q3 + 1)
+
+
+@pytest.mark.parametrize("kw", [{"device": "cpu"}, {"device": "gpu"},
+                                {"device": "hybrid", "alpha": 0.5, "y": 2}],
+                         ids=["cpu", "gpu", "hybrid-half"])
+@settings(COMPILES, max_examples=4)
+@given(xs=st.lists(st.integers(-50, 50), min_size=0, max_size=400), cut=st.integers(0, 400))
+def test_an_exchange_before_the_base_case_runs_as_python(kw, xs, cut):
+    """``if n1 < n2: p1, p2 = p2, p1; ...`` before ``if n1 == 0: return`` was refused, with
+    advice (move it after the guard) that changes the result; each assignment is now made
+    where the test, evaluated once first, holds."""
+    cut = min(cut, len(xs))
+    t = np.array(sorted(xs[:cut]) + sorted(xs[cut:]), dtype=np.int64)
+    want = np.zeros(len(t), np.int64)
+    p_merge(t, 0, cut - 1, cut, len(t) - 1, want, 0)
+    got = np.zeros(len(t), np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _P_MERGE.options(**kw)(t, 0, cut - 1, cut, len(t) - 1, got, 0)
+    assert np.array_equal(got, want) and np.array_equal(want, np.sort(t))
+
+
+_P_MERGE = hpu.divide_and_conquer(b=2, cost="1")(p_merge)
