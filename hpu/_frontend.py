@@ -1004,8 +1004,9 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
     _refusals_at_once(tree, where, name, reductions=left)
     root_defaults = _root_defaults(tree, where)  # if hi is None: hi = len(a) -> at the call
     unroll_literal_loops(tree, where)  # for part in (a[:m], a[m:]): one copy per value
+    looped = _slice_updates_as_loops(tree)  # a[mid:hi] += s -> a loop over its elements
     view_info = _views.rewrite_main(tree, where)  # slices -> (array, offset, length)
-    where.hidden = view_info.hidden
+    where.hidden = view_info.hidden | looped
     params = tuple(a.arg for a in tree.args.args)
     _SubsetChecker(where, recursive_name=name).check_all(list(tree.body))
     # the ways people write it -> the canonical shape below (user line numbers kept)
@@ -1280,6 +1281,85 @@ def _float_bounds(tree) -> list:
                 if bound is not None and floaty(bound):
                     out.append((n, bound))
     return out
+
+
+def _slice_updates_as_loops(tree) -> frozenset:
+    """``a[s:e] += v`` (any augmented operator) with a scalar ``v`` -> ``aug__k = v`` then
+    ``for aug__k_i in range(<s clamped>, <e clamped>): a[aug__k_i] += aug__k``: NumPy's
+    update of each element of the slice, ``v`` evaluated once, first, as NumPy does; the
+    bounds clamped as a slice's (negative from the end, then into ``[0, len(a)]``).  Only
+    where ``v`` reads no slice and no whole array, and the bounds call nothing (they are
+    read twice): an array on the right is NumPy's element-wise update, left to the views'
+    refusal.  Returns the names it introduced (hpu's, with ``__``)."""
+    arrays = _array_names(tree)
+    count = [0]
+
+    def scalar(e) -> bool:
+        for n in ast.walk(e):
+            if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Slice):
+                return False
+            if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name)
+                                                and n.func.id in ("min", "max", "abs", "len",
+                                                                  "int", "float")):
+                return False
+        # a bare array name (not indexed, not measured) is an array operand
+        used = {id(x.value) for x in ast.walk(e) if isinstance(x, ast.Subscript)}
+        used |= {id(a) for x in ast.walk(e) if isinstance(x, ast.Call) for a in x.args
+                 if isinstance(x.func, ast.Name) and x.func.id == "len"}
+        return not any(isinstance(x, ast.Name) and x.id in arrays and id(x) not in used
+                       for x in ast.walk(e))
+
+    def plain(b) -> bool:
+        return b is None or not any(isinstance(x, ast.Call) and not (
+            isinstance(x.func, ast.Name) and x.func.id == "len") for x in ast.walk(b))
+
+    def clamp(b, arr, default):
+        if b is None:
+            return default
+        n = ast.Call(ast.Name("len", ast.Load()), [ast.Name(arr, ast.Load())], [])
+        wrapped = ast.IfExp(ast.Compare(copy.deepcopy(b), [ast.GtE()], [ast.Constant(0)]),
+                            copy.deepcopy(b), ast.BinOp(copy.deepcopy(b), ast.Add(), n))
+        return ast.Call(ast.Name("min", ast.Load()), [ast.Call(
+            ast.Name("max", ast.Load()), [wrapped, ast.Constant(0)], []), copy.deepcopy(n)],
+            [])
+
+    def block(stmts):
+        out = []
+        for st in stmts:
+            for field_name in ("body", "orelse", "finalbody"):
+                inner = getattr(st, field_name, None)
+                if isinstance(inner, list) and not isinstance(
+                        st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    setattr(st, field_name, block(inner))
+            t = st.target if isinstance(st, ast.AugAssign) else None
+            if not (isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Slice)
+                    and t.slice.step is None and isinstance(t.value, ast.Name)
+                    and t.value.id in arrays and scalar(st.value)
+                    and plain(t.slice.lower) and plain(t.slice.upper)):
+                out.append(st)
+                continue
+            arr, k = t.value.id, count[0]
+            count[0] += 1
+            value, index = f"aug__{k}", f"aug__{k}_i"
+            n = ast.Call(ast.Name("len", ast.Load()), [ast.Name(arr, ast.Load())], [])
+            rng = ast.Call(ast.Name("range", ast.Load()),
+                           [clamp(t.slice.lower, arr, ast.Constant(0)),
+                            clamp(t.slice.upper, arr, n)], [])
+            loop = ast.For(target=ast.Name(index, ast.Store()), iter=rng, body=[ast.AugAssign(
+                target=ast.Subscript(ast.Name(arr, ast.Load()), ast.Name(index, ast.Load()),
+                                     ast.Store()),
+                op=st.op, value=ast.Name(value, ast.Load()))], orelse=[])
+            first = ast.Assign(targets=[ast.Name(value, ast.Store())], value=st.value)
+            for new in (first, loop):
+                for x in ast.walk(new):
+                    if hasattr(x, "lineno") or isinstance(x, (ast.expr, ast.stmt)):
+                        ast.copy_location(x, st)
+                out.append(new)
+        return out
+
+    tree.body = block(tree.body)
+    ast.fix_missing_locations(tree)
+    return frozenset(n for k in range(count[0]) for n in (f"aug__{k}", f"aug__{k}_i"))
 
 
 def _array_names(tree) -> set[str]:

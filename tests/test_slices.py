@@ -441,9 +441,24 @@ def slice_arithmetic(a, b, lo, hi):
     return s
 
 
+def array_update(a, b, lo, hi):
+    if hi - lo <= 1:
+        return 0
+    mid = (lo + hi) // 2
+    s = array_update(a, b, lo, mid) + array_update(a, b, mid, hi)
+    a[lo:hi] += b[lo:hi]  # marker
+    return s
+
+
 def test_slice_assignments_that_compute_are_refused():
-    _refused(augmented_slice, "# marker", "the view `a[lo:hi]` used here")
+    """Arithmetic on views stays refused; ``a[lo:hi] += 1`` (a scalar) is each element's
+    update (test_an_augmented_assignment_to_a_slice_updates_each_element)."""
     _refused(slice_arithmetic, "# marker", "the view `b[lo:hi]` used here")
+    _refused(array_update, "# marker", "the view `a[lo:hi]` used here")
+    f = hpu.divide_and_conquer(augmented_slice)
+    x = np.arange(50)
+    ref = x.copy()
+    assert f(x, 0, 50) == augmented_slice(ref, 0, 50) and np.array_equal(x, ref)
 
 
 def copy_back(out, src, lo, hi):
@@ -570,3 +585,46 @@ def test_elements_stored_through_a_local_view_on_every_path(device, alpha, y, n)
     got = x.copy()
     run = marks.run(got, 0, n, **_options(device, alpha, y))
     assert run.value == value and np.array_equal(got, want)
+
+
+def prefix_by_slices(a, lo, hi):
+    """The right half's sums raised by the left half's total: `+=` on a slice."""
+    if hi - lo <= 1:
+        return
+    mid = (lo + hi) // 2
+    prefix_by_slices(a, lo, mid)
+    prefix_by_slices(a, mid, hi)
+    a[mid:hi] += a[mid - 1]
+
+
+def scale_right(a, lo, hi):
+    if hi - lo <= 1:
+        return
+    mid = (lo + hi) // 2
+    scale_right(a, lo, mid)
+    scale_right(a, mid, hi)
+    a[mid:hi] *= 3
+    a[lo:mid] -= min(a[lo], 2)
+
+
+_SLICE_UPDATES = {f.__name__: hpu.divide_and_conquer(f) for f in (prefix_by_slices,
+                                                                  scale_right)}
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("name", sorted(_SLICE_UPDATES))
+@pytest.mark.parametrize("device, kw", [("cpu", {}), ("gpu", {}),
+                                        ("hybrid", {"alpha": 0.5, "y": 2})])
+@settings(COMPILES, max_examples=4)
+@given(xs=st.lists(st.integers(-9, 9), min_size=0, max_size=300))
+def test_an_augmented_assignment_to_a_slice_updates_each_element(name, device, kw, xs):
+    """``a[mid:hi] += a[mid - 1]`` was refused ("the view used here"): it is NumPy's update
+    of each element, the value read once first; the same array as Python leaves it."""
+    f = _SLICE_UPDATES[name]
+    x = np.array(xs, dtype=np.int64)
+    ref = x.copy()
+    f.py_func(ref, 0, ref.size)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f.run(x, 0, x.size, device=device, **kw)
+    assert np.array_equal(x, ref)
