@@ -1078,6 +1078,19 @@ class DivideAndConquer:
                                   "unwritten); the level arrays")
         return dataclasses.replace(plan, peak_memory=peak, memory_basis=basis)
 
+    def _one_call_plan(self, o, device: str, args, kwargs, why: str):
+        """The plan of a run that is one call, on ``device`` ("python": the plain function;
+        "cpu": the function compiled as written), ``why`` its reason -- and the device's
+        reason where another was asked for."""
+        from hpu._functional_plan import FunctionalPlan
+
+        basis = ({"memory_basis": "not predicted: the plain Python function runs"}
+                 if device == "python" else {})
+        return FunctionalPlan(
+            name=self.__name__, device=device, requested=o["device"],
+            n=_elements(args, kwargs), a=None, K=0, threads=1, reason=why,
+            device_reason=None if o["device"] == device else why, **basis)
+
     def _plain_instead(self, o, args, kwargs, fallbacks) -> Run:
         """The plain Python function, on the converted arguments, when Numba cannot compile
         the function as written (a library call Numba does not know, a type it cannot
@@ -1239,11 +1252,7 @@ class DivideAndConquer:
         from hpu._functional_plan import FunctionalPlan
 
         def plain(reason):
-            return FunctionalPlan(name=self.__name__, device="python", requested=o["device"],
-                                  n=_elements(args, kwargs), a=None, K=0, threads=1,
-                                  reason=reason, device_reason=(
-                                      None if o["device"] == "python" else reason),
-                                  memory_basis="not predicted: the plain Python function runs")
+            return self._one_call_plan(o, "python", args, kwargs, reason)
 
         self._typed_as(args, kwargs)
         converted = convert_arguments(args, kwargs, self._lists)
@@ -1563,9 +1572,7 @@ class DivideAndConquer:
             # an empty list has no dtype but NumPy's guess (float64), which would make
             # `if not lst: return 0` a 0.0, and a functional sort's `return a.copy()` an
             # array where Python gives []; the plain function answers exactly, and at once
-            return self._python_run(args, kwargs, reason=(
-                "an empty list: the plain Python function runs (a list's dtype is its items', "
-                "and an empty one has none)"))
+            return self._python_run(args, kwargs, reason=EMPTY_LIST_REASON)
         if self._functional is not None:
             return self._run_functional(o, args, kwargs)
         written = self._written_list(args, kwargs)
@@ -1972,25 +1979,13 @@ class DivideAndConquer:
         o = check_options(options, f"{self.__name__}.plan")
         self._settle()
         if any(type(v) is list and not v for v in (*args, *kwargs.values())):
-            from hpu._functional_plan import FunctionalPlan
-
             # as the run does: the plain function, at once
-            why = ("an empty list: the plain Python function runs (a list's dtype is its "
-                   "items', and an empty one has none)")
-            return FunctionalPlan(name=self.__name__, device="python", requested=o["device"],
-                                  n=0, a=None, K=0, threads=1, reason=why,
-                                  device_reason=None if o["device"] == "python" else why,
-                                  memory_basis="not predicted: the plain Python function runs")
+            return self._one_call_plan(o, "python", args, kwargs, EMPTY_LIST_REASON)
         if self._functional is not None:
             return self._plan_functional(o, args, kwargs)
         if _bool_array(args, kwargs):
-            from hpu._functional_plan import FunctionalPlan
-
-            why = BOOL_ARRAY_REASON.format(name=self.__name__)
-            return FunctionalPlan(name=self.__name__, device="cpu", requested=o["device"],
-                                  n=_elements(args, kwargs), a=None, K=0, threads=1,
-                                  reason=why, device_reason=None if o["device"] == "cpu"
-                                  else why)
+            return self._one_call_plan(o, "cpu", args, kwargs,
+                                       BOOL_ARRAY_REASON.format(name=self.__name__))
         values = self._check_args(args, kwargs)
         alone = self._shared_writes or self._aliased(args, kwargs)
         if alone is not None:
@@ -2247,6 +2242,9 @@ def _only_argument(converted):
     values = (*converted[0], *converted[1].values())
     return values[0] if len(values) == 1 else None
 
+
+EMPTY_LIST_REASON = ("an empty list: the plain Python function runs (a list's dtype is its "
+                     "items', and an empty one has none)")
 
 BOOL_ARRAY_REASON = (
     "{name} was given a NumPy bool array, which the breadth-first path does not take (its "

@@ -90,7 +90,8 @@ import numpy as np
 from hpu import _functional, _views
 from hpu._errors import TranslationError
 from hpu._iteration import array_loops_indexed
-from hpu._normalise import _is_rec, normalise, unroll_literal_loops, unroll_value_loops
+from hpu._normalise import (_is_rec, _rewrite_blocks, normalise, unroll_literal_loops,
+                            unroll_value_loops)
 from hpu._raises import lower_raises, raise_refusal
 from hpu._reductions import REDUCE_FIRST, REDUCE_PAIR, reductions_as_loops
 from hpu._subset import EXPR_RULES, STMT_RULES, refuse_with
@@ -1323,42 +1324,32 @@ def _slice_updates_as_loops(tree) -> frozenset:
             ast.Name("max", ast.Load()), [wrapped, ast.Constant(0)], []), copy.deepcopy(n)],
             [])
 
-    def block(stmts):
-        out = []
-        for st in stmts:
-            for field_name in ("body", "orelse", "finalbody"):
-                inner = getattr(st, field_name, None)
-                if isinstance(inner, list) and not isinstance(
-                        st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    setattr(st, field_name, block(inner))
-            t = st.target if isinstance(st, ast.AugAssign) else None
-            if not (isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Slice)
-                    and t.slice.step is None and isinstance(t.value, ast.Name)
-                    and t.value.id in arrays and scalar(st.value)
-                    and plain(t.slice.lower) and plain(t.slice.upper)):
-                out.append(st)
-                continue
-            arr, k = t.value.id, count[0]
-            count[0] += 1
-            value, index = f"aug__{k}", f"aug__{k}_i"
-            n = ast.Call(ast.Name("len", ast.Load()), [ast.Name(arr, ast.Load())], [])
-            rng = ast.Call(ast.Name("range", ast.Load()),
-                           [clamp(t.slice.lower, arr, ast.Constant(0)),
-                            clamp(t.slice.upper, arr, n)], [])
-            loop = ast.For(target=ast.Name(index, ast.Store()), iter=rng, body=[ast.AugAssign(
-                target=ast.Subscript(ast.Name(arr, ast.Load()), ast.Name(index, ast.Load()),
-                                     ast.Store()),
-                op=st.op, value=ast.Name(value, ast.Load()))], orelse=[])
-            first = ast.Assign(targets=[ast.Name(value, ast.Store())], value=st.value)
-            for new in (first, loop):
-                for x in ast.walk(new):
-                    if hasattr(x, "lineno") or isinstance(x, (ast.expr, ast.stmt)):
-                        ast.copy_location(x, st)
-                out.append(new)
-        return out
+    def rewrite(st, _later):
+        t = st.target if isinstance(st, ast.AugAssign) else None
+        if not (isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Slice)
+                and t.slice.step is None and isinstance(t.value, ast.Name)
+                and t.value.id in arrays and scalar(st.value)
+                and plain(t.slice.lower) and plain(t.slice.upper)):
+            return None
+        arr, k = t.value.id, count[0]
+        count[0] += 1
+        value, index = f"aug__{k}", f"aug__{k}_i"
+        n = ast.Call(ast.Name("len", ast.Load()), [ast.Name(arr, ast.Load())], [])
+        rng = ast.Call(ast.Name("range", ast.Load()),
+                       [clamp(t.slice.lower, arr, ast.Constant(0)),
+                        clamp(t.slice.upper, arr, n)], [])
+        loop = ast.For(target=ast.Name(index, ast.Store()), iter=rng, body=[ast.AugAssign(
+            target=ast.Subscript(ast.Name(arr, ast.Load()), ast.Name(index, ast.Load()),
+                                 ast.Store()),
+            op=st.op, value=ast.Name(value, ast.Load()))], orelse=[])
+        first = ast.Assign(targets=[ast.Name(value, ast.Store())], value=st.value)
+        for new in (first, loop):
+            for x in ast.walk(new):
+                if isinstance(x, (ast.expr, ast.stmt)):
+                    ast.copy_location(x, st)
+        return [first, loop]
 
-    tree.body = block(tree.body)
-    ast.fix_missing_locations(tree)
+    _rewrite_blocks(tree, rewrite)
     return frozenset(n for k in range(count[0]) for n in (f"aug__{k}", f"aug__{k}_i"))
 
 

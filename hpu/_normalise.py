@@ -742,42 +742,34 @@ def _helper_arity(fn) -> int:
     return sizes.pop() if len(sizes) == 1 and min(sizes) > 1 else 0
 
 
-def _returned_helper_tuples(body, name, glb) -> list:
+def _returned_helper_tuples(tree: ast.FunctionDef, name, glb) -> None:
     """``return combine(l1, h1, l2, h2)`` where the helper ``combine`` returns ``k`` values
     (every ``return`` of it a tuple of ``k``) -> ``r__t0, ..., r__t{k-1} = combine(...)`` then
     ``return r__t0, ..., r__t{k-1}``: the values written out, as the frontend reads a
     function's results (a kernel holds scalars, not tuples).  The same program: Python
-    returns that tuple."""
+    returns that tuple.  In place, in every block of ``tree``."""
     count = [0]
 
-    def block(stmts):
-        out = []
-        for st in stmts:
-            for field_name in ("body", "orelse", "finalbody"):
-                inner = getattr(st, field_name, None)
-                if isinstance(inner, list) and not isinstance(
-                        st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    setattr(st, field_name, block(inner))
-            call = st.value if isinstance(st, ast.Return) else None
-            k = 0
-            if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
-                    and call.func.id != name and not any(_has_rec(x, name) for x in
-                                                          (*call.args, *call.keywords))):
-                k = _helper_arity(glb.get(call.func.id))
-            if not k:
-                out.append(st)
-                continue
-            names = [f"ret__{count[0]}t{i}" for i in range(k)]
-            count[0] += 1
-            out.append(_located(ast.Assign(
-                targets=[_located(ast.Tuple([_located(ast.Name(v, ast.Store()), st)
-                                             for v in names], ast.Store()), st)],
-                value=call), st))
-            out.append(_located(ast.Return(_located(ast.Tuple(
-                [_located(ast.Name(v, ast.Load()), st) for v in names], ast.Load()), st)), st))
-        return out
+    def rewrite(st, _later):
+        call = st.value if isinstance(st, ast.Return) else None
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                and call.func.id != name
+                and not any(_has_rec(x, name) for x in (*call.args, *call.keywords))):
+            return None
+        k = _helper_arity(glb.get(call.func.id))
+        if not k:
+            return None
+        names = [f"ret__{count[0]}t{i}" for i in range(k)]
+        count[0] += 1
+        return [_located(ast.Assign(
+                    targets=[_located(ast.Tuple([_located(ast.Name(v, ast.Store()), st)
+                                                 for v in names], ast.Store()), st)],
+                    value=call), st),
+                _located(ast.Return(_located(ast.Tuple(
+                    [_located(ast.Name(v, ast.Load()), st) for v in names], ast.Load()), st)),
+                    st)]
 
-    return block(body)
+    _rewrite_blocks(tree, rewrite)
 
 
 def _exchange(st, bound: set) -> bool:
@@ -858,8 +850,8 @@ def normalise(tree: ast.FunctionDef, where, glb) -> Normalised:
     """Rewrite ``tree.body`` (in place) into the canonical shape; see the module docstring."""
     name = tree.name
     result = Normalised(body=list(tree.body))
-    body = _returned_helper_tuples(list(tree.body), name, glb)
-    body = _unpack_results(body, name)
+    _returned_helper_tuples(tree, name, glb)
+    body = _unpack_results(list(tree.body), name)
     body = _prefix_ifs_as_values(body, name, {a.arg for a in tree.args.args})
     body = _flatten_blocks(body, name, where)
     body = _unroll_loops(body, name, where, glb)
