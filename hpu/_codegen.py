@@ -241,6 +241,11 @@ class _Checked(ast.NodeTransformer):
             node.value = self.visit(node.value)
             return node
         self.generic_visit(node)
+        if mark is not None and not isinstance(node.slice, (ast.Slice, ast.Tuple)):
+            # base[offset + wrap(i)]: never negative for an index of the view, so unsigned --
+            # Numba would test it for a negative index once more (hpu._guard.base_index)
+            node.slice = ast.Call(ast.Name("hpu__base", ast.Load()), [node.slice], [])
+            return node
         if not self.bounds or not isinstance(node.value, ast.Name):
             return node
         idx = node.slice
@@ -354,6 +359,7 @@ from hpu._guard import bad_float as hpu__bad_float
 from hpu._guard import bad_int_store as hpu__bad_int_store
 from hpu._guard import divides_by_zero as hpu__divides_by_zero
 from hpu._guard import float_operands as hpu__float_operands
+from hpu._guard import base_index as hpu__base
 from hpu._guard import like as hpu__like
 from hpu._interrupt import Stopped as hpu__Stopped
 from hpu._interrupt import stop_requested as hpu__stop_requested
@@ -604,8 +610,12 @@ def _depth_limited_source(spec: DCSpec, bounds: bool = False,
     """
     from hpu._guard import NATIVE_DEPTH, max_depth
 
+    from hpu._leaf_inline import inline_leaves
+
     tree = _Checked(spec.filename, bounds=bounds, arrays=arrays,
                     sites=sites).visit(copy.deepcopy(spec.tree))
+    # each recursive call tests the base case and does it in place (hpu/_leaf_inline.py)
+    tree = inline_leaves(tree, spec.name, arrays)
     inner = f"{spec.name}__d"
 
     given = [a.arg for a in tree.args.args]

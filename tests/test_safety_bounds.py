@@ -351,7 +351,9 @@ def test_view_indices_as_numpy(path, kw, n, k, how):
 
 def test_unchecked_views_compile_as_before():
     """Bounds-checked mode marks a view's index (hpu__vix on the CPU, hpu__view_index for
-    the translator); unchecked, the same function's modules have neither."""
+    the translator); unchecked, the same function's modules have neither: the CPU's takes
+    the wrapped index into the base array as unsigned (hpu._guard.base_index), the
+    device's the wrapped index as it is."""
     a = np.arange(4, dtype=np.int64)
     _call(vtouch, (a, 0, 0), "cpu", {})
     program = next(iter(vtouch._programs.values()))
@@ -360,7 +362,7 @@ def test_unchecked_views_compile_as_before():
     assert "hpu__view_index(i, x__n)" in program.iter_source(8)
     plain = _codegen.core_source(program.spec, program.closure, program.layout, False)
     assert "hpu__vix(" not in plain.replace("def hpu__vix(", "")
-    assert "a[a__o + (k + a__n if k < 0 else k)]" in plain
+    assert "a[hpu__base(a__o + (k + a__n if k < 0 else k))]" in plain
     it = _codegen.iter_source(program.spec, program.closure, program.layout, program.types, 8)
     assert "hpu__view_index" not in it and "a[a__o + (k + a__n if k < 0 else k)]" in it
 
