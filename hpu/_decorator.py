@@ -966,10 +966,16 @@ class DivideAndConquer:
         its arena, or its list result was not as long as its slice (the checks
         :mod:`hpu._functional_dps` makes at run time); ``flag`` the arena's ``[what,
         arena, needed]``."""
-        from hpu._functional_dps import LIST_LENGTH
+        from hpu._functional_dps import LIST_LENGTH, PIECES_ORDER
         from hpu._functional_partition import PIECES_LENGTH
 
         need = int(flag[2])
+        if flag[0] == PIECES_ORDER:
+            return (f"a task of {self.__name__}'s device form split its input at cuts out of "
+                    "order (a[e1:e2] with e2 < e1: in Python the pieces then overlap, and "
+                    "their results are not as long as the input together, as the device "
+                    "form keeps them); the call was redone on the CPU, where the function "
+                    "runs as written")
         if flag[0] == PIECES_LENGTH:
             return (f"a task of {self.__name__}'s device form filtered its input into pieces "
                     "of another length together than the input's (a NaN no comparison keeps, "

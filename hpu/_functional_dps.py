@@ -51,6 +51,13 @@ What is rewritten (else the function runs on the CPU as before, and the reason s
   under a test that ``a`` is empty (``if len(a) == 0``, ``if not a``): as long as its slice;
 * two recursive calls, on ``a[:e]`` and ``a[e:]`` (the same ``e``: together they are ``a``;
   either may come first), as ``x = f(...)``, ``x, k = f(...)`` or inside the combine's call;
+  or ``k`` calls on consecutive slices, ``a[:e1]``, ``a[e1:e2]``, ..., ``a[ek:]`` (each
+  lower bound written as the slice before it ends; the one-array form, its combine a helper
+  taking all ``k`` children: ``merge3(x, y, z)`` allocating ``len(x) + len(y) + len(z)``).
+  The child on ``a[e_j:e_j+1]`` writes its result at ``at + e_j``.  Python clamps each bound
+  on its own, so ``e2 < e1`` gives overlapping pieces, whose results are longer than ``a``
+  together: a task whose clamped cuts are out of order sets the flag
+  (:data:`PIECES_ORDER`, :func:`_ordered_cuts`) and the call is redone on the CPU;
 * one combine: a helper whose one allocation, ``np.empty``/``np.zeros``, at its top level,
   is sized ``len(p) + len(q)`` of the two parameters that receive the children's arrays
   (directly, or through names assigned once from their lengths: ``n1 + n2``),
@@ -86,9 +93,10 @@ What is rewritten (else the function runs on the CPU as before, and the reason s
 
 Why these and not more: they are what makes "each result is as long as its slice" true
 by construction -- a base case copies its slice, a combine's output is as long as its two
-children's together, and the children are the two halves.  Anything else (three-way
-splits, a helper that returns one of its inputs, a result used before the combine) would
-need the check at run time, and a device cannot stop a level to say so.
+children's together, and the children are the pieces of the slice.  Anything else (a
+helper that returns one of its inputs, a result used before the combine) would need the
+check at run time, and a device cannot stop a level to say so -- except the order of a
+k-way split's cuts, one comparison per cut, whose flag sends the call back to the CPU.
 """
 from __future__ import annotations
 
@@ -362,7 +370,7 @@ def _fresh(base: str, used: set) -> str:
     return name
 
 
-def _helper_into(h, arrays: tuple[int, int], used: set):
+def _helper_into(h, arrays: tuple[int, ...], used: set):
     """The helper ``h`` rewritten to write its allocated result into a last parameter:
     ``(new function tree, its name, scalars it returns)``."""
     node, text, start = _tree(h)
@@ -373,7 +381,9 @@ def _helper_into(h, arrays: tuple[int, int], used: set):
         raise NotRewritable(f"its combine {h.__name__}() has default, keyword-only or * parameters")
     nps = _numpy_names(h.__globals__)
     _loops_indexed(node, params)
-    listed = _list_result(node, params[arrays[0]], params[arrays[1]], h)
+    kids = tuple(params[x] for x in arrays)
+    # a list result, and `if not q: return p`, are read for two children
+    listed = len(kids) == 2 and _list_result(node, kids[0], kids[1], h)
     if listed:
         nps = nps | {LISTED}
     allocs = [(i, _alloc(s, nps)) for i, s in enumerate(node.body)]
@@ -386,24 +396,25 @@ def _helper_into(h, arrays: tuple[int, int], used: set):
         raise NotRewritable(f"its combine {h.__name__}() does not allocate its result once, at "
                             "its top level (`out = np.empty(len(left) + len(right), ...)`)")
     i, (out, size, zeros) = results[0]
-    p, q = params[arrays[0]], params[arrays[1]]
-    scratch = _scratch(node, i, (p, q), nps, h, used)
-    writes = _child_write(node, (p, q))
+    scratch = _scratch(node, i, kids, nps, h, used)
+    writes = _child_write(node, kids)
     dtype = _dtype_arg(node.body[i].value)
     same = (isinstance(dtype, ast.Attribute) and dtype.attr == "dtype"
-            and _is_name(dtype.value) and dtype.value.id in (p, q))
-    exact = _exact(size, (p, q), _len_names(node, (p, q), i))
-    if exact is None or {k: c for k, c in exact.items() if c} != {p: 1, q: 1}:
+            and _is_name(dtype.value) and dtype.value.id in kids)
+    exact = _exact(size, kids, _len_names(node, kids, i))
+    if exact is None or {k: c for k, c in exact.items() if c} != {c: 1 for c in kids}:
+        total = " + ".join(f"len({c})" for c in kids)
         raise NotRewritable(f"its combine {h.__name__}() allocates `{ast.unparse(size)}` "
-                            f"elements, not len({p}) + len({q}): its result would not be as "
-                            "long as its two children's")
+                            f"elements, not {total}: its result would not be as "
+                            f"long as its {len(kids)} children's")
     if out in params:
         raise NotRewritable(f"its combine {h.__name__}() reassigns its parameter {out!r}")
     rest = node.body[:i] + node.body[i + 1:]
     for sc in scratch:                      # np.empty(...) -> its region of a buffer
         at = rest.index(sc.stmt)
         rest[at:at + 1] = sc.carve
-    _copied_returns(rest, out, p, q)
+    if len(kids) == 2:
+        _copied_returns(rest, out, *kids)
     for t, stmt in enumerate(rest):     # the early returns of the run-time checks
         for n in ast.walk(stmt):
             if isinstance(n, ast.Return) and getattr(n, "hpu_bail", False):
@@ -552,11 +563,11 @@ def _scratch(node, result_at: int, children, nps, h, used) -> list:
         if form is not None:
             src = f"{name} = {buf}[{at}:{at} + {ast.unparse(size)}]"
         else:   # a run-time arena: the size checked against the task's region, when known
-            p, q = children
+            total = " + ".join(f"len({c})" for c in children)
             n = _fresh(f"hpu_n{k}", used)
-            span = f"max(1, len({p}) + len({q}))"
+            span = f"max(1, {total})"
             src = (f"{n} = {ast.unparse(size)}\n"
-                   f"if {n} < 0 or {n} > {ARENA}[1] * (len({p}) + len({q})):\n"
+                   f"if {n} < 0 or {n} > {ARENA}[1] * ({total}):\n"
                    f"    {ARENA}[2] = max({ARENA}[2], ({n} + {span} - 1) // {span})\n"
                    f"    pass\n"
                    f"{name} = {buf}[{at}:{at} + {n}]")
@@ -581,6 +592,9 @@ LISTED = "hpu_np"
 #: what the flag's ``[0]`` says: a scratch size did not fit its arena (or was negative); a
 #: list result was not as long as the two children's together
 ARENA_OVERFLOW, LIST_LENGTH = 1, 2
+#: ... a k-way split's slices overlapped (``a[e1:e2]`` with ``e2 < e1``); (3 is
+#: :data:`hpu._functional_partition.PIECES_LENGTH`)
+PIECES_ORDER = 4
 
 
 def _bail(flag: int, where):
@@ -1281,20 +1295,24 @@ def _rewrite_slices(dc) -> Rewritten:
             raise NotRewritable(f"a recursive call's result is unpacked into something other "
                                 f"than names (line {s.lineno})")
         calls.append((i, names, *bounds))
-    if len(calls) != 2:
-        raise NotRewritable(f"it makes {len(calls)} recursive calls, not two")
-    (i1, n1, lo1, up1), (i2, n2, lo2, up2) = calls
-    if (lo1 is not None and up1 is None and up2 is not None
-            and (lo2 is None or (isinstance(lo2, ast.Constant) and lo2.value == 0))):
-        # the right half first (`right = f(a[m:])`, then `left = f(a[:m])`): the same two
-        # halves; (i1, ...) is the left half's call from here on, `last` the later one
-        (i1, n1, lo1, up1), (i2, n2, lo2, up2) = calls[1], calls[0]
-    last = max(i1, i2)
-    if not ((lo1 is None or (isinstance(lo1, ast.Constant) and lo1.value == 0)) and up1 is not None
-            and lo2 is not None and up2 is None and ast.dump(up1) == ast.dump(lo2)):
-        raise NotRewritable("its two recursive calls are not on a[:e] and a[e:] with the same e")
-    results = {n1[0], n2[0]}
-    if len(n1) != len(n2) or len(results) != 2:
+    if len(calls) < 2:
+        raise NotRewritable(f"it makes {len(calls)} recursive call, not two or more")
+    if len(calls) > 2 and span is not None:
+        raise NotRewritable(f"it makes {len(calls)} recursive calls on bounds of its array: "
+                            "the device form of f(arr, lo, hi) is for two halves")
+    pieces = _pieces(calls)     # in the array's order, whatever the calls' order
+    if pieces is None:
+        raise NotRewritable(
+            "its two recursive calls are not on a[:e] and a[e:] with the same e"
+            if len(calls) == 2 else
+            f"its {len(calls)} recursive calls are not on consecutive slices of {a} "
+            "(a[:e1], a[e1:e2], ..., a[ek:], each bound as the slice before it ends)")
+    k_ways = len(pieces)
+    (i1, n1, lo1, up1), (i2, n2, lo2, up2) = pieces[0], pieces[1]
+    at_of = {p[0]: j for j, p in enumerate(pieces)}     # statement -> piece
+    last = max(at_of)
+    results = {p[1][0] for p in pieces}
+    if len({len(p[1]) for p in pieces}) != 1 or len(results) != k_ways:
         raise NotRewritable("its recursive calls' results are unpacked differently")
     outlined = {}       # a combine written inline: its helper, by name
 
@@ -1307,11 +1325,14 @@ def _rewrite_slices(dc) -> Rewritten:
                      or isinstance(glb.get(s.value.func.id), types.FunctionType)))
 
     if not any(helper_call(s) for s in stmts[last + 1:]):
+        if k_ways > 2:
+            raise NotRewritable(f"its {k_ways} children's arrays are not combined by a helper "
+                                "(`return merge3(x, y, z)`, allocating its result once)")
         stmts, hfn = _outlined(stmts, last, (n1[0], n2[0]), a, out_body + stmts[:last + 1], name,
                                fn, used, text, start)
         outlined[hfn.__name__] = hfn
     for i, s in enumerate(stmts):
-        if i in (i1, i2):
+        if i in at_of:
             continue
         if helper_call(s):
             if combine is not None:
@@ -1326,9 +1347,10 @@ def _rewrite_slices(dc) -> Rewritten:
                 elif _mentions(arg, results):
                     raise NotRewritable(f"a child's array is used in `{ast.unparse(arg)}`")
             order = [r for _, r in positions]
-            if order not in ([n1[0], n2[0]], [n2[0], n1[0]]) or s.value.keywords:
-                raise NotRewritable(f"its combine {h.__name__}() does not take the two "
-                                    "children's arrays, once each, by position")
+            if sorted(order) != sorted(results) or s.value.keywords:
+                raise NotRewritable(f"its combine {h.__name__}() does not take the "
+                                    f"{'two' if k_ways == 2 else k_ways} children's arrays, "
+                                    "once each, by position")
             combine = (i, h, s, positions)
         elif _mentions(s, results) and not isinstance(s, ast.Return):
             raise NotRewritable(f"a child's array is used outside the combine (line "
@@ -1346,7 +1368,8 @@ def _rewrite_slices(dc) -> Rewritten:
                             f"its children (line {writes}): in Python those writes reach the "
                             "caller's array")
     bufs = [scr.buf for scr in scratch]         # passed down unchanged, as hpu_buf is
-    arena = checked                 # the helper takes the flag (its run-time checks)
+    # the flag: the helper's run-time checks take it, and a k-way split's order of cuts
+    arena = checked or k_ways > 2
     if arena:
         bufs.append(ARENA)
     merged = _names_of(cs.targets[0])
@@ -1364,7 +1387,7 @@ def _rewrite_slices(dc) -> Rewritten:
         raise NotRewritable("its recursive calls' results are unpacked differently from its "
                             "returns")
     for i, s in enumerate(stmts[:-1]):
-        if i not in (i1, i2, ci) and _mentions(s, {merged[0]}):
+        if i not in at_of and i != ci and _mentions(s, {merged[0]}):
             raise NotRewritable(f"its combine's array is used outside the return (line {s.lineno})")
     # the statements, rewritten
     q = f"((1 - {PARITY}) * {half} + {AT})"
@@ -1373,39 +1396,52 @@ def _rewrite_slices(dc) -> Rewritten:
     def view(lo, hi):
         return ast.parse(f"{BUF}[{lo}:{hi}]", mode="eval").body
 
+    # the cuts: CUT, then hpu_c2, hpu_c3... (a k-way split); the pieces' bounds in the
+    # task's slice and the children's results in the buffer, hpu_q0 ... hpu_q<k>
+    cuts = [CUT] + [f"{CUT}{j}" for j in range(2, k_ways)]
+    qs = [f"hpu_q{j}" for j in range(k_ways + 1)]
     new_stmts = []
     for i, s in enumerate(stmts):
-        if i == min(i1, i2):
-            new_stmts.extend(_clamp(CUT, up1, a, s))
-        if i in (i1, i2):
-            first = i == i1
+        if i == min(at_of):
+            for j, c in enumerate(cuts):
+                new_stmts.extend(_clamp(c, pieces[j][3], a, s))
+            if k_ways > 2:
+                new_stmts.extend(_ordered_cuts(cuts, s))
+        if i in at_of:
+            j = at_of[i]
+            first = j == 0
             if span is None:
-                sub = f"{a}[:{CUT}]" if first else f"{a}[{CUT}:]"
+                sub = (f"{a}[{'' if first else cuts[j - 1]}:"
+                       f"{cuts[j] if j < len(cuts) else ''}]")
             else:                       # the bounds of the half, as the user wrote them
                 arr_, lo_, hi_ = span
                 sub = (f"{arr_}, {lo_}, {lo_} + {CUT}" if first
                        else f"{arr_}, {lo_} + {CUT}, {hi_}")
-            at = AT if first else f"{AT} + {CUT}"
+            at = AT if first else f"{AT} + {cuts[j - 1]}"
             more = "".join(f", {b}" for b in bufs)
             call = ast.parse(f"{name}({sub}, {BUF}, {at}, 1 - {PARITY}{more})",
                              mode="eval").body
-            new = _call_statement(call, n1 if first else n2)
+            new = _call_statement(call, pieces[j][1])
         elif i == ci:
-            bounds = ast.parse(f"{Q0} = {q}\n{Q1} = {Q0} + {CUT}\n{Q2} = {Q0} + len({a})\n"
+            bounds = ast.parse(f"{Q0} = {q}\n"
+                               + "".join(f"{qs[j + 1]} = {Q0} + {c}\n"
+                                         for j, c in enumerate(cuts))
+                               + f"{qs[-1]} = {Q0} + len({a})\n"
                                f"{M0} = {mine}\n{M1} = {M0} + len({a})").body
             for b in bounds:
                 for n in ast.walk(b):
                     ast.copy_location(n, s)
             new_stmts.extend(bounds)
             args = list(s.value.args)
+            piece_of = {p[1][0]: j for j, p in enumerate(pieces)}
             for k, r in positions:
-                args[k] = view(Q0, Q1) if r == n1[0] else view(Q1, Q2)
+                args[k] = view(qs[piece_of[r]], qs[piece_of[r] + 1])
             args.append(view(M0, M1))
             for scr in scratch:     # the buffer, and this task's region: width * at
                 width = f"{ARENA}[1]" if scr.width is None else scr.width
                 args += [ast.Name(scr.buf, ast.Load()),
                          ast.parse(f"{width} * {AT}", mode="eval").body]
-            if arena:
+            if checked:             # (the helper takes the flag)
                 args.append(ast.Name(ARENA, ast.Load()))
             new = _call_statement(ast.Call(ast.Name(new_h.name, ast.Load()), args, []), merged)
         elif s is ret:
@@ -1439,6 +1475,44 @@ def _rewrite_slices(dc) -> Rewritten:
     return Rewritten(fn=mfn, scalars=scalars, same_dtype=same and not other_dtype,
                      scratch=tuple((scr.width, scr.dtype) for scr in scratch), arena=arena,
                      span=span)
+
+
+def _starts(lo) -> bool:
+    return lo is None or (isinstance(lo, ast.Constant) and lo.value == 0)
+
+
+def _pieces(calls):
+    """The calls ``(index, names, lower, upper)`` in the order of their slices when they
+    are ``a[:e1]``, ``a[e1:e2]``, ..., ``a[ek:]`` (each lower bound written as the slice
+    before it ends, in whatever order the calls come), else None."""
+    firsts = [c for c in calls if _starts(c[2]) and c[3] is not None]
+    if len(firsts) != 1:
+        return None
+    chain, rest = [firsts[0]], [c for c in calls if c is not firsts[0]]
+    while rest:
+        end = chain[-1][3]
+        if end is None:
+            return None
+        nxt = [c for c in rest if c[2] is not None and ast.dump(c[2]) == ast.dump(end)]
+        if len(nxt) != 1:
+            return None
+        chain.append(nxt[0])
+        rest.remove(nxt[0])
+    return chain if chain[-1][3] is None else None
+
+
+def _ordered_cuts(cuts, where) -> list:
+    """A k-way split's clamped cuts out of order (``a[e1:e2]`` with ``e2 < e1``: Python's
+    pieces then overlap, and their results are not as long as the input together): the
+    flag (:data:`PIECES_ORDER`), the run redone on the CPU, and the cuts made ordered so that
+    this task's writes stay inside its slice meanwhile."""
+    src = "".join(f"if {b} < {c}:\n    {ARENA}[0] = {PIECES_ORDER}\n    {b} = {c}\n"
+                  for c, b in zip(cuts, cuts[1:]))
+    stmts = ast.parse(src).body
+    for st in stmts:
+        for n in ast.walk(st):
+            ast.copy_location(n, where)
+    return stmts
 
 
 def _pairs_split(body, name: str) -> list:

@@ -1009,3 +1009,113 @@ def span_default(a, lo=0, hi=None):
 SPANS = {"msort_span": msort_span, "count_span": count_span, "desc_span": desc_span}
 SPANS_KEPT = {"split_after_first": ("not at a midpoint", split_after_first),
               "span_default": ("assigns its parameter hi", span_default)}
+
+
+# ------------------------------------------------ k-way splits: three and four slices
+def merge3(x, y, z):
+    out = np.empty(len(x) + len(y) + len(z), x.dtype)
+    i = j = k = 0
+    for t in range(len(out)):
+        pick = 0
+        v = out[t]                  # (overwritten: every slot takes one key)
+        if i < len(x):
+            v = x[i]
+            pick = 1
+        if j < len(y) and (pick == 0 or y[j] < v):
+            v = y[j]
+            pick = 2
+        if k < len(z) and (pick == 0 or z[k] < v):
+            v = z[k]
+            pick = 3
+        out[t] = v
+        if pick == 1:
+            i += 1
+        elif pick == 2:
+            j += 1
+        else:
+            k += 1
+    return out
+
+
+def sort3(a):
+    """A three-way mergesort, the right third's call written first."""
+    if len(a) <= 1:
+        return a.copy()
+    t = (len(a) + 2) // 3
+    right = sort3(a[2 * t:])
+    left = sort3(a[:t])
+    middle = sort3(a[t:2 * t])
+    return merge3(left, middle, right)
+
+
+def merge4_count(p, q, r, s):
+    """The four sorted runs concatenated and sorted by insertion; the count of the pairs
+    it moved past each other (inversions between the runs)."""
+    n1, n2, n3 = len(p), len(q), len(r)
+    out = np.zeros(n1 + n2 + n3 + len(s), p.dtype)
+    for i in range(n1):
+        out[i] = p[i]
+    for i in range(n2):
+        out[n1 + i] = q[i]
+    for i in range(n3):
+        out[n1 + n2 + i] = r[i]
+    for i in range(len(s)):
+        out[n1 + n2 + n3 + i] = s[i]
+    moves = 0
+    for i in range(1, len(out)):
+        v = out[i]
+        j = i
+        while j > 0 and out[j - 1] > v:
+            out[j] = out[j - 1]
+            j -= 1
+            moves += 1
+        out[j] = v
+    return out, moves
+
+
+def count4(a):
+    """A four-way split with a count, the quarters named by the bounds people write."""
+    if len(a) < 2:
+        return a.copy(), 0
+    q = (len(a) + 3) // 4
+    w, c1 = count4(a[:q])
+    x, c2 = count4(a[q:2 * q])
+    y, c3 = count4(a[2 * q:3 * q])
+    z, c4 = count4(a[3 * q:])
+    out, c = merge4_count(w, x, y, z)
+    return out, c1 + c2 + c3 + c4 + c
+
+
+def merge3_tail(x, y, z):
+    out = np.empty(len(x) + len(y) + len(z), x.dtype)
+    for i in range(len(x)):
+        out[i] = x[i]
+    for i in range(len(y)):
+        out[len(x) + i] = y[i]
+    for i in range(len(z)):
+        out[len(x) + len(y) + i] = z[i] + 1
+    return out
+
+
+def cuts_out_of_order(a):
+    """Odd lengths cut at n - 1 and 1: a[n - 1:1] is empty and a[1:] overlaps a[:n - 1],
+    so the result is longer than the input (Python's answer, which the CPU gives)."""
+    if len(a) <= 2:
+        return a.copy()
+    e1 = len(a) - 1 if len(a) % 2 == 1 else len(a) // 3
+    e2 = 1 if len(a) % 2 == 1 else 2 * len(a) // 3
+    return merge3_tail(cuts_out_of_order(a[:e1]), cuts_out_of_order(a[e1:e2]),
+                       cuts_out_of_order(a[e2:]))
+
+
+def thirds_overlapping(a):
+    if len(a) <= 2:
+        return a.copy()
+    t = len(a) // 3
+    return merge3(thirds_overlapping(a[:t]), thirds_overlapping(a[t:]),
+                  thirds_overlapping(a[2 * t:]))
+
+
+KWAY = {"sort3": sort3, "count4": count4}
+REWRITTEN.update(KWAY)
+KEPT["thirds_overlapping"] = ("not on consecutive slices", thirds_overlapping)

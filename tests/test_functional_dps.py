@@ -36,7 +36,7 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
           "count_scratch": np.int32, "sort_right_first": np.int64, "sort_inline_n": np.float32,
           "sort_inline_like": np.int16, "sort_as_floats": np.int32, "sort_square": np.int64,
           "sort_positives": np.int64, "sort_short": np.float64, "sort_one": np.float32,
-          "sort_oneline": np.int32}
+          "sort_oneline": np.int32, "sort3": np.float64, "count4": np.int32}
 
 
 def decorated(name):
@@ -101,7 +101,10 @@ def test_the_in_place_form_run_as_python_is_the_function(name, data):
     want = ex.REWRITTEN[name](x.copy())
     buf = np.empty(2 * x.size, (want[0] if isinstance(want, tuple) else want).dtype)
     scratch = [np.empty(w * x.size + 1, buf.dtype if dt is None else dt) for w, dt in rw.scratch]
-    scalars = rw.fn(x, buf, 0, 0, *scratch)
+    # a k-way split takes the flag its cuts' order sets (the slices here are in order)
+    flag = [np.array([0, 1, 0], np.int64)] if rw.arena else []
+    scalars = rw.fn(x, buf, 0, 0, *scratch, *flag)
+    assert not flag or flag[0][0] == 0
     if rw.scalars == 0:
         assert scalars is None and same(buf[:x.size], want)
     else:
@@ -846,3 +849,65 @@ def test_a_large_array_on_the_cpu_runs_the_in_place_form_and_a_small_one_the_fan
         run = f.run(small, device="cpu", **opts)
         assert same(run.value, ex.count_inversions(small.copy()))
         assert len(run.levels) <= 1                # the fan-out: one record, or none
+
+
+# ------------------------------------------------ k-way splits: three and four slices
+
+@pytest.mark.parametrize("name, device, alpha, y", [
+    ("sort3", "gpu", None, None), ("count4", "hybrid", 0.5, 2),
+    pytest.param("sort3", "hybrid", 0.25, 3, marks=SLOW),
+    pytest.param("count4", "gpu", None, None, marks=SLOW)])
+@settings(COMPILES, max_examples=6)
+@given(data=st.data())
+def test_k_way_splits_give_the_plain_answer_on_the_device(name, device, alpha, y, data):
+    """Three and four slices (``a[:t], a[t:2*t], a[2*t:]``), a helper combining them all:
+    the device form, children's results side by side in the buffer."""
+    dtype = DTYPES[name]
+    elems = (st.integers(-10**6, 10**6) if np.dtype(dtype).kind == "i"
+             else st.floats(-1e6, 1e6, allow_nan=False))
+    xs = data.draw(st.lists(elems, min_size=1, max_size=200))
+    check(name, np.asarray(xs, dtype=dtype), device, alpha, y)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 4099, 70_001])
+def test_a_three_way_split_at_sizes_up_to_the_devices(n):
+    x = np.random.default_rng(n).standard_normal(n)
+    for device, alpha, y in [("gpu", None, None), ("hybrid", 0.5, 2)]:
+        run = check("sort3", x, device, alpha, y)
+        if n >= 4099:
+            assert run.gpu_tasks >= 3
+    if n == 70_001:             # the CPU's threads run the same form from 2**20: here, K=
+        assert same(decorated("sort3").run(x, device="cpu").value, ex.sort3(x.copy()))
+
+
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 1)])
+def test_k_way_cuts_out_of_order_redo_the_call_on_the_cpu(device, alpha, y):
+    """``a[e1:e2]`` with ``e2 < e1``: Python's pieces overlap and the result is longer than
+    the input, which the device form cannot hold; the task sets the flag, the call is
+    redone on the CPU, and says so.  Cuts in order run on the device."""
+    f = hpu.divide_and_conquer(ex.cuts_out_of_order)
+    for n in (4, 9, 12, 13):
+        x = np.arange(float(n))
+        want = ex.cuts_out_of_order(x.copy())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+            run = f.run(x, **options(device, alpha, y))
+        assert same(run.value, want)
+        if n % 2:
+            assert len(want) > n and run.gpu_tasks == 0
+            assert len(run.fallbacks) == 1 and "cuts out of order" in run.fallbacks[0]
+        else:
+            assert len(want) == n and run.fallbacks == [] and run.gpu_tasks > 0
+
+
+def test_a_k_way_plan_predicts_the_peak_memory_the_run_measures():
+    f = decorated("sort3")
+    x = np.random.default_rng(3).standard_normal(30_001)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        plan = f.plan(x, device="gpu")
+        assert isinstance(plan, hpu.model.Plan) and plan.uses_device
+        f.run(x, device="gpu")
+        run = f.run(x, device="gpu", memory=True)
+    assert run.plan == plan and run.fallbacks == []
+    assert abs(run.peak_memory / plan.peak_memory - 1) <= 0.20, (run.peak_memory, plan)
