@@ -232,20 +232,37 @@ class _Checked(ast.NodeTransformer):
             # base[offset + wrap(i)] -> base[offset + hpu__vix(i, n, site)]: i against the
             # view's length n, as NumPy checks a view; a view lies inside its base array
             # (its bounds are clamped), so the base array's own check would never fire
+            index = ast.Call(ast.Name("hpu__as_index", ast.Load()),
+                             [self.visit(copy.deepcopy(mark.index))], [])
             check = ast.Call(ast.Name("hpu__vix", ast.Load()),
-                             [self.visit(copy.deepcopy(mark.index)),
-                              self.visit(copy.deepcopy(mark.length)), where], [])
+                             [index, self.visit(copy.deepcopy(mark.length)), where], [])
             off = self.visit(copy.deepcopy(mark.offset))
             zero = isinstance(off, ast.Constant) and off.value == 0
             node.slice = check if zero else ast.BinOp(off, ast.Add(), check)
             node.value = self.visit(node.value)
             return node
-        self.generic_visit(node)
-        if mark is not None and not isinstance(node.slice, (ast.Slice, ast.Tuple)):
-            # base[offset + wrap(i)]: never negative for an index of the view, so unsigned --
-            # Numba would test it for a negative index once more (hpu._guard.base_index)
-            node.slice = ast.Call(ast.Name("hpu__base", ast.Load()), [node.slice], [])
+        if mark is not None:
+            # base[offset + wrap(i)]: never negative for an index of the view, so unsigned
+            # (Numba would test it for a negative index once more); an unsigned i as an
+            # int64 (hpu._guard.base_index, as_index)
+            i = self.visit(copy.deepcopy(mark.index))
+            k = i.value if isinstance(i, ast.Constant) and type(i.value) is int else None
+            n = self.visit(copy.deepcopy(mark.length))
+            if k is not None and k >= 0:
+                idx = i
+            elif k is not None:
+                idx = ast.BinOp(n, ast.Sub(), ast.Constant(-k))
+            else:
+                def ii():
+                    return ast.Call(ast.Name("hpu__as_index", ast.Load()), [copy.deepcopy(i)], [])
+                idx = ast.IfExp(ast.Compare(ii(), [ast.Lt()], [ast.Constant(0)]),
+                                ast.BinOp(ii(), ast.Add(), n), ii())
+            off = self.visit(copy.deepcopy(mark.offset))
+            node.slice = ast.Call(ast.Name("hpu__base", ast.Load()),
+                                  [ast.BinOp(off, ast.Add(), idx)], [])
+            node.value = self.visit(node.value)
             return node
+        self.generic_visit(node)
         if not self.bounds or not isinstance(node.value, ast.Name):
             return node
         idx = node.slice
@@ -359,6 +376,7 @@ from hpu._guard import bad_float as hpu__bad_float
 from hpu._guard import bad_int_store as hpu__bad_int_store
 from hpu._guard import divides_by_zero as hpu__divides_by_zero
 from hpu._guard import float_operands as hpu__float_operands
+from hpu._guard import as_index as hpu__as_index
 from hpu._guard import base_index as hpu__base
 from hpu._guard import like as hpu__like
 from hpu._interrupt import Stopped as hpu__Stopped

@@ -228,13 +228,20 @@ def like(x, p):
 
 
 def base_index(i):
-    """A view's element's place in its base array (``off + i``, ``i`` already wrapped into
-    the view), which is never negative for an index of the view: in compiled code an
-    unsigned integer, so that Numba does not test it for a negative index once more
-    (:class:`hpu._codegen._Checked`).  That second test, on every element a helper's loop
-    reads through a view, made the functional mergesort's merge 20 % slower (2**22 keys,
-    one thread: 17.6 ms against 14.1 ms).  A non-integer index is passed on unchanged, for
-    Numba to refuse as it does.  In Python: ``i`` itself."""
+    """A view's element's place in its base array, ``off + (i + n if i < 0 else i)`` as
+    :mod:`hpu._views` writes it: never negative for an index of the view, and so, in
+    compiled code (the CPU's modules, :class:`hpu._codegen._Checked`), an unsigned
+    integer, which Numba does not test for a negative index once more.  That second test,
+    on every element a helper's loop reads through a view, made the functional mergesort's
+    merge 20 % slower (2**22 keys, one thread: 17.6 ms against 14.1 ms).  A non-integer is
+    passed on unchanged, for Numba to refuse as it does.  In Python: ``i`` itself."""
+    return i
+
+
+def as_index(i):
+    """An unsigned integer index of a view as an int64 (``v[idx[k]]`` of a uint64 array):
+    the view's offset plus a uint64 is a float64 in Numba, which no array takes; anything
+    else unchanged.  In Python: ``i`` itself."""
     return i
 
 
@@ -247,6 +254,12 @@ def _register() -> None:
     def _base_index(i):
         if isinstance(i, types.Integer) and i.signed:
             return lambda i: np.uint64(i)
+        return lambda i: i
+
+    @overload(as_index, jit_options={"cache": True})
+    def _as_index(i):
+        if isinstance(i, types.Integer) and not i.signed:
+            return lambda i: np.int64(i)
         return lambda i: i
 
     @overload(like, jit_options={"cache": True})

@@ -243,16 +243,31 @@ def specialize(spec: DCSpec, closure: Closure, args: Mapping[str, Any],
                            f"{name!r} one)" if floats and want.kind in "iu" else "")
                 raise TranslationError(
                     f"passing a {got} value as parameter {name!r} is not supported: the "
-                    f"top-level call passed a {_kind_word(want)} there, and each level stores "
+                    f"top-level call passed {_a(_kind_word(want))} there, and each level stores "
                     f"{name!r} in one {want} array{because}", filename=spec.filename,
                     lineno=call.lineno,
                     construct=f"{got} argument for {name!r}",
-                    hint=(f"Use // or int(...) so that {name!r} stays an integer"
+                    hint=((f"If {name!r} is an index, use // or int(...) so that it stays "
+                           "an integer; if it is a number on a line (a bound of an interval, "
+                           f"halved with /), pass it as a float at the top-level call too "
+                           f"({name}={_as_float(args.get(name))})")
                           if want.kind in "iu" else
                           f"pass a {_kind_word(got)} for {name!r} at the top-level call too"))
         carried = tuple(carried_types)
     types = Types(varying=varying, carried=carried, results=results)
     return Program(spec, closure, lay, types, module, source, sig, boundscheck)
+
+
+def _as_float(v) -> str:
+    """A top-level int argument as the float the caller could pass instead (``1`` -> ``1.0``)."""
+    try:
+        return repr(float(v))
+    except (TypeError, ValueError, OverflowError):
+        return "a float"
+
+
+def _a(word: str) -> str:
+    return ("an " if word[:1] in "aeiou" else "a ") + word
 
 
 def _kind_word(dt: np.dtype) -> str:

@@ -832,6 +832,25 @@ def test_a_float_bound_from_the_caller_is_named_in_the_refusal():
     assert f(a, 0, 5) == 10
 
 
+def trapezoid(c, x0, x1, depth):
+    if depth == 0:
+        return (x1 - x0) * (c[0] + c[0] * x1) / 2
+    m = (x0 + x1) / 2
+    return trapezoid(c, x0, m, depth - 1) + trapezoid(c, m, x1, depth - 1)
+
+
+def test_int_bounds_halved_with_a_slash_are_told_to_be_passed_as_floats():
+    """``trapezoid(c, 0, 1, 2)``: the children get float midpoints.  The refusal offered
+    only ``//``, which changes the integral; it now says to pass the bound as a float when
+    it is a number on a line, and that runs."""
+    f = hpu.divide_and_conquer(trapezoid)
+    c = np.array([1.0])
+    with pytest.raises(hpu.TranslationError, match=r"top-level call passed an int there") as err:
+        f(c, 0, 1, 2)
+    assert "pass it as a float at the top-level call too (x1=1.0)" in str(err.value)
+    assert f(c, 0.0, 1.0, 2) == trapezoid(c, 0, 1, 2)
+
+
 def sorts_through_a_nested_def(a):
     def rec(x):
         if len(x) <= 1:

@@ -357,12 +357,14 @@ def test_unchecked_views_compile_as_before():
     a = np.arange(4, dtype=np.int64)
     _call(vtouch, (a, 0, 0), "cpu", {})
     program = next(iter(vtouch._programs.values()))
-    assert "hpu__vix(k, a__n, " in program.source and "hpu__vix(i, x__n, " in program.source
+    assert "hpu__vix(hpu__as_index(k), a__n, " in program.source
+    assert "hpu__vix(hpu__as_index(i), x__n, " in program.source
     assert "hpu__view_index(k, a__n)" in program.iter_source(8)
     assert "hpu__view_index(i, x__n)" in program.iter_source(8)
     plain = _codegen.core_source(program.spec, program.closure, program.layout, False)
     assert "hpu__vix(" not in plain.replace("def hpu__vix(", "")
-    assert "a[hpu__base(a__o + (k + a__n if k < 0 else k))]" in plain
+    assert ("a[hpu__base(a__o + (hpu__as_index(k) + a__n if hpu__as_index(k) < 0 "
+            "else hpu__as_index(k)))]") in plain
     it = _codegen.iter_source(program.spec, program.closure, program.layout, program.types, 8)
     assert "hpu__view_index" not in it and "a[a__o + (k + a__n if k < 0 else k)]" in it
 

@@ -628,3 +628,31 @@ def test_an_augmented_assignment_to_a_slice_updates_each_element(name, device, k
         warnings.simplefilter("ignore")
         f.run(x, 0, x.size, device=device, **kw)
     assert np.array_equal(x, ref)
+
+
+def _pick(v, idx, i):
+    return v[idx[i]]
+
+
+@hpu.divide_and_conquer
+def gather_unsigned(a, idx):
+    if len(a) <= 4:
+        s = 0
+        for i in range(len(idx)):
+            s += _pick(a, idx, i)
+        return s
+    m = len(a) // 2
+    return gather_unsigned(a[:m], idx) + gather_unsigned(a[m:], idx)
+
+
+@pytest.mark.parametrize("dtype", [np.uint64, np.uint8, np.int32])
+def test_a_view_indexed_by_an_unsigned_integer(dtype):
+    """``v[idx[i]]`` with ``idx`` a uint64 array: NumPy takes it; the view's place in its
+    base array, int64 offset plus uint64 index, was a float64 in Numba, which no array
+    takes (a TranslationError naming getitem of a float64)."""
+    a = np.array([2, 3, 5, 10, 7, 1, 4, 8], dtype=np.int64)
+    idx = np.array([0, 1, 3, 2], dtype=dtype)
+    want = gather_unsigned.py_func(a.copy(), idx)
+    assert gather_unsigned.sequential(a.copy(), idx) == want
+    assert gather_unsigned.run(a.copy(), idx, device="cpu").value == want
+    assert gather_unsigned.run(a.copy(), idx, device="gpu").value == want
