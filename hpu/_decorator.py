@@ -1266,10 +1266,13 @@ class DivideAndConquer:
         if scratch is not None:     # as the run does (_run_functional)
             return self._scratch_peak(scratch[0]._plan(o, scratch[1], {}), o, *scratch)
         if self._device_form_applies(o, converted):
-            ready = self._in_place_call(converted, o["arena"])
-            if ready is not None:           # the in-place form's breadth-first plan
-                return self._in_place_peak(ready[0]._plan(o, ready[2], {}), o, ready[3],
-                                           isinstance(_only_argument(converted), list))
+            try:
+                ready = self._in_place_call(converted, o["arena"])
+                if ready is not None:           # the in-place form's breadth-first plan
+                    return self._in_place_peak(ready[0]._plan(o, ready[2], {}), o, ready[3],
+                                               isinstance(_only_argument(converted), list))
+            except _numba_error() as err:       # as the run: its CPU path, or the plain one
+                self._not_compiled = _not_compiled_reason(self.__name__, err)
         if converted is None:
             return plain(UNTYPED_REASON.format(name=self.__name__,
                                                what=untyped_what(args, kwargs)))
@@ -1292,10 +1295,13 @@ class DivideAndConquer:
             except _numba_error() as err:
                 self._not_compiled = _not_compiled_reason(self.__name__, err)
         if self._form_instead_of_plain(o):      # as the run does (_run_functional)
-            ready = self._in_place_call(converted, o["arena"])
-            if ready is not None:
-                return self._in_place_peak(ready[0]._plan(o, ready[2], {}), o, ready[3],
-                                           isinstance(_only_argument(converted), list))
+            try:
+                ready = self._in_place_call(converted, o["arena"])
+                if ready is not None:
+                    return self._in_place_peak(ready[0]._plan(o, ready[2], {}), o, ready[3],
+                                               isinstance(_only_argument(converted), list))
+            except _numba_error() as err:
+                self._not_compiled = _not_compiled_reason(self.__name__, err)
         return plain(self._not_compiled)
 
     def options(self, **options) -> "Configured":

@@ -1119,3 +1119,58 @@ def thirds_overlapping(a):
 KWAY = {"sort3": sort3, "count4": count4}
 REWRITTEN.update(KWAY)
 KEPT["thirds_overlapping"] = ("not on consecutive slices", thirds_overlapping)
+
+
+
+def merge_to_floats(x, y):
+    out = np.empty(len(x) + len(y))     # float64, whatever the keys' dtype
+    i = j = 0
+    for t in range(len(out)):
+        if j >= len(y) or (i < len(x) and x[i] <= y[j]):
+            out[t] = x[i]
+            i += 1
+        else:
+            out[t] = y[j]
+            j += 1
+    return out
+
+
+def floats_from_ints(a):
+    """Int keys: the base case's copy is int, the merge's float64: Python mixes them,
+    Numba cannot unify the two array types."""
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    return merge_to_floats(floats_from_ints(a[:m]), floats_from_ints(a[m:]))
+
+
+def merge3_to_floats(x, y, z):
+    X = np.empty(len(x) + 1)
+    Y = np.empty(len(y) + 1)
+    for i in range(len(x)):
+        X[i] = x[i]
+    for i in range(len(y)):
+        Y[i] = y[i]
+    X[len(x)] = float("inf")
+    Y[len(y)] = float("inf")
+    out = np.empty(len(x) + len(y) + len(z))
+    i = j = k = 0
+    for t in range(len(out)):
+        if k < len(z) and z[k] < X[i] and z[k] < Y[j]:
+            out[t] = z[k]
+            k += 1
+        elif X[i] <= Y[j]:
+            out[t] = X[i]
+            i += 1
+        else:
+            out[t] = Y[j]
+            j += 1
+    return out
+
+
+def floats_from_ints3(a):
+    if len(a) <= 1:
+        return a.copy()
+    t = (len(a) + 2) // 3
+    return merge3_to_floats(floats_from_ints3(a[:t]), floats_from_ints3(a[t:2 * t]),
+                            floats_from_ints3(a[2 * t:]))

@@ -911,3 +911,18 @@ def test_a_k_way_plan_predicts_the_peak_memory_the_run_measures():
         run = f.run(x, device="gpu", memory=True)
     assert run.plan == plan and run.fallbacks == []
     assert abs(run.peak_memory / plan.peak_memory - 1) <= 0.20, (run.peak_memory, plan)
+
+
+@pytest.mark.parametrize("fn", [ex.floats_from_ints, ex.floats_from_ints3])
+def test_a_plan_where_numba_cannot_type_the_function_is_the_plain_ones(fn):
+    """Int keys, a float64 merge: Numba cannot unify the base case's int array with the
+    merge's; the run gives the plain function's answer and says why, and the plan said so
+    too (it raised Numba's TypingError)."""
+    f = hpu.divide_and_conquer(fn)
+    x = np.array([5, 3, 9, 1, 7], dtype=np.int32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        plan = f.plan(x, device="gpu")
+        run = f.run(x, device="gpu")
+    assert "Numba cannot compile" in plan.device_reason
+    assert same(run.value, fn(x.copy())) and "Numba cannot compile" in run.fallbacks[0]
