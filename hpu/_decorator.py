@@ -183,6 +183,7 @@ class DivideAndConquer:
         self._dps = None            # (DivideAndConquer | None, Rewritten | reason): _in_place
         self._dead: frozenset = frozenset()   # hpu's own scratch parameters (Snapshot.dead)
         self._scratch_fits: dict = {}   # argument kinds -> the scratch form takes them
+        self._in_place_fit: dict = {}   # argument kinds -> the in-place form's stores fit
         self._pending = False       # a helper defined after the function: _settle
         # the module constants it reads, as they were when it was decorated (_as_called)
         self._constant_refs = _constant_refs(fn)
@@ -791,6 +792,12 @@ class DivideAndConquer:
                 if why.span is None else
                 f"its arguments are not a 1-D NumPy array of numbers and int bounds "
                 f"0 <= {why.span[1]} < {why.span[2]} <= len({why.span[0]})")
+        if dc is not None and getattr(self, "_in_place_misfit", False):
+            why = ("its device form stores the combine's scratch values into its result's "
+                   "buffer of a narrower dtype (float64 scratch, `np.empty(n)`, merged into "
+                   "an int result: NumPy converts each value, which the device form "
+                   "refuses); give the scratch the keys' dtype (np.empty(n, x.dtype)) to run "
+                   "it on the device")
         if self._scratch_form is not None and getattr(self, "_scratch_misfit", False):
             # the carved form applies to the function, not to these arrays
             why = ("its carved form's buffers cannot give these arrays their values back "
@@ -870,10 +877,31 @@ class DivideAndConquer:
                                  dtype if dt is None else dt) for width, dt in rw.scratch)
         flag = (np.array([0, arena, 0], np.int64),) if rw.arena else ()
         buf = np.empty(2 * x.size, dtype)
-        if rw.span is None:
-            return dc, rw, (x, buf, 0, 0, *scratch, *flag), x
-        # the span form: the result of [lo, hi) at [lo, hi) of the buffer's halves
-        return dc, rw, (x, lo, hi, buf, lo, 0, *scratch, *flag), x
+        call = ((x, buf, 0, 0, *scratch, *flag) if rw.span is None
+                # the span form: the result of [lo, hi) at [lo, hi) of the buffer's halves
+                else (x, lo, hi, buf, lo, 0, *scratch, *flag))
+        return (dc, rw, call, x) if self._in_place_fits(dc, call) else None
+
+    def _in_place_fits(self, dc, call) -> bool:
+        """Whether the in-place form's stores fit its buffers' dtypes for this call: a
+        combine that merges through float64 scratch (``tmp = np.empty(len(x) + len(y))``)
+        into an int result stores floats into ints -- NumPy converts each, the breadth-first
+        path refuses (:func:`hpu._guard.check_array_fit`) -- so the CPU path runs, as
+        written, and :meth:`_device_reason` says why.  Decided once per kind of arguments."""
+        from hpu._guard import check_array_fit
+
+        key = tuple(v.dtype.str if isinstance(v, np.ndarray) else type(v).__name__
+                    for v in call)
+        fits = self._in_place_fit.get(key)
+        if fits is None:
+            try:
+                check_array_fit(dc._parse(), dc._resolve(), dc._check_args(call, {}))
+                fits = True
+            except ArrayMismatchError:
+                fits = False
+            self._in_place_fit[key] = fits
+        self._in_place_misfit = not fits
+        return fits
 
     def _result_dtype(self, rw, args):
         """The dtype of the array (or list) Numba's typing gives the function's result for

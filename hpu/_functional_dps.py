@@ -283,7 +283,8 @@ def _mentions(node, names) -> bool:
 
 def _else_lifted(stmts, name: str) -> list:
     """``stmts`` with a last ``if base: return ... else: <the recursion>`` read as the guard
-    ``if base: return ...`` followed by the recursion; so is a last ``return base if test
+    ``if base: return ...`` followed by the recursion (``if test: <the recursion> else:
+    return ...`` as the guard ``if not test``); so is a last ``return base if test
     else <the recursion>`` (or ``return <the recursion> if test else base``, the guard
     ``if not test``), the one-line form of published quicksorts."""
     body = list(stmts)
@@ -292,6 +293,14 @@ def _else_lifted(stmts, name: str) -> list:
             and not _self_calls(ast.Module(body[-1].body, []), name)):
         last = body.pop()
         body += [ast.copy_location(ast.If(last.test, last.body, []), last), *last.orelse]
+    elif (body and isinstance(body[-1], ast.If) and body[-1].orelse
+          and not _self_calls(body[-1].test, name)
+          and not _self_calls(ast.Module(body[-1].orelse, []), name)
+          and isinstance(body[-1].orelse[-1], ast.Return)):
+        # `if len(a) > 1: <the recursion> else: return a.copy()`: the guard `if not test`
+        last = body.pop()
+        guard = ast.If(ast.UnaryOp(ast.Not(), last.test), last.orelse, [])
+        body += [ast.fix_missing_locations(ast.copy_location(guard, last)), *last.body]
     elif (body and isinstance(body[-1], ast.Return) and isinstance(body[-1].value, ast.IfExp)
           and not _self_calls(body[-1].value.test, name)):
         last = body.pop()

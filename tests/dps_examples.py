@@ -1174,3 +1174,49 @@ def floats_from_ints3(a):
     t = (len(a) + 2) // 3
     return merge3_to_floats(floats_from_ints3(a[:t]), floats_from_ints3(a[t:2 * t]),
                             floats_from_ints3(a[2 * t:]))
+
+
+def merge2_into(dst, p, q):
+    i = j = 0
+    for t in range(len(p) + len(q)):
+        if j >= len(q) or (i < len(p) and p[i] <= q[j]):
+            dst[t] = p[i]
+            i += 1
+        else:
+            dst[t] = q[j]
+            j += 1
+
+
+def merge3_through_floats(x, y, z):
+    tmp = np.empty(len(x) + len(y))         # NumPy's default dtype: float64
+    merge2_into(tmp, x, y)
+    out = np.empty(len(x) + len(y) + len(z), x.dtype)
+    i = j = 0
+    for t in range(len(out)):
+        if j >= len(z) or (i < len(tmp) and tmp[i] <= z[j]):
+            out[t] = tmp[i]
+            i += 1
+        else:
+            out[t] = z[j]
+            j += 1
+    return out
+
+
+def sort3_through_floats(a):
+    if len(a) <= 1:
+        return a.copy()
+    t = (len(a) + 2) // 3
+    return merge3_through_floats(sort3_through_floats(a[:t]), sort3_through_floats(a[t:2 * t]),
+                                 sort3_through_floats(a[2 * t:]))
+
+
+def sort_recursion_first(a):
+    """The recursion in the ``if``, the base case in the ``else``."""
+    if len(a) > 1:
+        m = len(a) // 2
+        return merge_float(sort_recursion_first(a[:m]), sort_recursion_first(a[m:]))
+    else:
+        return a.copy()
+
+
+REWRITTEN["sort_recursion_first"] = sort_recursion_first

@@ -36,7 +36,8 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
           "count_scratch": np.int32, "sort_right_first": np.int64, "sort_inline_n": np.float32,
           "sort_inline_like": np.int16, "sort_as_floats": np.int32, "sort_square": np.int64,
           "sort_positives": np.int64, "sort_short": np.float64, "sort_one": np.float32,
-          "sort_oneline": np.int32, "sort3": np.float64, "count4": np.int32}
+          "sort_oneline": np.int32, "sort3": np.float64, "count4": np.int32,
+          "sort_recursion_first": np.float64}
 
 
 def decorated(name):
@@ -926,3 +927,35 @@ def test_a_plan_where_numba_cannot_type_the_function_is_the_plain_ones(fn):
         run = f.run(x, device="gpu")
     assert "Numba cannot compile" in plan.device_reason
     assert same(run.value, fn(x.copy())) and "Numba cannot compile" in run.fallbacks[0]
+
+
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
+def test_float_scratch_merged_into_int_keys_keeps_the_cpu_and_says_why(device, alpha, y):
+    """A combine merging through ``np.empty(n)`` (float64) into an int result: NumPy
+    converts each value back; the device form's check refused it with an error naming
+    hpu's buffers.  The CPU path runs it as written and says why; float keys run on the
+    device."""
+    f = hpu.divide_and_conquer(ex.sort3_through_floats)
+    ints = np.random.default_rng(4).integers(-1000, 1000, 4099)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        run = f.run(ints, **options(device, alpha, y))
+        assert "narrower dtype" in f.plan(ints, **options(device, alpha, y)).device_reason
+    assert same(run.value, ex.sort3_through_floats(ints.copy()))
+    assert run.gpu_tasks == 0 and "narrower dtype" in run.fallbacks[0]
+    floats = ints.astype(np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        run = f.run(floats, **options(device, alpha, y))
+    assert same(run.value, ex.sort3_through_floats(floats.copy()))
+    assert run.fallbacks == [] and run.gpu_tasks > 0
+
+
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
+def test_the_recursion_in_the_if_and_the_base_case_in_the_else_runs_on_the_device(device, alpha,
+                                                                                  y):
+    for n in (1, 2, 5, 4099):
+        x = np.random.default_rng(n).standard_normal(n)
+        run = check("sort_recursion_first", x, device, alpha, y)
+        if n == 4099:
+            assert run.gpu_tasks > 0
