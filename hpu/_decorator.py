@@ -2438,7 +2438,10 @@ def _kind_key(v):
 
 def _check_value(fname: str, p: str, v, spec, written: bool, write_line):
     where = f"{fname}(): parameter {p!r}"
-    if isinstance(v, (list, tuple)) and (p in spec.indexed or any(p == w[0] for w in (spec.views or ()))):
+    if isinstance(v, (list, tuple)) and (p in spec.indexed or p in spec.passthrough
+                                         or any(p == w[0] for w in (spec.views or ()))):
+        # (a list the function only passes down, or measures, is one array too: nothing
+        # reads its items, so the conversion cannot show)
         v = _list_argument(where, fname, p, v, written, write_line)
     if isinstance(v, np.ndarray):
         if v.ndim == 0:

@@ -806,6 +806,8 @@ def _describe_nesting(stmt, call) -> tuple[str, str]:
         return False
 
     walk(stmt, [])
+    # a loop or a condition first, wherever it is: naming the calls inside a return that
+    # sits in an `if` would leave them in the `if` (the advice would be refused in turn)
     for n in reversed(path):
         if isinstance(n, (ast.For, ast.While)):
             return ("a recursive call inside a loop",
@@ -814,7 +816,10 @@ def _describe_nesting(stmt, call) -> tuple[str, str]:
         if isinstance(n, (ast.If, ast.IfExp)):
             return ("a recursive call inside a condition",
                     "write the base case as a guard `if COND: ...; return` first, then the "
-                    "divide and the calls unindented after it")
+                    "divide and the calls unindented after it; where the branches make the "
+                    "same calls, make them once before the `if` (`s1 = f(...)`, "
+                    "`s2 = f(...)`) and use the names in each branch")
+    for n in reversed(path):
         if isinstance(n, ast.Return):
             return ("a recursive call inside a return",
                     "assign each call's result to a name (`s1 = f(...)`, `s2 = f(...)`) "

@@ -234,8 +234,8 @@ def unfit_list(v) -> str | None:
         return f"{what} that no NumPy number array holds (ints beyond 64 bits, or not numbers)"
     if arr.dtype.kind == "b":
         return f"{what} of bools"
-    if arr.dtype.kind == "f" and not any(isinstance(e, (float, np.floating)) for e in v):
-        return f"{what} of ints beyond int64, which NumPy would round to floats"
+    if beyond_int64(v):
+        return f"{what} holding ints beyond int64, which no int64 holds"
     return None
 
 
@@ -915,9 +915,18 @@ def _as_list(v):
     if not v:
         return UNTYPED
     kinds = set(map(type, v))
-    if not all(issubclass(k, _NUMBER) for k in kinds):
+    if not all(issubclass(k, _NUMBER) for k in kinds) or beyond_int64(v):
         return UNTYPED
     return v if len(kinds) == 1 else np.asarray(v).tolist()
+
+
+def beyond_int64(v) -> bool:
+    """Whether the list (or tuple) ``v`` holds an int no int64 holds (``2**63``): Numba
+    types a list's ints as int64 (a first item past it as uint64, and then cannot unbox
+    the rest), NumPy makes such a list uint64 or float64 (rounded); only the plain
+    function answers exactly."""
+    return any(isinstance(e, (int, np.integer)) and not isinstance(e, (bool, np.bool_))
+               and not -2**63 <= int(e) < 2**63 for e in v)
 
 
 class _Untyped:
@@ -934,6 +943,8 @@ def convert_arguments(args, kwargs, lists: bool = False):
     arrays, or, for a function that builds lists (``lists``), as lists (:func:`_as_list`).
     Returns None when a list is one Numba cannot type: the caller runs the plain
     function."""
+    if any(type(v) in (list, tuple) and beyond_int64(v) for v in (*args, *kwargs.values())):
+        return None
     if not lists:
         return (tuple(list_to_array(a) for a in args),
                 {k: list_to_array(v) for k, v in kwargs.items()})
@@ -944,13 +955,16 @@ def convert_arguments(args, kwargs, lists: bool = False):
     return out_args, out_kwargs
 
 
-UNTYPED_REASON = ("{name} builds Python lists and was given {what}, which Numba cannot "
-                  "type (a list's type is its first item's): the plain Python function runs")
+UNTYPED_REASON = ("{name} was given {what}, which Numba cannot type exactly (a list's type "
+                  "is its first item's; no Numba integer holds an int past int64): the plain "
+                  "Python function runs")
 
 
 def untyped_what(args, kwargs) -> str:
     """Which argument :func:`convert_arguments` could not convert, in words."""
     for v in (*args, *kwargs.values()):
+        if type(v) in (list, tuple) and beyond_int64(v):
+            return f"a {type(v).__name__} holding an int past int64"
         if type(v) is list and _as_list(v) is UNTYPED:
             return "an empty list" if not v else "a list that is not of numbers"
     return "an argument"

@@ -345,6 +345,65 @@ def test_a_list_of_bools_or_huge_ints_runs_the_plain_function(device, items):
     assert run.device == "python" and "plain Python function ran" in run.reason
 
 
+@hpu.divide_and_conquer
+def list_quicksort(arr):
+    if len(arr) <= 1:
+        return arr
+    pivot = arr[len(arr) // 2]
+    left = [x for x in arr if x < pivot]
+    middle = [x for x in arr if x == pivot]
+    right = [x for x in arr if x > pivot]
+    return list_quicksort(left) + middle + list_quicksort(right)
+
+
+@hpu.divide_and_conquer
+def msort_defaults(a, lo=0, hi=None):
+    if hi is None:
+        hi = len(a)
+    if hi - lo <= 1:
+        return
+    mid = (lo + hi) // 2
+    msort_defaults(a, lo, mid)
+    msort_defaults(a, mid, hi)
+    left = a[lo:mid].copy()
+    right = a[mid:hi].copy()
+    i = j = 0
+    k = lo
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            a[k] = left[i]
+            i += 1
+        else:
+            a[k] = right[j]
+            j += 1
+        k += 1
+    while i < len(left):
+        a[k] = left[i]
+        i += 1
+        k += 1
+    while j < len(right):
+        a[k] = right[j]
+        j += 1
+        k += 1
+
+
+@pytest.mark.parametrize("items", [[2**63, 1, 0, 5], [2**64 - 35, 33, -14, 20],
+                                   [5, 2**63 + 1, -3, 2.5]])
+def test_ints_past_int64_in_a_list_built_or_sorted_in_place_give_pythons_answer(items):
+    """A list-building quicksort crashed in Numba ("can't unbox heterogeneous list: uint64
+    != int64"), and an in-place sort of the caller's list wrote rounded floats into it;
+    both run the plain function now, exactly, and say why."""
+    want = list_quicksort.py_func(list(items))
+    got = list_quicksort(list(items))
+    assert got == want and [type(v) for v in got] == [type(v) for v in want]
+    run = list_quicksort.run(list(items), device="cpu")
+    assert run.value == want and "int past int64" in run.reason
+    mine, theirs = list(items), list(items)
+    msort_defaults.py_func(theirs)
+    assert msort_defaults(mine) is None
+    assert mine == theirs and [type(v) for v in mine] == [type(v) for v in theirs]
+
+
 def test_a_list_of_small_ints_still_runs_compiled():
     run = halves_max.run([4, -2, 9, 1], device="cpu")
     assert run.value == 9 and run.device == "cpu"

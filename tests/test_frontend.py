@@ -883,3 +883,51 @@ def test_a_nested_def_and_mutual_recursion_are_refused_at_decoration_in_their_wo
     with pytest.raises(hpu.TranslationError, match=r"calls other_half\(\), which calls "
                                                    r"half_through_other back \(mutual"):
         hpu.divide_and_conquer(half_through_other)
+
+
+def power_in_branches(x, n):
+    if n == 0:
+        return 1
+    if n % 2 == 0:
+        return power_in_branches(x, n // 2) * power_in_branches(x, n // 2)
+    return x * power_in_branches(x, n // 2) * power_in_branches(x, n // 2)
+
+
+def power_named_once(x, n):
+    if n == 0:
+        return 1
+    s1 = power_named_once(x, n // 2)
+    s2 = power_named_once(x, n // 2)
+    if n % 2 == 0:
+        return s1 * s2
+    return x * s1 * s2
+
+
+def test_calls_in_a_return_inside_an_if_are_named_as_a_condition_with_advice_that_works():
+    """The refusal said "inside a return: assign each call's result to a name", and the
+    rewrite it asked for was refused in turn ("inside a condition"); it now names the
+    condition, and its advice (the calls once, before the if) runs."""
+    with pytest.raises(hpu.TranslationError, match="a recursive call inside a condition") as err:
+        hpu.divide_and_conquer(power_in_branches)
+    assert "make them once before the `if`" in str(err.value)
+    f = hpu.divide_and_conquer(power_named_once)
+    assert f(3, 13) == 3 ** 13 == power_in_branches(3, 13)
+    assert f.run(3, 13, device="cpu").value == 3 ** 13
+
+
+def height(a, lo, hi):
+    if lo >= hi:
+        return 0
+    mid = (lo + hi) // 2
+    return 1 + max(height(a, lo, mid), height(a, mid + 1, hi))
+
+
+def test_a_list_the_function_only_passes_down_is_taken():
+    """A list for a parameter the function never indexes (it only passes it down): Python
+    runs it; hpu asked for np.asarray.  It is converted as an indexed list is: nothing
+    reads its items."""
+    f = hpu.divide_and_conquer(height)
+    x = [5, 3, 8, 1, 9, 2, 7]
+    assert f(x, 0, len(x) - 1) == height(list(x), 0, len(x) - 1) == 3
+    assert f.run(x, 0, len(x) - 1, device="cpu").value == 3
+    assert x == [5, 3, 8, 1, 9, 2, 7]
