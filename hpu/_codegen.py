@@ -98,7 +98,7 @@ from hpu._checked_ops import SITE_BITS, site_token
 from hpu._frontend import Closure, DCSpec, Helper, check_array_params
 from hpu._guard import NATIVE_DEPTH
 from hpu._reductions import EMPTY_MESSAGES, REDUCE_FIRST, REDUCE_PAIR
-from hpu._views import SLICE_COPY, VIEW_INDEX, display, view_index
+from hpu._views import SLICE_COPY, VIEW_INDEX, display, view_index, wrapped_index
 
 __all__ = [
     "Layout", "Types", "DEFAULT_DEPTH", "make_layout", "core_source", "cpu_source", "iter_source",
@@ -245,18 +245,8 @@ class _Checked(ast.NodeTransformer):
             # base[offset + wrap(i)]: never negative for an index of the view, so unsigned
             # (Numba would test it for a negative index once more); an unsigned i as an
             # int64 (hpu._guard.base_index, as_index)
-            i = self.visit(copy.deepcopy(mark.index))
-            k = i.value if isinstance(i, ast.Constant) and type(i.value) is int else None
-            n = self.visit(copy.deepcopy(mark.length))
-            if k is not None and k >= 0:
-                idx = i
-            elif k is not None:
-                idx = ast.BinOp(n, ast.Sub(), ast.Constant(-k))
-            else:
-                def ii():
-                    return ast.Call(ast.Name("hpu__as_index", ast.Load()), [copy.deepcopy(i)], [])
-                idx = ast.IfExp(ast.Compare(ii(), [ast.Lt()], [ast.Constant(0)]),
-                                ast.BinOp(ii(), ast.Add(), n), ii())
+            idx = wrapped_index(self.visit(copy.deepcopy(mark.index)),
+                                self.visit(copy.deepcopy(mark.length)), "hpu__as_index")
             off = self.visit(copy.deepcopy(mark.offset))
             node.slice = ast.Call(ast.Name("hpu__base", ast.Load()),
                                   [ast.BinOp(off, ast.Add(), idx)], [])

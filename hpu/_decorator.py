@@ -1283,7 +1283,6 @@ class DivideAndConquer:
         cannot type, code it cannot compile), a plan that says so."""
         from hpu._functional import (UNTYPED_REASON, convert_arguments, quiet_reflection,
                                      untyped_what)
-        from hpu._functional_plan import FunctionalPlan
 
         def plain(reason):
             return self._one_call_plan(o, "python", args, kwargs, reason)

@@ -1317,7 +1317,7 @@ def _rewrite_slices(dc) -> Rewritten:
             f"its {len(calls)} recursive calls are not on consecutive slices of {a} "
             "(a[:e1], a[e1:e2], ..., a[ek:], each bound as the slice before it ends)")
     k_ways = len(pieces)
-    (i1, n1, lo1, up1), (i2, n2, lo2, up2) = pieces[0], pieces[1]
+    n1, n2 = pieces[0][1], pieces[1][1]     # the first two children's result names
     at_of = {p[0]: j for j, p in enumerate(pieces)}     # statement -> piece
     last = max(at_of)
     results = {p[1][0] for p in pieces}

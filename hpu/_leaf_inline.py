@@ -55,11 +55,7 @@ _PURE_CALLS = frozenset({"len", "min", "max", "abs", "int", "float", "bool"})
 _FORBIDDEN = (ast.Try, ast.With, ast.AsyncWith, ast.Lambda, ast.ListComp, ast.SetComp,
               ast.DictComp, ast.GeneratorExp, ast.FunctionDef, ast.AsyncFunctionDef,
               ast.ClassDef, ast.Global, ast.Nonlocal, ast.Yield, ast.YieldFrom, ast.Await,
-              ast.Delete, ast.NamedExpr)
-try:  # Python 3.11+
-    _FORBIDDEN = _FORBIDDEN + (ast.TryStar,)
-except AttributeError:  # pragma: no cover
-    pass
+              ast.Delete, ast.NamedExpr, ast.TryStar)
 
 
 def _assigned(nodes) -> set[str]:
@@ -239,8 +235,7 @@ def inline_leaves(tree: ast.FunctionDef, name: str, arrays=()) -> ast.FunctionDe
                 if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
                     new = []
                     for s in block:
-                        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                                          ast.Lambda)):
+                        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                             new.append(s)
                             continue
                         self.generic_visit(s)

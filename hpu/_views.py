@@ -211,6 +211,25 @@ def _located(node, like):
 
 # --------------------------------------------------------------------------- classification
 
+def wrapped_index(i, n, as_index=None):
+    """A view's index ``i`` wrapped as NumPy does against its length ``n``: ``i`` itself
+    for a constant ``k >= 0``, ``n - k`` for ``-k``, else ``i + n if i < 0 else i``; each
+    use of ``i`` passed through ``as_index`` (a function name) when given (the CPU
+    modules' unsigned index, :class:`hpu._codegen._Checked`)."""
+    k = _int_const(i)
+    if k is not None and k >= 0:
+        return i
+    if k is not None:
+        return _sub(n, _c(-k))
+
+    def use():
+        e = copy.deepcopy(i)
+        return e if as_index is None else ast.Call(ast.Name(as_index, ast.Load()), [e], [])
+
+    return ast.IfExp(test=ast.Compare(left=use(), ops=[ast.Lt()], comparators=[_c(0)]),
+                     body=_add(use(), copy.deepcopy(n)), orelse=use())
+
+
 def _is_slice(node) -> bool:
     return isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice)
 
@@ -503,16 +522,8 @@ class _Rewriter(ast.NodeTransformer):
         view = self.view_of(node.value)
         self._pure(node.slice, node, "an index of a view")
         i = self.visit(node.slice)
-        k = _int_const(i)
-        if k is not None and k >= 0:
-            idx = i
-        elif k is not None:
-            idx = _sub(view.n(), _c(-k))
-        else:
-            idx = ast.IfExp(test=ast.Compare(left=i, ops=[ast.Lt()], comparators=[_c(0)]),
-                            body=_add(copy.deepcopy(i), view.n()), orelse=copy.deepcopy(i))
         out = ast.Subscript(value=ast.Name(id=view.base, ctx=ast.Load()),
-                            slice=_add(view.off(), idx), ctx=node.ctx)
+                            slice=_add(view.off(), wrapped_index(i, view.n())), ctx=node.ctx)
         out.hpu_view = ViewIndex(text, _located(copy.deepcopy(i), node),
                                  _located(view.n(), node), _located(view.off(), node))
         return ast.copy_location(out, node)

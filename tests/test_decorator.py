@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import dc_examples as E
+import functional_examples
 import hpu
 
 
@@ -346,17 +347,6 @@ def test_a_list_of_bools_or_huge_ints_runs_the_plain_function(device, items):
 
 
 @hpu.divide_and_conquer
-def list_quicksort(arr):
-    if len(arr) <= 1:
-        return arr
-    pivot = arr[len(arr) // 2]
-    left = [x for x in arr if x < pivot]
-    middle = [x for x in arr if x == pivot]
-    right = [x for x in arr if x > pivot]
-    return list_quicksort(left) + middle + list_quicksort(right)
-
-
-@hpu.divide_and_conquer
 def msort_defaults(a, lo=0, hi=None):
     if hi is None:
         hi = len(a)
@@ -393,10 +383,11 @@ def test_ints_past_int64_in_a_list_built_or_sorted_in_place_give_pythons_answer(
     """A list-building quicksort crashed in Numba ("can't unbox heterogeneous list: uint64
     != int64"), and an in-place sort of the caller's list wrote rounded floats into it;
     both run the plain function now, exactly, and say why."""
-    want = list_quicksort.py_func(list(items))
-    got = list_quicksort(list(items))
+    qsort = functional_examples.qsort           # the textbook quicksort on lists
+    want = qsort.py_func(list(items))
+    got = qsort(list(items))
     assert got == want and [type(v) for v in got] == [type(v) for v in want]
-    run = list_quicksort.run(list(items), device="cpu")
+    run = qsort.run(list(items), device="cpu")
     assert run.value == want and "int past int64" in run.reason
     mine, theirs = list(items), list(items)
     msort_defaults.py_func(theirs)
