@@ -284,11 +284,22 @@ def _mentions(node, names) -> bool:
 def _else_lifted(stmts, name: str) -> list:
     """``stmts`` with a last ``if base: return ... else: <the recursion>`` read as the guard
     ``if base: return ...`` followed by the recursion (``if test: <the recursion> else:
-    return ...`` as the guard ``if not test``); so is a last ``return base if test
+    return ...`` as the guard ``if not test``, and so ``if test: <the recursion>`` followed
+    by a last ``return ...``); so is a last ``return base if test
     else <the recursion>`` (or ``return <the recursion> if test else base``, the guard
     ``if not test``), the one-line form of published quicksorts."""
     body = list(stmts)
-    if (body and isinstance(body[-1], ast.If) and body[-1].orelse
+    if (len(body) >= 2 and isinstance(body[-2], ast.If) and not body[-2].orelse
+            and body[-2].body and isinstance(body[-2].body[-1], ast.Return)
+            and not _self_calls(body[-2].test, name)
+            and _self_calls(ast.Module(body[-2].body, []), name)
+            and isinstance(body[-1], ast.Return) and not _self_calls(body[-1], name)):
+        # `if len(a) > 1: <the recursion, returning>` then `return a.copy()`: the guard
+        # `if not test: return a.copy()`, then the recursion
+        last, rec = body.pop(), body.pop()
+        guard = ast.If(ast.UnaryOp(ast.Not(), rec.test), [last], [])
+        body += [ast.fix_missing_locations(ast.copy_location(guard, rec)), *rec.body]
+    elif (body and isinstance(body[-1], ast.If) and body[-1].orelse
             and not _self_calls(body[-1].test, name)
             and not _self_calls(ast.Module(body[-1].body, []), name)):
         last = body.pop()

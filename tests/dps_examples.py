@@ -1220,3 +1220,16 @@ def sort_recursion_first(a):
 
 
 REWRITTEN["sort_recursion_first"] = sort_recursion_first
+
+
+def sort_recursion_then_base(a):
+    """The recursion in an ``if`` with no ``else``, the base case after it."""
+    if len(a) > 1:
+        m = len(a) // 2
+        left = sort_recursion_then_base(a[:m])
+        right = sort_recursion_then_base(a[m:])
+        return merge_float(left, right)
+    return a.copy()
+
+
+REWRITTEN["sort_recursion_then_base"] = sort_recursion_then_base

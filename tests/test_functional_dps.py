@@ -37,7 +37,7 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
           "sort_inline_like": np.int16, "sort_as_floats": np.int32, "sort_square": np.int64,
           "sort_positives": np.int64, "sort_short": np.float64, "sort_one": np.float32,
           "sort_oneline": np.int32, "sort3": np.float64, "count4": np.int32,
-          "sort_recursion_first": np.float64}
+          "sort_recursion_first": np.float64, "sort_recursion_then_base": np.float64}
 
 
 def decorated(name):
@@ -951,11 +951,13 @@ def test_float_scratch_merged_into_int_keys_keeps_the_cpu_and_says_why(device, a
     assert run.fallbacks == [] and run.gpu_tasks > 0
 
 
-@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
-def test_the_recursion_in_the_if_and_the_base_case_in_the_else_runs_on_the_device(device, alpha,
-                                                                                  y):
+@pytest.mark.parametrize("name, device, alpha, y", [
+    ("sort_recursion_first", "gpu", None, None), ("sort_recursion_first", "hybrid", 0.5, 2),
+    ("sort_recursion_then_base", "hybrid", 0.25, 1)])
+def test_the_recursion_in_the_if_and_the_base_case_after_it_runs_on_the_device(name, device,
+                                                                                alpha, y):
     for n in (1, 2, 5, 4099):
         x = np.random.default_rng(n).standard_normal(n)
-        run = check("sort_recursion_first", x, device, alpha, y)
+        run = check(name, x, device, alpha, y)
         if n == 4099:
             assert run.gpu_tasks > 0
