@@ -994,7 +994,7 @@ class DivideAndConquer:
         its arena, or its list result was not as long as its slice (the checks
         :mod:`hpu._functional_dps` makes at run time); ``flag`` the arena's ``[what,
         arena, needed]``."""
-        from hpu._functional_dps import LIST_LENGTH, PIECES_ORDER
+        from hpu._functional_dps import CONCAT_LENGTH, LIST_LENGTH, PIECES_ORDER
         from hpu._functional_partition import PIECES_LENGTH
 
         need = int(flag[2])
@@ -1010,6 +1010,11 @@ class DivideAndConquer:
                     "or pieces that overlap or leave values out; the device form keeps each "
                     "result as long as its input); the call was redone on the CPU, where "
                     "the function runs as written")
+        if flag[0] == CONCAT_LENGTH:
+            return (f"a task of {self.__name__}'s device form concatenated pieces of another "
+                    "length together than its two children's (the device form keeps each "
+                    "result as long as its slice); the call was redone on the CPU, where the "
+                    "function runs as written")
         if flag[0] == LIST_LENGTH:
             return (f"a task of {self.__name__}'s device form built a list of another length "
                     "than its two children's together (the device form keeps each result as "

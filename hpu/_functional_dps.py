@@ -406,6 +406,7 @@ def _helper_into(h, arrays: tuple[int, ...], used: set):
     listed = len(kids) == 2 and _list_result(node, kids[0], kids[1], h)
     if listed:
         nps = nps | {LISTED}
+    joined = not listed and _concatenated_returns(node, nps, kids)
     allocs = [(i, _alloc(s, nps)) for i, s in enumerate(node.body)]
     allocs = [(i, x) for i, x in allocs if x is not None]
     returned = {_split_result(r.value)[0].id for r in ast.walk(node)
@@ -475,7 +476,7 @@ def _helper_into(h, arrays: tuple[int, ...], used: set):
     new.args.args.append(ast.arg(out))
     for sc in scratch:
         new.args.args += [ast.arg(sc.buf), ast.arg(sc.at)]
-    checked = listed or any(sc.width is None for sc in scratch)
+    checked = listed or joined or any(sc.width is None for sc in scratch)
     if checked:
         new.args.args.append(ast.arg(ARENA))
     ast.copy_location(new, node)
@@ -613,8 +614,9 @@ LISTED = "hpu_np"
 #: list result was not as long as the two children's together
 ARENA_OVERFLOW, LIST_LENGTH = 1, 2
 #: ... a k-way split's slices overlapped (``a[e1:e2]`` with ``e2 < e1``); (3 is
-#: :data:`hpu._functional_partition.PIECES_LENGTH`)
-PIECES_ORDER = 4
+#: :data:`hpu._functional_partition.PIECES_LENGTH`); a concatenated result was not as long
+#: as the two children's together
+PIECES_ORDER, CONCAT_LENGTH = 4, 5
 
 
 def _bail(flag: int, where):
@@ -774,6 +776,93 @@ def _list_result(node, p: str, q: str, h) -> bool:
                                     "it returns")
     ast.fix_missing_locations(node)
     return True
+
+
+#: what joins a combine's pieces: ``np.concatenate((out[:k], left[i:], right[j:]))``
+_JOINS = ("concatenate", "hstack")
+
+
+def _concatenated_returns(node, nps, kids) -> bool:
+    """``return np.concatenate((out[:k], left[i:], right[j:]))`` (``np.hstack``, a list
+    of the pieces, scalars after it in a tuple), with ``out`` the combine's top-level
+    allocation of its children's dtype (or NumPy's float64): rewritten in place (``node``)
+    to write each later piece after the prefix, in order, and ``return out``.  The pieces
+    are evaluated once, as Python evaluates them; their length together is checked first:
+    one other than ``len(out)`` sets the flag (:data:`CONCAT_LENGTH`) and returns, and the
+    call is redone on the CPU as written.  Returns whether any return was rewritten."""
+    allocs = set()
+    for st in node.body:
+        a = _alloc(st, nps)
+        if a is not None:
+            dtype = _dtype_arg(st.value) if isinstance(st.value, ast.Call) else None
+            if dtype is None or (isinstance(dtype, ast.Attribute) and dtype.attr == "dtype"
+                                 and _is_name(dtype.value) and dtype.value.id in kids):
+                allocs.add(a[0])
+    seq = iter(range(1_000_000))
+
+    def joined(e):
+        """``(out, k, [pieces])`` of ``np.concatenate((out[:k], ...))``, else None."""
+        if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute)
+                and _is_name(e.func.value) and e.func.value.id in nps
+                and e.func.attr in _JOINS and len(e.args) == 1 and not e.keywords
+                and isinstance(e.args[0], (ast.Tuple, ast.List)) and len(e.args[0].elts) > 1):
+            return None
+        first, *pieces = e.args[0].elts
+        if not (isinstance(first, ast.Subscript) and _is_name(first.value)
+                and first.value.id in allocs and isinstance(first.slice, ast.Slice)
+                and first.slice.step is None
+                and (first.slice.lower is None or (isinstance(first.slice.lower, ast.Constant)
+                                                   and first.slice.lower.value == 0))):
+            return None
+        out = first.value.id
+        if any(_mentions(x, {out}) or isinstance(x, ast.Starred) for x in pieces):
+            return None
+        return out, first.slice.upper, pieces
+
+    class Join(ast.NodeTransformer):
+        def visit_Return(self, st):
+            if st.value is None:
+                return st
+            arr, scalars = _split_result(st.value)
+            found = joined(arr)
+            if found is None:
+                return st
+            out, upper, pieces = found
+            k = next(seq)
+            at, vs = f"hpu_c{k}", [f"hpu_v{k}_{t}" for t in range(len(pieces))]
+            src = f"{at} = len({out})\n" if upper is None else (
+                f"{at} = 0\n"
+                f"if {at} < 0:\n    {at} = {at} + len({out})\n"
+                f"if {at} < 0:\n    {at} = 0\n"
+                f"if {at} > len({out}):\n    {at} = len({out})\n")
+            src += "".join(f"{v} = 0\n" for v in vs)
+            total = " + ".join([at, *(f"len({v})" for v in vs)])
+            src += f"if {total} != len({out}):\n    pass\n"
+            src += "".join(f"for hpu_j{k}_{t} in range(len({v})):\n"
+                           f"    {out}[{at}] = {v}[hpu_j{k}_{t}]\n"
+                           f"    {at} = {at} + 1\n" for t, v in enumerate(vs))
+            stmts = ast.parse(src).body
+            if upper is not None:
+                stmts[0].value = upper
+            first_v = 1 if upper is None else 4
+            for t, piece in enumerate(pieces):
+                stmts[first_v + t].value = piece
+            stmts[first_v + len(pieces)].body = _bail(CONCAT_LENGTH, st)
+            arr = ast.Name(out, ast.Load())
+            st.value = ast.Tuple([arr, *scalars], ast.Load()) if scalars else arr
+            for x in stmts + [st]:
+                for n in ast.walk(x):
+                    ast.copy_location(n, st)
+            return [*stmts, st]
+
+    before = ast.dump(node)
+    body = []
+    for st in node.body:
+        got = Join().visit(st)
+        body.extend(got if isinstance(got, list) else [got])
+    node.body = body
+    ast.fix_missing_locations(node)
+    return ast.dump(node) != before
 
 
 def _loops_indexed(node, params) -> None:

@@ -1233,3 +1233,77 @@ def sort_recursion_then_base(a):
 
 
 REWRITTEN["sort_recursion_then_base"] = sort_recursion_then_base
+
+
+def merge_joined(left, right):
+    """The merge that joins what is left of each half after the merged prefix."""
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = j = k = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+        k += 1
+    return np.concatenate((out[:k], left[i:], right[j:]))
+
+
+def sort_joined(a):
+    if len(a) <= 1:
+        return a
+    mid = len(a) // 2
+    return merge_joined(sort_joined(a[:mid]), sort_joined(a[mid:]))
+
+
+def merge_count_hstack(left, right):
+    out = np.empty(len(left) + len(right), dtype=left.dtype)
+    i = j = k = c = 0
+    while i < len(left) and j < len(right):
+        if right[j] < left[i]:
+            out[k] = right[j]
+            c += len(left) - i
+            j += 1
+        else:
+            out[k] = left[i]
+            i += 1
+        k += 1
+    return np.hstack([out[0:k], left[i:], right[j:]]), c
+
+
+def count_hstack(a):
+    if len(a) < 2:
+        return a.copy(), 0
+    m = len(a) // 2
+    left, x = count_hstack(a[:m])
+    right, y = count_hstack(a[m:])
+    merged, z = merge_count_hstack(left, right)
+    return merged, x + y + z
+
+
+def merge_drops(left, right):
+    """A merge that forgets the right half's rest: shorter than its halves together."""
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = j = k = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+        k += 1
+    return np.concatenate((out[:k], left[i:]))
+
+
+def sort_drops(a):
+    if len(a) <= 1:
+        return a.copy()
+    mid = len(a) // 2
+    return merge_drops(sort_drops(a[:mid]), sort_drops(a[mid:]))
+
+
+REWRITTEN.update(sort_joined=sort_joined, count_hstack=count_hstack)
+#: a device form whose run-time check fails on some inputs
+JOINED = {"sort_drops": sort_drops}

@@ -37,12 +37,14 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
           "sort_inline_like": np.int16, "sort_as_floats": np.int32, "sort_square": np.int64,
           "sort_positives": np.int64, "sort_short": np.float64, "sort_one": np.float32,
           "sort_oneline": np.int32, "sort3": np.float64, "count4": np.int32,
-          "sort_recursion_first": np.float64, "sort_recursion_then_base": np.float64}
+          "sort_recursion_first": np.float64, "sort_recursion_then_base": np.float64,
+          "sort_joined": np.int64, "count_hstack": np.float32, "sort_drops": np.int64}
 
 
 def decorated(name):
     if name not in _DECORATED:
         fn = (ex.REWRITTEN.get(name) or ex.ARENAS.get(name) or ex.LISTS.get(name)
+              or ex.JOINED.get(name)
               or ex.KEPT[name][1])
         _DECORATED[name] = hpu.divide_and_conquer(fn)
     return _DECORATED[name]
@@ -961,3 +963,44 @@ def test_the_recursion_in_the_if_and_the_base_case_after_it_runs_on_the_device(n
         run = check(name, x, device, alpha, y)
         if n == 4099:
             assert run.gpu_tasks > 0
+
+
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
+def test_a_merge_that_joins_the_rest_of_its_halves_runs_on_the_device(device, alpha, y):
+    """``return np.concatenate((out[:k], left[i:], right[j:]))``: each rest written after
+    the merged prefix, in the output the buffer gives."""
+    for n in (1, 2, 5, 4099):
+        x = np.random.default_rng(n).integers(-500, 500, n)
+        run = check("sort_joined", x, device, alpha, y)
+        if n == 4099:
+            assert run.gpu_tasks > 0
+    if device == "gpu":
+        x = np.random.default_rng(5).standard_normal(3001).astype(np.float32)
+        assert check("count_hstack", x, device, alpha, y).gpu_tasks > 0
+
+
+def test_a_join_of_another_length_sets_the_flag():
+    """The joined pieces' length is checked before they are written: a merge that drops a
+    half's rest sets the flag (5) instead of writing a result of another length."""
+    rw = rewrite(decorated("sort_drops"))
+    assert rw.arena
+    for x, dropped in ((np.array([1, 2, 3, 4]), True), (np.array([4, 3, 2, 1]), False)):
+        flag = np.array([0, 1, 0], np.int64)
+        buf = np.zeros(2 * x.size, x.dtype)
+        rw.fn(x, buf, 0, 0, flag)
+        assert (flag[0] == 5) == dropped
+        if not dropped:
+            assert same(buf[:x.size], ex.sort_drops(x.copy()))
+
+
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None),
+                                              pytest.param("hybrid", 0.5, 2, marks=SLOW)])
+def test_a_join_of_another_length_redoes_the_call_on_the_cpu(device, alpha, y):
+    f = decorated("sort_drops")
+    x = np.random.default_rng(3).integers(-99, 99, 3000)
+    keep, want = x.copy(), f.py_func(x.copy())
+    assert want.size < x.size
+    with pytest.warns(hpu.HpuPerformanceWarning, match="concatenated pieces of another length"):
+        run = f.run(x, **options(device, alpha, y))
+    assert same(run.value, want) and np.array_equal(x, keep)
+    assert len(run.fallbacks) == 1 and run.gpu_tasks == 0
