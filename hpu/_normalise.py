@@ -55,6 +55,14 @@ from dataclasses import dataclass, field
 
 from hpu._subset import refuse_with
 
+
+def _shown(node) -> str:
+    """``node`` as the user wrote it, for a refusal: a view's hidden length ``a__n`` read
+    as ``len(a)`` (:func:`hpu._views.display`)."""
+    from hpu._views import display
+
+    return display(node)
+
 __all__ = ["Normalised", "normalise", "TEMP_PREFIX"]
 
 #: Temporaries for hoisted calls; user names may not contain ``__``, so these never clash.
@@ -223,7 +231,7 @@ def _unroll_loops(body, name, where, glb):
         if any(b is None for b in bounds):
             bad = next(a for a, b in zip(it.args, bounds) if b is None)
             refuse_with(where, s, "loop-range",
-                        detail=f"`{ast.unparse(bad)}` in `{ast.unparse(it)}` is not an int "
+                        detail=f"`{_shown(bad)}` in `{_shown(it)}` is not an int "
                                "literal or int module constant")
         if bounds[-1] == 0 and len(bounds) == 3:
             refuse_with(where, s, "loop-range",
@@ -337,7 +345,7 @@ def _unrolled(loop, where, later):
     values = loop.iter.elts
     if not values or loop.orelse or any(isinstance(v, ast.Starred) for v in values):
         refuse_with(where, loop, "loop-range",
-                    detail=f"`{ast.unparse(loop.iter)}`: write each value out, with no "
+                    detail=f"`{_shown(loop.iter)}`: write each value out, with no "
                            "`*` and no `else:` on the loop")
     if isinstance(loop.target, ast.Name):
         names = [loop.target.id]
@@ -348,12 +356,12 @@ def _unrolled(loop, where, later):
         if not all(isinstance(v, (ast.Tuple, ast.List)) and len(v.elts) == len(names)
                    for v in values):
             refuse_with(where, loop, "loop-range",
-                        detail=f"each value of `{ast.unparse(loop.iter)}` must be a tuple of "
+                        detail=f"each value of `{_shown(loop.iter)}` must be a tuple of "
                                f"{len(names)} written out")
         rows = [list(v.elts) for v in values]
     else:
         refuse_with(where, loop, "loop-range",
-                    detail=f"the loop's target `{ast.unparse(loop.target)}` is not a name or "
+                    detail=f"the loop's target `{_shown(loop.target)}` is not a name or "
                            "a tuple of names")
     assigned = {n.id for sub in loop.body for n in ast.walk(sub)
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} - set(names)
@@ -362,13 +370,13 @@ def _unrolled(loop, where, later):
             for n in ast.walk(v):
                 if isinstance(n, ast.Name) and n.id in assigned:
                     refuse_with(where, loop, "loop-range",
-                                detail=f"the value `{ast.unparse(v)}` reads {n.id!r}, which "
+                                detail=f"the value `{_shown(v)}` reads {n.id!r}, which "
                                        "the loop's body assigns")
                 if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name)
                                                     and n.func.id in _PURE_IN_VALUES):
                     refuse_with(where, loop, "loop-range",
-                                detail=f"the value `{ast.unparse(v)}` calls "
-                                       f"`{ast.unparse(n.func)}`: compute it into a name "
+                                detail=f"the value `{_shown(v)}` calls "
+                                       f"`{_shown(n.func)}`: compute it into a name "
                                        "before the loop")
     return _copies(loop, names, rows, where, later)
 
@@ -514,7 +522,7 @@ def _hoist_calls(body, name, where, result):
     for kind, node, cond in events[:last_call]:
         if kind == "store":
             refuse_with(where, node, "store-before-call",
-                        detail=f"`{ast.unparse(node)}` would run after the call instead of "
+                        detail=f"`{_shown(node)}` would run after the call instead of "
                                "before it")
         if kind in ("read", "helper"):
             result.reordered.append((node, ast.unparse(node)))

@@ -117,8 +117,8 @@ RULES: dict[str, Rule] = {
         "unindented", "if c: f(..); f(..) else: f(..); f(..)", "shape"),
     "loop-range": Rule(
         "a loop of recursive calls over a non-constant range",
-        "the number of calls a is the tree's branching factor and must be known before the "
-        "function runs", "loop over range(K) with K an int literal or an int module constant "
+        "the number of calls a task makes is the tree's branching factor and must be known "
+        "before the function runs", "loop over range(K) with K an int literal or an int module constant "
         "(e.g. `for i in range(4):`), or write the calls out",
         "for i in range(k): s += f(...)", "shape"),
     "loop-exit": Rule(

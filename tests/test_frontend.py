@@ -73,6 +73,16 @@ def bad_call_in_loop(a, lo, hi):
         bad_call_in_loop(a, lo + k, lo + k + 1)
 
 
+def bad_children_by_length(a):
+    if len(a) <= 2:
+        return 0
+    step = (len(a) + 3) // 4
+    total = 0
+    for s in range(0, len(a), step):  # refused: as many calls as len(a) / step
+        total += bad_children_by_length(a[s:s + step])
+    return total
+
+
 def bad_call_in_condition(a, lo, hi):
     if hi - lo <= 1:
         return
@@ -444,6 +454,8 @@ def bad_np_alloc_in_function(a, lo, hi):
 MALFORMED = [
     (bad_no_call, "without a recursive call"),
     (bad_call_in_loop, "a loop of recursive calls over a non-constant range"),
+    # the user's expression in the reason, not hpu's name for a slice's length (a__n)
+    (bad_children_by_length, "(`len(a)` in `range(0, len(a), step)` is not an int literal"),
     (bad_call_in_condition, "inside a condition"),
     (bad_both_branches, "recursion in both branches of an if"),
     (bad_call_in_return, "a recursive call that Python may skip"),
