@@ -2459,6 +2459,11 @@ def _check_value(fname: str, p: str, v, spec, written: bool, write_line):
         if v.ndim != 1:
             raise ValueError(f"{where} is a {v.ndim}-D array of shape {v.shape}; expected a "
                              f"1-D array; pass {p}.ravel() (a copy if not contiguous) or one row")
+        if v.dtype not in ARRAY_DTYPES and v.dtype.newbyteorder("=") in ARRAY_DTYPES:
+            raise TypeError(f"{where} has dtype {v.dtype.str} (not this machine's byte "
+                            f"order), which is not supported: Numba and OpenCL read "
+                            f"{v.dtype.newbyteorder('=').name} in native order only; convert "
+                            f"with {p}.astype({p}.dtype.newbyteorder('=')) (the same values)")
         if v.dtype not in ARRAY_DTYPES:
             raise TypeError(f"{where} has dtype {v.dtype}, which is not supported; expected "
                             f"one of {dtype_name_list()}; convert with {p}.astype(np.float64) "

@@ -124,6 +124,10 @@ def test_bad_arrays_are_refused_naming_parameter_value_and_fix():
                r"parameter 'tmp' is not C-contiguous.*ascontiguousarray")
     _untouched(E.mergesort, (x.astype(np.complex128), t, 0, 20), TypeError,
                r"parameter 'a' has dtype complex128.*astype")
+    swapped = x.astype(x.dtype.newbyteorder())      # another machine's byte order
+    _untouched(E.mergesort, (swapped, t, 0, 20), TypeError,
+               r"parameter 'a' has dtype [<>]i8 \(not this machine's byte order\).*"
+               r"astype\(a.dtype.newbyteorder\('='\)\)")
     mask = x > 3       # a bool array: compiled as written (test_a_bool_mask_runs_...)
     E.mergesort(mask, t, 0, 20)
     assert mask.tolist() == sorted((x > 3).tolist())
