@@ -64,6 +64,9 @@ What is rewritten (else the function keeps its CPU path, and the reason says why
   array, a slice of it or a name bound to one -- each assigned to a name or written inline;
   a value a mask compares with that reads the array (``a[a < a[0]]``) is named before its
   statement, as NumPy reads it once (:func:`_hoisted`);
+* pieces built by a loop of appends, or returned by a helper of the same file, are first
+  written as the comprehensions they are (:mod:`hpu._filters`); ``np.append(x, pivot)``
+  of a name assigned once from one element is the piece ``[pivot]``;
 * one ``return`` of their concatenation in order -- ``+`` of lists, ``np.concatenate``,
   ``np.hstack`` or ``np.append`` -- each piece once, the recursive ones as ``f(piece)``
   (inline, or ``l = f(piece)`` before the return).
@@ -74,6 +77,7 @@ import ast
 import copy
 import inspect
 
+from hpu._filters import appends_as_filters, inlined_helpers, sunk_list_inits
 from hpu._functional import _allocation_in, _numpy_names
 from hpu._functional_dps import (ARENA, INDEX, NotRewritable, Rewritten, _copy_of,
                                  _else_lifted, _empty_of, _empty_test, _function, _is_name,
@@ -274,6 +278,8 @@ def _concatenation(e, nps):
         parts = list(e.args[0].elts)
     elif _np_call(e, nps, "append") and len(e.args) == 2 and not e.keywords:
         parts = list(e.args)
+        for part in parts:      # np.append flattens: a name may hold one element
+            part.hpu_appended = True
     else:
         return None
     items = []
@@ -281,6 +287,24 @@ def _concatenation(e, nps):
         inner = _concatenation(part, nps)
         items += inner if inner is not None else [part]
     return items
+
+
+def _elements(node, a: str) -> set:
+    """Names the function assigns once, from one element of ``a`` or of a slice of it
+    (``pivot = arr[0]``): values, which ``np.append`` appends as one element."""
+    stores: dict[str, list] = {}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            stores.setdefault(n.id, []).append(n)
+    out = set()
+    for st in ast.walk(node):
+        if (isinstance(st, ast.Assign) and len(st.targets) == 1 and _is_name(st.targets[0])
+                and len(stores.get(st.targets[0].id, ())) == 1
+                and isinstance(st.value, ast.Subscript)
+                and not isinstance(st.value.slice, (ast.Slice, ast.Tuple))
+                and _is_name(st.value.value, a)):
+            out.add(st.targets[0].id)
+    return out
 
 
 def rewrite_partition(dc) -> Rewritten:
@@ -316,7 +340,7 @@ def rewrite_partition(dc) -> Rewritten:
         if isinstance(n, (ast.Global, ast.Nonlocal, ast.Lambda, ast.Yield, ast.YieldFrom)):
             raise NotRewritable(f"it uses `{type(n).__name__.lower()}` (line {n.lineno})")
 
-    body = _else_lifted(node.body, name)
+    body = sunk_list_inits(_else_lifted(node.body, name), name)
     out = []
 
     out += _parsed(f"{a} = {WORK}[{_MINE}:{SIDE} * {_HALF} + {HI}]", node.body[0])
@@ -355,6 +379,7 @@ def rewrite_partition(dc) -> Rewritten:
         raise NotRewritable("it has no leading `if ...: return` base case")
 
     # the recursive part: scalar statements, pieces, recursive calls, one return
+    body = appends_as_filters(inlined_helpers(body, glb, fn.__code__.co_filename, name, node))
     body = _hoisted([copy.deepcopy(st) for st in body])
     pieces: dict[str, _Piece] = {}      # by name (inline ones get hpu_n<k>)
     called: dict[str, str] = {}         # l = f(piece): l -> the piece's name
@@ -392,12 +417,15 @@ def rewrite_partition(dc) -> Rewritten:
             return called.pop(e.id), True
         if _is_name(e) and e.id in pieces:
             return e.id, False
+        if _is_name(e) and getattr(e, "hpu_appended", False) and e.id in values:
+            e = ast.copy_location(ast.List([e], ast.Load()), e)     # np.append(x, pivot)
         key = new_piece(e, where)
         if key is None:
             raise NotRewritable(f"`{ast.unparse(e)}` (line {where.lineno}) is not a piece: a "
                                 f"filter of {a} or one value in a list")
         return key, False
 
+    values = _elements(node, a)
     order = None
     plus = False
     concat_named: dict = {}             # r = f(l) + m + f(g); return r

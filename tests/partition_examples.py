@@ -189,16 +189,94 @@ def qs_inline_middle(a):
     return np.concatenate((qs_inline_middle(lo), mid, qs_inline_middle(a[a > a[len(a) // 2]])))
 
 
+def quicksort_appends(array):
+    """The lists made before the base case, the pieces built by one loop of appends."""
+    less = []
+    equal = []
+    greater = []
+    if len(array) > 1:
+        pivot = array[0]
+        for x in array:
+            if x < pivot:
+                less.append(x)
+            elif x == pivot:
+                equal.append(x)
+            else:
+                greater.append(x)
+        return quicksort_appends(less) + equal + quicksort_appends(greater)
+    else:
+        return array
+
+
+def split_around(arr, pivot):
+    """A partition helper that builds its two lists by a loop."""
+    smaller, larger = [], []
+    for v in arr[1:]:
+        if v < pivot:
+            smaller.append(v)
+        else:
+            larger.append(v)
+    return smaller, larger
+
+
+def qs_helper_lists(arr):
+    if len(arr) <= 1:
+        return arr
+    pivot = arr[0]
+    left, right = split_around(arr, pivot)
+    return qs_helper_lists(left) + [pivot] + qs_helper_lists(right)
+
+
+def three_ways(a, p):
+    return a[a < p], a[a == p], a[a > p]
+
+
+def qs_helper_masks(a):
+    if len(a) <= 1:
+        return a.copy()
+    lo, eq, hi = three_ways(a, a[len(a) // 2])
+    return np.concatenate((qs_helper_masks(lo), eq, qs_helper_masks(hi)))
+
+
+def qs_appended(arr):
+    """np.append of the pivot, a value."""
+    if arr.size < 2:
+        return arr
+    pivot = arr[0]
+    rest = arr[1:]
+    return np.append(np.append(qs_appended(rest[rest <= pivot]), pivot),
+                     qs_appended(rest[rest > pivot]))
+
+
+def qs_called_test(arr):
+    if len(arr) <= 1:
+        return arr.copy()
+    pivot = arr[0]
+    left, right = [], []
+    for x in arr[1:]:
+        if abs(x) < abs(pivot):
+            left.append(x)
+        else:
+            right.append(x)
+    return np.concatenate((qs_called_test(np.array(left, dtype=arr.dtype)), arr[:1],
+                           qs_called_test(np.array(right, dtype=arr.dtype))))
+
+
 PARTITIONS = {"quicksort": quicksort, "quicksort_oneline": quicksort_oneline,
               "quicksort_first": quicksort_first,
               "qs_masks": qs_masks, "qs_named": qs_named, "qs_listcat": qs_listcat, "qs_desc": qs_desc,
               "qs_median3": qs_median3, "qs_unique": qs_unique, "qs_rest": qs_rest,
               "qs_hstack": qs_hstack, "qs_inline_pivot": qs_inline_pivot,
-              "qs_inline_middle": qs_inline_middle}
-LISTED = {"quicksort", "quicksort_first", "quicksort_oneline"}
+              "qs_inline_middle": qs_inline_middle, "quicksort_appends": quicksort_appends,
+              "qs_helper_lists": qs_helper_lists, "qs_helper_masks": qs_helper_masks,
+              "qs_appended": qs_appended}
+LISTED = {"quicksort", "quicksort_first", "quicksort_oneline", "quicksort_appends",
+          "qs_helper_lists"}
 #: np.array of a comprehension that can be empty: float64 in Python (guide §10)
 EMPTY_FLOAT = {"qs_median3"}
 KEPT = {"swapping": ("it writes into an array (line", swapping),
         "piece_read": ("a piece is used outside the concatenation", piece_read),
         "piece_twice": ("not each used once", piece_twice),
-        "squares": ("not a filter of a", squares)}
+        "squares": ("not a filter of a", squares),
+        # a call in a branch's condition: evaluated once per list in a filter, so not one
+        "qs_called_test": ("under a condition that calls or assigns (`abs(x)`)", qs_called_test)}

@@ -1,0 +1,315 @@
+"""Quicksort pieces built by loops of appends and by partition helpers, read as filters.
+
+Why
+===
+
+The partition form (:mod:`hpu._functional_partition`) runs a quicksort on the device when
+its pieces are filters of its input: ``[x for x in arr if x < p]`` or ``arr[arr < p]``.
+Two other ways of writing the same pieces are at least as common in published Python::
+
+    less, equal, greater = [], [], []           # before or after the base case
+    for x in arr:
+        if x < pivot:
+            less.append(x)
+        elif x == pivot:
+            equal.append(x)
+        else:
+            greater.append(x)
+
+and the same loop, or the masks, in a helper: ``less, equal, greater = partition(arr,
+pivot)``.  Each list is a filter of ``arr``: the elements, in order, whose branch is taken --
+the branch's condition and the negation of every condition before it.  This module rewrites
+such code into the comprehensions the partition form reads (and nothing else): the function
+as written still runs on the CPU, and the device form's pieces are the lists the plain
+function builds, element for element (a NaN key takes the ``else`` branch in both).
+
+What is read (else the statements are left as they are, and the partition form says why)
+----------------------------------------------------------------------------------------
+
+* ``X = []`` (or ``X, Y = [], []``) of names used only by the loops below: moved after the
+  base cases when written before them (:func:`sunk_list_inits`);
+* a ``for v in S:`` loop (``S`` anything the partition form takes as a source) whose body is
+  ``if``/``elif``/``else`` chains, each branch one ``X.append(v)`` of the loop's element,
+  each list appended in one branch, the conditions free of calls (they are evaluated once
+  per list here, once per element in Python) and of the lists (:func:`appends_as_filters`);
+* a helper of the function's own file called as a statement, ``l, m, r = part(arr, p)``
+  (or ``l = lesser(arr, p)``), whose body is statements and one final ``return`` of names or
+  expressions, parameters never reassigned, no nested functions: inlined, its own names
+  renamed, its returned lists named as the caller's targets (:func:`inlined_helpers`).
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+
+__all__ = ["sunk_list_inits", "appends_as_filters", "inlined_helpers"]
+
+
+def _is_name(n, name=None) -> bool:
+    return isinstance(n, ast.Name) and (name is None or n.id == name)
+
+
+def _empty_lists(st) -> list[str] | None:
+    """The names of ``X = []`` / ``X, Y = [], []``, else None."""
+    if not (isinstance(st, ast.Assign) and len(st.targets) == 1):
+        return None
+    t, v = st.targets[0], st.value
+    if _is_name(t) and isinstance(v, ast.List) and not v.elts:
+        return [t.id]
+    if (isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts)
+            and all(_is_name(x) for x in t.elts)
+            and all(isinstance(x, ast.List) and not x.elts for x in v.elts)):
+        return [x.id for x in t.elts]
+    return None
+
+
+def _mentioned(node, names) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+def sunk_list_inits(body: list, name: str) -> list:
+    """``body`` with leading empty-list assignments moved after the leading base cases
+    (``if ...: return ...`` with no recursive call) that do not read them."""
+    inits, i = [], 0
+    while i < len(body) and _empty_lists(body[i]) is not None:
+        inits.append(body[i])
+        i += 1
+    if not inits:
+        return body
+    names = {n for st in inits for n in _empty_lists(st)}
+    j = i
+    while (j < len(body) and isinstance(body[j], ast.If) and not body[j].orelse
+           and isinstance(body[j].body[-1], ast.Return)
+           and not any(isinstance(n, ast.Call) and _is_name(n.func, name)
+                       for n in ast.walk(body[j]))):
+        if _mentioned(body[j], names):
+            return body
+        j += 1
+    if j == i:
+        return body
+    return body[i:j] + inits + body[j:]
+
+
+def _branches(chain):
+    """``[(condition or None, body)]`` of an ``if``/``elif``/``else`` chain."""
+    out = []
+    while True:
+        out.append((chain.test, chain.body))
+        if len(chain.orelse) == 1 and isinstance(chain.orelse[0], ast.If):
+            chain = chain.orelse[0]
+            continue
+        if chain.orelse:
+            out.append((None, chain.orelse))
+        return out
+
+
+def _appended(body, var: str) -> str | None:
+    """``X`` of a branch that is exactly ``X.append(var)``."""
+    if len(body) != 1 or not isinstance(body[0], ast.Expr):
+        return None
+    c = body[0].value
+    if (isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "append"
+            and _is_name(c.func.value) and len(c.args) == 1 and not c.keywords
+            and _is_name(c.args[0], var)):
+        return c.func.value.id
+    return None
+
+
+def _filters_of(loop) -> dict | None:
+    """``{list name: its element test}`` of a loop of appends, else None."""
+    if not (isinstance(loop, ast.For) and _is_name(loop.target) and not loop.orelse
+            and loop.body and all(isinstance(s, ast.If) for s in loop.body)):
+        return None
+    var = loop.target.id
+    tests: dict[str, ast.expr] = {}
+    for chain in loop.body:
+        before: list = []
+        for cond, body in _branches(chain):
+            lst = _appended(body, var)
+            if lst is None or lst in tests:
+                return None
+            called = None if cond is None else next(
+                (n for n in ast.walk(cond) if isinstance(n, (ast.Call, ast.NamedExpr, ast.Await,
+                                                            ast.Yield, ast.YieldFrom,
+                                                            ast.Lambda))), None)
+            if called is not None:
+                from hpu._functional_dps import NotRewritable
+
+                raise NotRewritable(
+                    f"the loop on line {loop.lineno} appends to {lst!r} under a condition "
+                    f"that calls or assigns (`{ast.unparse(called)}`): its pieces are read "
+                    "as filters, whose conditions are evaluated once per piece; compute the "
+                    "value in the loop first, or write each piece as a comprehension")
+            parts = [ast.UnaryOp(ast.Not(), copy.deepcopy(c)) for c in before]
+            if cond is not None:
+                parts.append(copy.deepcopy(cond))
+            tests[lst] = (ast.Constant(True) if not parts else parts[0] if len(parts) == 1
+                          else ast.BoolOp(ast.And(), parts))
+            if cond is not None:
+                before.append(cond)
+    if any(_mentioned(t, set(tests)) for t in tests.values()):
+        return None
+    if _mentioned(loop.iter, set(tests)):
+        return None
+    return tests
+
+
+def appends_as_filters(body: list) -> list:
+    """``body`` with each loop of appends into lists made empty before it written as one
+    comprehension per list, at the loop's place; the empty lists' statements go."""
+    out = list(body)
+    for i, loop in enumerate(body):
+        tests = _filters_of(loop)
+        if tests is None:
+            continue
+        # each list: made empty once before the loop, untouched between, used after only
+        inits = {}
+        for k, st in enumerate(out[:out.index(loop)]):
+            for n in _empty_lists(st) or ():
+                inits[n] = k
+        if not set(tests) <= set(inits):
+            continue
+        at = out.index(loop)
+        if any(_mentioned(st, set(tests)) for k, st in enumerate(out[:at])
+               if k not in {inits[n] for n in tests}):
+            continue
+        var = loop.target.id
+        comps = []
+        for lst, test in tests.items():
+            comp = ast.ListComp(ast.Name(var, ast.Load()), [ast.comprehension(
+                ast.Name(var, ast.Store()), copy.deepcopy(loop.iter),
+                [] if isinstance(test, ast.Constant) else [test], 0)])
+            st = ast.Assign([ast.Name(lst, ast.Store())], comp)
+            for n in ast.walk(st):
+                ast.copy_location(n, loop)
+            comps.append(st)
+        # the inits of these lists go (a tuple init keeps its other names)
+        new = []
+        for k, st in enumerate(out):
+            if st is loop:
+                new += comps
+                continue
+            made = _empty_lists(st)
+            if made is not None and k in {inits[n] for n in tests}:
+                for n in made:
+                    if n not in tests:
+                        keep = ast.Assign([ast.Name(n, ast.Store())], ast.List([], ast.Load()))
+                        new.append(ast.fix_missing_locations(ast.copy_location(keep, st)))
+                continue
+            new.append(st)
+        out = new
+    return out
+
+
+def _stored(node) -> set:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, (ast.Store, ast.Del))}
+
+
+def _helper_tree(h, filename: str):
+    """The helper's def (file lines, docstring dropped), or None when it is not a plain
+    function of ``filename`` hpu can read."""
+    if not inspect.isfunction(h) or getattr(h, "__code__", None) is None \
+            or h.__code__.co_filename != filename or hasattr(h, "py_func"):
+        return None
+    try:
+        from hpu._functional_dps import _tree
+
+        node, _, _ = _tree(h)
+    except Exception:       # no source (a REPL), or one the frontend cannot read
+        return None
+    return node
+
+
+def inlined_helpers(body: list, glb: dict, filename: str, name: str, caller) -> list:
+    """``body`` with each statement ``targets = helper(args)`` (a helper as the module
+    docstring describes) replaced by the helper's statements; ``caller`` the function's
+    def, whose names a helper's globals must not meet."""
+    out = []
+    counter = iter(range(1_000_000))
+    stored = _stored(caller) | {p.arg for p in caller.args.args}
+    for st in body:
+        got = _inline(st, glb, filename, name, counter, stored)
+        out += got if got is not None else [st]
+    return out
+
+
+def _inline(st, glb, filename, name, counter, caller_stored):
+    if not (isinstance(st, ast.Assign) and len(st.targets) == 1
+            and isinstance(st.value, ast.Call) and _is_name(st.value.func)
+            and not st.value.keywords and st.value.func.id != name
+            and not any(isinstance(x, ast.Starred) for x in st.value.args)):
+        return None
+    h = glb.get(st.value.func.id)
+    node = _helper_tree(h, filename) if h is not None else None
+    if node is None or node.args.vararg or node.args.kwarg or node.args.kwonlyargs \
+            or node.args.posonlyargs or node.args.defaults \
+            or len(node.args.args) != len(st.value.args) or not node.body:
+        return None
+    ret = node.body[-1]
+    if not isinstance(ret, ast.Return) or ret.value is None:
+        return None
+    rest = node.body[:-1]
+    if any(isinstance(n, (ast.Return, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                          ast.ClassDef, ast.Global, ast.Nonlocal, ast.Yield, ast.YieldFrom))
+           for s in rest for n in ast.walk(s)):
+        return None
+    params = [p.arg for p in node.args.args]
+    if _stored(ast.Module(rest, [])) & set(params):
+        return None
+    target = st.targets[0]
+    if _is_name(target):
+        targets, values = [target.id], [ret.value]
+    elif (isinstance(target, ast.Tuple) and all(_is_name(x) for x in target.elts)
+          and isinstance(ret.value, ast.Tuple) and len(ret.value.elts) == len(target.elts)):
+        targets, values = [x.id for x in target.elts], list(ret.value.elts)
+    else:
+        return None
+    if len(set(targets)) != len(targets):
+        return None
+    k = next(counter)
+    caller_reads = {n.id for a in st.value.args for n in ast.walk(a) if isinstance(n, ast.Name)}
+    if set(targets) & caller_reads:
+        return None
+    # parameters: a name argument is the caller's name; another argument is bound once
+    rename: dict[str, str] = {}
+    binds = []
+    for p, a in zip(params, st.value.args):
+        if _is_name(a):
+            rename[p] = a.id
+        else:
+            fresh = f"hpu_h{k}_{p}"
+            rename[p] = fresh
+            b = ast.Assign([ast.Name(fresh, ast.Store())], copy.deepcopy(a))
+            binds.append(ast.fix_missing_locations(ast.copy_location(b, st)))
+    # the helper's own names: fresh, except a local it returns bare, which is the target
+    local = _stored(ast.Module(rest, []))       # comprehensions' variables are Store too
+    free = {n.id for s in [*rest, ret] for n in ast.walk(s) if isinstance(n, ast.Name)} \
+        - local - set(params)
+    if free & caller_stored:            # a global of the helper the caller's name would hide
+        return None
+    direct = {}
+    for t, v in zip(targets, values):
+        if _is_name(v) and v.id in local and v.id not in direct:
+            direct[v.id] = t
+    for n in local:
+        rename.setdefault(n, direct.get(n, f"hpu_h{k}_{n}"))
+    used_by_caller = set(targets) - set(direct.values())
+    if any(rename.get(n) in used_by_caller for n in local):
+        return None
+
+    def renamed(x):
+        x = copy.deepcopy(x)
+        for n in ast.walk(x):
+            if isinstance(n, ast.Name) and n.id in rename:
+                n.id = rename[n.id]
+        return x
+
+    stmts = binds + [renamed(s) for s in rest]
+    for t, v in zip(targets, values):
+        if _is_name(v) and direct.get(v.id) == t:
+            continue
+        a = ast.Assign([ast.Name(t, ast.Store())], renamed(v))
+        stmts.append(ast.fix_missing_locations(ast.copy_location(a, ret)))
+    return stmts
