@@ -403,6 +403,7 @@ def _helper_into(h, arrays: tuple[int, ...], used: set):
     _loops_indexed(node, params)
     kids = tuple(params[x] for x in arrays)
     # a list result, and `if not q: return p`, are read for two children
+    _popped_fronts(node, kids)
     listed = len(kids) == 2 and _list_result(node, kids[0], kids[1], h)
     if listed:
         nps = nps | {LISTED}
@@ -628,6 +629,137 @@ def _bail(flag: int, where):
         for n in ast.walk(st):
             ast.copy_location(n, where)
     return stmts
+
+
+def _popped_fronts(node, kids) -> None:
+    """A merge that takes its children's fronts off with ``pop(0)``, as many tutorials
+    write it (``while left and right: if left[0] <= right[0]: result.append(left.pop(0))``
+    then ``result.extend(left)``), rewritten in place (``node``) to read each child from a
+    count of the elements taken, ``hpu_f_<child>``: ``left[0]`` -> ``left[hpu_f_left]``,
+    ``left.pop(0)`` (the argument of an ``append`` statement, or ``x = left.pop(0)``) -> that
+    element, the count raised after the statement, ``left`` tested for truth or measured ->
+    what is left of it, ``extend(left)`` / ``+= left`` / ``+ left`` -> ``left[hpu_f_left:]``.
+    The children are then never written, as the device form needs (the plain function's
+    pops change lists no one reads after the merge).  A child used any other way is left
+    as written (and the combine refused as writing into its children)."""
+    for p in kids:
+        pops = [n for n in ast.walk(node) if _front_pop(n, p)]
+        if not pops:
+            continue
+        count = f"hpu_f_{p}"
+        if _mentions(node, {count}):
+            continue
+        allowed: dict[int, str] = {}        # id(Name p) -> how it is read
+
+        def mark(n, how):
+            allowed[id(n)] = how
+
+        for n in ast.walk(node):
+            if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) \
+                    and isinstance(n.value.func, ast.Attribute) \
+                    and n.value.func.attr == "append" and len(n.value.args) == 1 \
+                    and _front_pop(n.value.args[0], p):
+                mark(n.value.args[0].func.value, "pop")
+            elif isinstance(n, ast.Assign) and _front_pop(n.value, p):
+                mark(n.value.func.value, "pop")
+            elif isinstance(n, ast.Subscript) and _is_name(n.value, p) \
+                    and isinstance(n.slice, ast.Constant) and n.slice.value == 0 \
+                    and isinstance(n.ctx, ast.Load):
+                mark(n.value, "front")
+            elif isinstance(n, (ast.While, ast.If)) or (
+                    isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not)):
+                for t in _truth_names(n.test if not isinstance(n, ast.UnaryOp) else n.operand):
+                    if _is_name(t, p):
+                        mark(t, "truth")
+            elif isinstance(n, ast.Call) and _is_name(n.func, "len") and len(n.args) == 1 \
+                    and _is_name(n.args[0], p):
+                mark(n.args[0], "len")
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+                    and n.func.attr == "extend" and len(n.args) == 1 and _is_name(n.args[0], p):
+                mark(n.args[0], "rest")
+            elif isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) \
+                    and _is_name(n.value, p):
+                mark(n.value, "rest")
+            elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add) and _is_name(n.right, p):
+                mark(n.right, "rest")
+        names = [n for n in ast.walk(node) if _is_name(n, p)]
+        if any(id(n) not in allowed for n in names) or any(
+                isinstance(n.ctx, ast.Store) for n in names):
+            continue
+
+        class Fronts(ast.NodeTransformer):
+            def visit_Name(self, n):
+                how = allowed.get(id(n))
+                if how == "truth":
+                    e = ast.parse(f"len({p}) > {count}", mode="eval").body
+                elif how == "len":
+                    return n            # len(p) is rewritten at the call below
+                elif how == "rest":
+                    e = ast.parse(f"{p}[{count}:]", mode="eval").body
+                else:
+                    return n
+                for x in ast.walk(e):
+                    ast.copy_location(x, n)
+                return e
+
+            def visit_Call(self, c):
+                if _front_pop(c, p):
+                    e = ast.parse(f"{p}[{count}]", mode="eval").body
+                    for x in ast.walk(e):
+                        ast.copy_location(x, c)
+                    return e
+                if _is_name(c.func, "len") and len(c.args) == 1 and _is_name(c.args[0], p):
+                    e = ast.parse(f"(len({p}) - {count})", mode="eval").body
+                    for x in ast.walk(e):
+                        ast.copy_location(x, c)
+                    return e
+                return self.generic_visit(c)
+
+            def visit_Subscript(self, s):
+                if _is_name(s.value, p) and allowed.get(id(s.value)) == "front":
+                    e = ast.parse(f"{p}[{count}]", mode="eval").body
+                    for x in ast.walk(e):
+                        ast.copy_location(x, s)
+                    return e
+                return self.generic_visit(s)
+
+            def generic_stmt(self, st):
+                popped = any(_front_pop(x, p) for x in ast.walk(st)
+                             if not isinstance(st, (ast.If, ast.While, ast.For)))
+                st = self.generic_visit(st)
+                if not popped:
+                    return st
+                step = ast.parse(f"{count} = {count} + 1").body[0]
+                for x in ast.walk(step):
+                    ast.copy_location(x, st)
+                return [st, step]
+
+            visit_Expr = visit_Assign = generic_stmt
+
+        node.body = [ast.copy_location(ast.parse(f"{count} = 0").body[0], node.body[0]),
+                     *node.body]
+        Fronts().visit(node)
+        ast.fix_missing_locations(node)
+
+
+def _front_pop(n, p: str) -> bool:
+    """``p.pop(0)``."""
+    return (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "pop" and _is_name(n.func.value, p) and len(n.args) == 1
+            and isinstance(n.args[0], ast.Constant) and n.args[0].value == 0
+            and not n.keywords)
+
+
+def _truth_names(test):
+    """The names a test reads for their truth: the test itself, ``and``/``or`` operands,
+    ``not`` operands."""
+    if isinstance(test, ast.BoolOp):
+        for v in test.values:
+            yield from _truth_names(v)
+    elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        yield from _truth_names(test.operand)
+    elif isinstance(test, ast.Name):
+        yield test
 
 
 def _list_result(node, p: str, q: str, h) -> bool:

@@ -937,12 +937,55 @@ def sort_lists_guarded(arr):
 
 
 #: list in, list out: the combine's list is checked as it grows (all rewritten but last_lists)
+def merge_pops(left, right):
+    """The merge many tutorials print: the fronts taken off with pop(0)."""
+    result = []
+    while left and right:
+        if left[0] <= right[0]:
+            result.append(left.pop(0))
+        else:
+            result.append(right.pop(0))
+    result.extend(left)
+    result.extend(right)
+    return result
+
+
+def sort_pops(arr):
+    if len(arr) <= 1:
+        return arr
+    mid = len(arr) // 2
+    return merge_pops(sort_pops(arr[:mid]), sort_pops(arr[mid:]))
+
+
+def merge_count_pops(left, right):
+    merged = []
+    c = 0
+    while len(left) > 0 and len(right) > 0:
+        if right[0] < left[0]:
+            x = right.pop(0)
+            c += len(left)
+        else:
+            x = left.pop(0)
+        merged.append(x)
+    return merged + left + right, c
+
+
+def count_pops(arr):
+    if len(arr) < 2:
+        return arr[:], 0
+    mid = len(arr) // 2
+    left, a = count_pops(arr[:mid])
+    right, b = count_pops(arr[mid:])
+    merged, c = merge_count_pops(left, right)
+    return merged, a + b + c
+
+
 LISTS = {"sort_lists": sort_lists, "count_lists": count_lists,
          "sort_lists_guarded": sort_lists_guarded,
          "sort_lists_inline": sort_lists_inline, "union_lists": union_lists,
          "last_lists": last_lists, "sort_list_copy": sort_list_copy,
          "signed_lists": signed_lists, "sort_concat": sort_concat,
-         "count_concat": count_concat}
+         "count_concat": count_concat, "sort_pops": sort_pops, "count_pops": count_pops}
 
 
 # ------------------------------------------- the span form: f(arr, lo, hi) returning arrays

@@ -613,11 +613,13 @@ def test_the_tutorials_list_mergesort_runs_on_every_path(device, alpha, y, data)
 
 @pytest.mark.parametrize("name, device, alpha, y", [
     ("count_lists", "gpu", None, None), ("sort_concat", "hybrid", 0.5, 2),
+    ("sort_pops", "gpu", None, None),
     *(pytest.param(n, *p, marks=SLOW)
       for n in ["count_lists", "sort_lists_inline", "sort_list_copy", "signed_lists",
-                "sort_concat", "count_concat", "sort_lists_guarded"]
+                "sort_concat", "count_concat", "sort_lists_guarded", "sort_pops", "count_pops"]
       for p in [("gpu", None, None), ("hybrid", 0.5, 2)]
-      if (n, p[0]) not in {("count_lists", "gpu"), ("sort_concat", "hybrid")})])
+      if (n, p[0]) not in {("count_lists", "gpu"), ("sort_concat", "hybrid"),
+                           ("sort_pops", "gpu")})])
 @settings(COMPILES, max_examples=4)
 @given(data=st.data())
 def test_list_building_combines_as_published_run_on_the_device(name, device, alpha, y, data):
@@ -1004,3 +1006,19 @@ def test_a_join_of_another_length_redoes_the_call_on_the_cpu(device, alpha, y):
         run = f.run(x, **options(device, alpha, y))
     assert same(run.value, want) and np.array_equal(x, keep)
     assert len(run.fallbacks) == 1 and run.gpu_tasks == 0
+
+
+def test_a_merge_taking_fronts_off_with_pop_reads_them_by_a_count():
+    """``left.pop(0)`` writes into a child: the device form reads the child from a count
+    of the elements taken instead (hpu._functional_dps._popped_fronts), and writes no
+    child; on the CPU (which runs that form on a list) it is the plain function."""
+    import ast
+
+    for name, helper in (("sort_pops", "merge_pops_into"),
+                         ("count_pops", "merge_count_pops_into")):
+        rw = rewrite(decorated(name))
+        src = ast.unparse(rw.fn.__globals__[helper].__hpu_tree__[0])
+        assert "pop(" not in src and "left[hpu_f_left]" in src and "right[hpu_f_right:]" in src
+        x = np.random.default_rng(2).integers(-50, 50, 3001).tolist()
+        run = decorated(name).run(list(x), device="cpu")
+        assert _same_list(run.value, ex.LISTS[name](list(x))) and run.fallbacks == []
