@@ -175,6 +175,8 @@ def appends_as_filters(body: list) -> list:
                if k not in {inits[n] for n in tests}):
             continue
         var = loop.target.id
+        if any(_mentioned(st, {var}) for st in out[at + 1:]):
+            continue            # the loop's last element, read after it: not in a filter
         comps = []
         for lst, test in tests.items():
             comp = ast.ListComp(ast.Name(var, ast.Load()), [ast.comprehension(

@@ -724,8 +724,7 @@ def _popped_fronts(node, kids) -> None:
                 return self.generic_visit(s)
 
             def generic_stmt(self, st):
-                popped = any(_front_pop(x, p) for x in ast.walk(st)
-                             if not isinstance(st, (ast.If, ast.While, ast.For)))
+                popped = any(_front_pop(x, p) for x in ast.walk(st))
                 st = self.generic_visit(st)
                 if not popped:
                     return st

@@ -80,6 +80,12 @@ def test_loops_that_are_not_filters_are_left_as_written():
         for x in arr:
             if x < p:
                 l.append(x)
+    """, """
+        l = []
+        for x in arr:
+            if x < p:
+                l.append(x)
+        last = x
     """):
         stmts = body(src)
         assert text(appends_as_filters(stmts)) == text(stmts)
