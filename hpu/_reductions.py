@@ -27,8 +27,9 @@ What each one computes, exactly as written
 
 * ``sum(a)``, ``sum(a, start)``, ``np.sum(a)``, ``a.sum()``: ``s = 0`` (or ``start``), then
   ``s = s + a[i]`` in order.  Integers and booleans give Python's/NumPy's int64 sum; floats
-  are added in order, as Numba's ``np.sum`` adds them -- NumPy's own ``np.sum`` adds floats
-  pairwise, so a float sum can differ from it in the last bits (guide §9).
+  are added in order, as Numba's ``np.sum`` and Python's ``sum`` add them -- NumPy's own
+  ``np.sum`` adds floats pairwise from 8 elements on, so a float sum of 8 or more can differ
+  from it in the last bits (guide §3).
 * ``np.prod(a)``, ``a.prod()``: ``p = 1``, then ``p = p * a[i]``.
 * ``np.mean(a)``, ``a.mean()``: the sum in float64 (``0.0`` plus each element, in order),
   divided by the length; ``nan`` for an empty array (NumPy warns too; hpu does not).
