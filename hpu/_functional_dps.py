@@ -1132,7 +1132,41 @@ def _scratch_alloc(stmt, children, nps):
         dtype = _dtype_arg(v)
         return (name, v.args[0], np.dtype(np.float64) if dtype is None else dtype,
                 "0" if f.attr == "zeros" else None)
+    # CLRS's sentinel: np.append(left, np.inf), np.concatenate((left, np.array([np.inf])))
+    # -- float64
+    # (a float sentinel makes NumPy's result float64 whatever the child's dtype)
+    pair = (v.args if f.attr == "append" and len(v.args) == 2 else
+            v.args[0].elts if f.attr in ("concatenate", "hstack") and len(v.args) == 1
+            and isinstance(v.args[0], (ast.Tuple, ast.List)) and len(v.args[0].elts) == 2
+            else None)
+    if pair is not None and not v.keywords and _is_name(pair[0]) and pair[0].id in children:
+        child, last = pair[0].id, pair[1]
+        if f.attr != "append":      # [v], np.array([v])
+            if (isinstance(last, ast.Call) and isinstance(last.func, ast.Attribute)
+                    and last.func.attr == "array" and _is_name(last.func.value)
+                    and last.func.value.id in nps and len(last.args) == 1
+                    and not last.keywords):
+                last = last.args[0]
+            if not (isinstance(last, ast.List) and len(last.elts) == 1):
+                return None
+            last = last.elts[0]
+        if _float_sentinel(last, nps):
+            return (name, ast.parse(f"len({child}) + 1", mode="eval").body,
+                    np.dtype(np.float64),
+                    f"({child}[{INDEX}] if {INDEX} < len({child}) else {ast.unparse(last)})")
     return None
+
+
+def _float_sentinel(e, nps) -> bool:
+    """A float constant: ``np.inf``, ``-math.inf``, ``float("inf")``, ``1e300``."""
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+        e = e.operand
+    if isinstance(e, ast.Constant):
+        return type(e.value) is float
+    if isinstance(e, ast.Attribute) and _is_name(e.value):
+        return (e.value.id in nps or e.value.id == "math") and e.attr in ("inf", "nan")
+    return (isinstance(e, ast.Call) and _is_name(e.func, "float") and len(e.args) == 1
+            and isinstance(e.args[0], ast.Constant) and isinstance(e.args[0].value, str))
 
 
 def _dtype_of(e, children, h):

@@ -1,6 +1,8 @@
 """Functional functions as people write them, for the device form (hpu._functional_dps):
 each is a plain function here; the tests decorate them.  ``REWRITTEN`` have a device form,
 ``KEPT`` do not (and say why)."""
+import math
+
 import numpy as np
 
 from functional_examples import merge  # noqa: F401 - the textbook two-finger merge
@@ -1350,3 +1352,30 @@ def sort_drops(a):
 REWRITTEN.update(sort_joined=sort_joined, count_hstack=count_hstack)
 #: a device form whose run-time check fails on some inputs
 JOINED = {"sort_drops": sort_drops}
+
+
+def merge_sentinels_appended(left, right):
+    """CLRS's merge with its sentinels appended by NumPy."""
+    L = np.append(left, np.inf)
+    R = np.concatenate((right, np.array([math.inf])))
+    out = np.empty(len(left) + len(right))
+    i = j = 0
+    for k in range(len(out)):
+        if L[i] <= R[j]:
+            out[k] = L[i]
+            i += 1
+        else:
+            out[k] = R[j]
+            j += 1
+    return out
+
+
+def sort_sentinels_appended(a):
+    if len(a) <= 1:
+        return a.astype(np.float64)
+    m = len(a) // 2
+    return merge_sentinels_appended(sort_sentinels_appended(a[:m]),
+                                    sort_sentinels_appended(a[m:]))
+
+
+REWRITTEN["sort_sentinels_appended"] = sort_sentinels_appended

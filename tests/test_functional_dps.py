@@ -38,7 +38,8 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
           "sort_positives": np.int64, "sort_short": np.float64, "sort_one": np.float32,
           "sort_oneline": np.int32, "sort3": np.float64, "count4": np.int32,
           "sort_recursion_first": np.float64, "sort_recursion_then_base": np.float64,
-          "sort_joined": np.int64, "count_hstack": np.float32, "sort_drops": np.int64}
+          "sort_joined": np.int64, "count_hstack": np.float32, "sort_drops": np.int64,
+          "sort_sentinels_appended": np.int32}
 
 
 def decorated(name):
@@ -1022,3 +1023,15 @@ def test_a_merge_taking_fronts_off_with_pop_reads_them_by_a_count():
         x = np.random.default_rng(2).integers(-50, 50, 3001).tolist()
         run = decorated(name).run(list(x), device="cpu")
         assert _same_list(run.value, ex.LISTS[name](list(x))) and run.fallbacks == []
+
+
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
+def test_sentinels_appended_by_numpy_are_scratch_on_the_device(device, alpha, y):
+    """``np.append(left, np.inf)`` and ``np.concatenate((right, np.array([math.inf])))``: scratch of
+    ``len(child) + 1`` float64 elements, the child then the sentinel."""
+    for n in (1, 2, 5, 4099):
+        x = np.random.default_rng(n).integers(-500, 500, n).astype(np.int32)
+        run = check("sort_sentinels_appended", x, device, alpha, y)
+        assert run.value.dtype == np.float64
+        if n == 4099:
+            assert run.gpu_tasks > 0
