@@ -32,6 +32,9 @@ What is read (else the statements are left as they are, and the partition form s
   ``if``/``elif``/``else`` chains, each branch one ``X.append(v)`` of the loop's element,
   each list appended in one branch, the conditions free of calls (they are evaluated once
   per list here, once per element in Python) and of the lists (:func:`appends_as_filters`);
+* buffers filled by counts, ``less = np.empty(len(arr), arr.dtype)``, ``i = 0``, branches
+  ``less[i] = x; i += 1``, only ``less[:i]`` read after the loop: the same filters, as
+  ``np.array`` of each comprehension (:func:`buffers_as_filters`);
 * a helper of the function's own file called as a statement, ``l, m, r = part(arr, p)``
   (or ``l = lesser(arr, p)``), whose body is statements and one final ``return`` of names or
   expressions, parameters never reassigned, no nested functions: inlined, its own names
@@ -43,7 +46,7 @@ import ast
 import copy
 import inspect
 
-__all__ = ["sunk_list_inits", "appends_as_filters", "inlined_helpers"]
+__all__ = ["sunk_list_inits", "appends_as_filters", "inlined_helpers", "buffers_as_filters"]
 
 
 def _is_name(n, name=None) -> bool:
@@ -315,3 +318,212 @@ def _inline(st, glb, filename, name, counter, caller_stored):
         a = ast.Assign([ast.Name(t, ast.Store())], renamed(v))
         stmts.append(ast.fix_missing_locations(ast.copy_location(a, ret)))
     return stmts
+
+
+def _counted_store(body, var: str):
+    """``(B, c)`` of a branch that is exactly ``B[c] = var`` then ``c += 1`` (``c = c + 1``)."""
+    if len(body) != 2 or not isinstance(body[0], ast.Assign) or len(body[0].targets) != 1:
+        return None
+    t, step = body[0].targets[0], body[1]
+    if not (isinstance(t, ast.Subscript) and _is_name(t.value) and _is_name(t.slice)
+            and _is_name(body[0].value, var)):
+        return None
+    c = t.slice.id
+    one = ast.Constant(1)
+    if isinstance(step, ast.AugAssign) and _is_name(step.target, c) \
+            and isinstance(step.op, ast.Add) and ast.dump(step.value) == ast.dump(one):
+        return t.value.id, c
+    if (isinstance(step, ast.Assign) and len(step.targets) == 1 and _is_name(step.targets[0], c)
+            and isinstance(step.value, ast.BinOp) and isinstance(step.value.op, ast.Add)
+            and _is_name(step.value.left, c) and ast.dump(step.value.right) == ast.dump(one)):
+        return t.value.id, c
+    return None
+
+
+def _buffer_of(st, base: str, nps) -> str | None:
+    """``B`` of ``B = np.empty(len(base), base.dtype)`` (``np.zeros``, ``dtype=``), or of
+    ``np.empty_like(base)`` / ``np.zeros_like(base)``: room for every element of ``base``,
+    of its dtype."""
+    if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and _is_name(st.targets[0])
+            and isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Attribute)
+            and _is_name(st.value.func.value) and st.value.func.value.id in nps):
+        return None
+    v, what = st.value, st.value.func.attr
+    if what in ("empty_like", "zeros_like") and len(v.args) == 1 and not v.keywords \
+            and _is_name(v.args[0], base):
+        return st.targets[0].id
+    if what not in ("empty", "zeros") or not v.args or len(v.args) > 2:
+        return None
+    size = v.args[0]
+    dtype = v.args[1] if len(v.args) == 2 else next(
+        (k.value for k in v.keywords if k.arg == "dtype"), None)
+    if any(k.arg != "dtype" for k in v.keywords) or dtype is None:
+        return None
+    if not (isinstance(size, ast.Call) and _is_name(size.func, "len") and len(size.args) == 1
+            and _is_name(size.args[0], base)):
+        return None
+    if not (isinstance(dtype, ast.Attribute) and dtype.attr == "dtype"
+            and _is_name(dtype.value, base)):
+        return None
+    return st.targets[0].id
+
+
+def _zeros(st) -> list[str] | None:
+    """The names ``i = 0``, ``i = j = 0``, ``i, j = 0, 0`` set to zero, else None."""
+    if not isinstance(st, ast.Assign):
+        return None
+    names = []
+    for t in st.targets:
+        if _is_name(t) and isinstance(st.value, ast.Constant) and st.value.value == 0 \
+                and type(st.value.value) is int:
+            names.append(t.id)
+        elif (isinstance(t, ast.Tuple) and isinstance(st.value, ast.Tuple)
+              and len(t.elts) == len(st.value.elts) and all(_is_name(x) for x in t.elts)
+              and all(isinstance(x, ast.Constant) and type(x.value) is int and x.value == 0
+                      for x in st.value.elts)):
+            names += [x.id for x in t.elts]
+        else:
+            return None
+    return names
+
+
+def buffers_as_filters(body: list, nps: set) -> list:
+    """``body`` with a loop that fills buffers by counts -- ``less = np.empty(len(arr),
+    arr.dtype)``, ``i = 0``, then ``for x in arr: if x < p: less[i] = x; i += 1 ...`` and
+    ``less[:i]`` read after it -- written as ``less = np.array([x for x in arr if x < p])``
+    (its filter, an array as NumPy's slice is), ``less[:i]`` as ``less``, and a later
+    ``lo = less[:i]`` as the comprehension's own name."""
+    if not nps:
+        return body
+    np_name = sorted(nps)[0]
+    out = list(body)
+    for loop in [st for st in body if isinstance(st, ast.For)]:
+        if not (_is_name(loop.target) and not loop.orelse and loop.body
+                and all(isinstance(s, ast.If) for s in loop.body)):
+            continue
+        var = loop.target.id
+        src = loop.iter
+        base = src
+        while isinstance(base, ast.Subscript) and isinstance(base.slice, ast.Slice):
+            base = base.value
+        if not _is_name(base):
+            continue
+        stores: dict[str, tuple] = {}
+        tests: dict[str, ast.expr] = {}
+        ok = True
+        for chain in loop.body:
+            before: list = []
+            for cond, branch in _branches(chain):
+                got = _counted_store(branch, var)
+                if got is None or got[0] in stores or got[1] in {c for _, c in stores.values()}:
+                    ok = False
+                    break
+                if cond is not None and any(isinstance(n, (ast.Call, ast.NamedExpr))
+                                            for n in ast.walk(cond)):
+                    ok = False
+                    break
+                parts = [ast.UnaryOp(ast.Not(), copy.deepcopy(c)) for c in before]
+                if cond is not None:
+                    parts.append(copy.deepcopy(cond))
+                stores[got[0]] = (got[0], got[1])
+                tests[got[0]] = (ast.Constant(True) if not parts else parts[0]
+                                 if len(parts) == 1 else ast.BoolOp(ast.And(), parts))
+                if cond is not None:
+                    before.append(cond)
+            if not ok:
+                break
+        if not ok or not stores:
+            continue
+        at = out.index(loop)
+        bufs = set(stores)
+        counts = {c for _, c in stores.values()}
+        if any(_mentioned(t, bufs | counts) for t in tests.values()) \
+                or _mentioned(src, bufs | counts):
+            continue
+        # before the loop: each buffer allocated once, each count set to 0, nothing else
+        allocs, zeros = {}, {}
+        for k, st in enumerate(out[:at]):
+            b = _buffer_of(st, base.id, nps)
+            if b is not None and b in bufs:
+                allocs[b] = k
+                continue
+            z = _zeros(st)
+            if z is not None and set(z) & counts:
+                if not set(z) <= counts:
+                    allocs = None
+                    break
+                for n in z:
+                    zeros[n] = k
+                continue
+            if _mentioned(st, bufs | counts):
+                allocs = None
+                break
+        if allocs is None or set(allocs) != bufs or set(zeros) != counts:
+            continue
+        # after it: only `B[:c]` (lower 0 or none), each buffer with its own count
+        after = out[at + 1:]
+        slices = []
+        bad = False
+        for st in after:
+            for n in ast.walk(st):
+                if isinstance(n, ast.Subscript) and _is_name(n.value) and n.value.id in bufs:
+                    sl = n.slice
+                    if (isinstance(sl, ast.Slice) and sl.step is None
+                            and (sl.lower is None or (isinstance(sl.lower, ast.Constant)
+                                                      and sl.lower.value == 0))
+                            and _is_name(sl.upper, stores[n.value.id][1])
+                            and isinstance(n.ctx, ast.Load)):
+                        slices.append(n)
+                    else:
+                        bad = True
+        inside = {id(x) for s in slices for x in ast.walk(s)}
+        if bad or any(isinstance(n, ast.Name) and n.id in bufs | counts and id(n) not in inside
+                      for st in after for n in ast.walk(st)):
+            continue
+        # rewrite: the comprehensions at the loop, the slices as the buffers' names
+        comps = []
+        for b in stores:
+            test = tests[b]
+            comp = ast.ListComp(ast.Name(var, ast.Load()), [ast.comprehension(
+                ast.Name(var, ast.Store()), copy.deepcopy(src),
+                [] if isinstance(test, ast.Constant) else [test], 0)])
+            call = ast.Call(ast.Attribute(ast.Name(np_name, ast.Load()), "array", ast.Load()),
+                            [comp], [])
+            st = ast.Assign([ast.Name(b, ast.Store())], call)
+            for n in ast.walk(st):
+                ast.copy_location(n, loop)
+            comps.append(st)
+
+        class Unslice(ast.NodeTransformer):
+            def visit_Subscript(self, n):
+                if any(n is s for s in slices):
+                    return ast.copy_location(ast.Name(n.value.id, ast.Load()), n)
+                return self.generic_visit(n)
+
+        dropped = set(allocs.values()) | set(zeros.values())
+        new = [st for k, st in enumerate(out[:at]) if k not in dropped] + comps
+        new += [Unslice().visit(st) for st in after]
+        out = _aliases_named(new, comps)
+    return out
+
+
+def _aliases_named(body: list, comps: list) -> list:
+    """``lo = less`` after ``less = np.array([...])``, with ``lo`` untouched between and
+    ``less`` read nowhere else: the comprehension assigned to ``lo`` instead."""
+    out = list(body)
+    for comp in comps:
+        b = comp.targets[0].id
+        at = next(i for i, st in enumerate(out) if st is comp)
+        uses = [(i, st) for i, st in enumerate(out) if i != at and _mentioned(st, {b})]
+        if len(uses) != 1:
+            continue
+        i, st = uses[0]
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and _is_name(st.targets[0])
+                and _is_name(st.value, b)):
+            continue
+        t = st.targets[0].id
+        if any(_mentioned(x, {t}) for x in out[at + 1:i]) or _mentioned(comp.value, {t}):
+            continue
+        comp.targets = [ast.copy_location(ast.Name(t, ast.Store()), comp.targets[0])]
+        del out[i]
+    return out

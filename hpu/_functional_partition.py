@@ -77,7 +77,8 @@ import ast
 import copy
 import inspect
 
-from hpu._filters import appends_as_filters, inlined_helpers, sunk_list_inits
+from hpu._filters import (appends_as_filters, buffers_as_filters, inlined_helpers,
+                          sunk_list_inits)
 from hpu._functional import _allocation_in, _numpy_names
 from hpu._functional_dps import (ARENA, INDEX, NotRewritable, Rewritten, _copy_of,
                                  _else_lifted, _empty_of, _empty_test, _function, _is_name,
@@ -117,6 +118,10 @@ def _parsed(src: str, where) -> list:
         for n in ast.walk(st):
             ast.copy_location(n, where)
     return stmts
+
+
+#: the allocations whose arrays the function may fill (:func:`hpu._filters.buffers_as_filters`)
+_MADE = ("empty", "zeros", "empty_like", "zeros_like")
 
 
 def _np_call(e, nps, *names):
@@ -265,6 +270,9 @@ def _piece_of(e, a: str, views: set, var: str, line: int):
         return None if test is None else _Piece(line, source=e.value, var=var, test=test)
     if isinstance(e, ast.List) and len(e.elts) == 1 and not isinstance(e.elts[0], ast.Starred):
         return _Piece(line, value=e.elts[0])
+    if isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Slice) \
+            and _source_ok(e, a, views):       # a[:1], the pivot as a slice: all of it
+        return _Piece(line, source=e, var=var, test=ast.Constant(True))
     return None
 
 
@@ -326,13 +334,21 @@ def rewrite_partition(dc) -> Rewritten:
     if not calls or any(len(c.args) != 1 or c.keywords for c in calls):
         raise NotPartition("its recursive calls do not take one argument each")
     if any(isinstance(c.args[0], ast.Subscript) and isinstance(c.args[0].slice, ast.Slice)
-           for c in calls):
+           and _is_name(c.args[0].value, a) for c in calls):
         raise NotPartition("its recursive calls take slices")
     glb = fn.__globals__
     nps = _numpy_names(glb)
     own = _names(node)
     _own_names_free(own, name)
+    # arrays the function allocates itself may be written (buffers filled by counts,
+    # hpu._filters; any other allocation is refused below, as allocating)
+    made = {t.id for st in ast.walk(node) if isinstance(st, ast.Assign)
+            and isinstance(st.value, ast.Call) and _np_call(st.value, nps, *_MADE)
+            for t in st.targets if _is_name(t)}
     for n in ast.walk(node):
+        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) \
+                and _is_name(n.value) and n.value.id in made and n.value.id != a:
+            continue
         if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, ast.Store):
             raise NotRewritable(f"it writes into an array (line {n.lineno}): in Python that "
                                 "write reaches the caller's array, which the device form "
@@ -379,7 +395,8 @@ def rewrite_partition(dc) -> Rewritten:
         raise NotRewritable("it has no leading `if ...: return` base case")
 
     # the recursive part: scalar statements, pieces, recursive calls, one return
-    body = appends_as_filters(inlined_helpers(body, glb, fn.__code__.co_filename, name, node))
+    body = inlined_helpers(body, glb, fn.__code__.co_filename, name, node)
+    body = buffers_as_filters(appends_as_filters(body), nps)
     body = _hoisted([copy.deepcopy(st) for st in body])
     pieces: dict[str, _Piece] = {}      # by name (inline ones get hpu_n<k>)
     called: dict[str, str] = {}         # l = f(piece): l -> the piece's name

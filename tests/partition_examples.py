@@ -248,6 +248,51 @@ def qs_appended(arr):
                      qs_appended(rest[rest > pivot]))
 
 
+def partition_into(arr, pivot):
+    """A partition helper that fills buffers by counts and returns their filled prefixes."""
+    less = np.empty(len(arr), arr.dtype)
+    same = np.empty_like(arr)
+    more = np.zeros(len(arr), dtype=arr.dtype)
+    i = j = 0
+    k = 0
+    for x in arr:
+        if x < pivot:
+            less[i] = x
+            i += 1
+        elif x == pivot:
+            same[j] = x
+            j = j + 1
+        else:
+            more[k] = x
+            k += 1
+    return less[:i], same[:j], more[:k]
+
+
+def qs_buffers(arr):
+    if len(arr) <= 1:
+        return arr.copy()
+    pivot = arr[len(arr) // 2]
+    less, same, more = partition_into(arr, pivot)
+    return np.concatenate((qs_buffers(less), same, qs_buffers(more)))
+
+
+def qs_buffers_inline(a):
+    if len(a) < 2:
+        return a.copy()
+    p = a[0]
+    lo = np.empty(len(a), a.dtype)
+    hi = np.empty(len(a), a.dtype)
+    n_lo, n_hi = 0, 0
+    for v in a[1:]:
+        if v <= p:
+            lo[n_lo] = v
+            n_lo += 1
+        else:
+            hi[n_hi] = v
+            n_hi += 1
+    return np.concatenate((qs_buffers_inline(lo[:n_lo]), a[:1], qs_buffers_inline(hi[:n_hi])))
+
+
 def qs_called_test(arr):
     if len(arr) <= 1:
         return arr.copy()
@@ -269,7 +314,8 @@ PARTITIONS = {"quicksort": quicksort, "quicksort_oneline": quicksort_oneline,
               "qs_hstack": qs_hstack, "qs_inline_pivot": qs_inline_pivot,
               "qs_inline_middle": qs_inline_middle, "quicksort_appends": quicksort_appends,
               "qs_helper_lists": qs_helper_lists, "qs_helper_masks": qs_helper_masks,
-              "qs_appended": qs_appended}
+              "qs_appended": qs_appended, "qs_buffers": qs_buffers,
+              "qs_buffers_inline": qs_buffers_inline}
 LISTED = {"quicksort", "quicksort_first", "quicksort_oneline", "quicksort_appends",
           "qs_helper_lists"}
 #: np.array of a comprehension that can be empty: float64 in Python (guide §10)

@@ -7,7 +7,8 @@ import textwrap
 
 import numpy as np
 
-from hpu._filters import appends_as_filters, inlined_helpers, sunk_list_inits
+from hpu._filters import (appends_as_filters, buffers_as_filters, inlined_helpers,
+                          sunk_list_inits)
 
 
 def body(src: str) -> list:
@@ -152,3 +153,62 @@ def test_helpers_that_cannot_be_inlined_as_written_stay_calls():
             == text(caller.body)
     caller = ast.parse("def f(a):\n    lo, hi = split(a, 2)").body[0]
     assert "split(" in text(inlined_helpers(caller.body, glb, "/elsewhere.py", "f", caller))
+
+
+def test_buffers_filled_by_counts_are_filters_and_their_prefixes_the_pieces():
+    got = buffers_as_filters(body("""
+        less = np.empty(len(arr), arr.dtype)
+        more = np.empty_like(arr)
+        i = j = 0
+        for x in arr[1:]:
+            if x < p:
+                less[i] = x
+                i += 1
+            else:
+                more[j] = x
+                j = j + 1
+        lo = less[:i]
+        return f(lo) + f(more[0:j])
+    """), {"np"})
+    assert text(got).splitlines() == [
+        "lo = np.array([x for x in arr[1:] if x < p])",
+        "more = np.array([x for x in arr[1:] if not x < p])",
+        "return f(lo) + f(more)"]
+
+
+def test_buffers_that_are_not_filters_are_left_as_written():
+    for src in ("""
+        less = np.empty(len(arr))                 # float64: not the keys' dtype
+        i = 0
+        for x in arr:
+            if x < p:
+                less[i] = x
+                i += 1
+        return less[:i]
+    """, """
+        less = np.empty(len(arr), arr.dtype)
+        i = 0
+        for x in arr:
+            if x < p:
+                less[i] = x
+                i += 1
+        return less[:i], less[0]                  # read beyond its prefix
+    """, """
+        less = np.empty(len(arr) // 2, arr.dtype)  # maybe too short: Python's IndexError
+        i = 0
+        for x in arr:
+            if x < p:
+                less[i] = x
+                i += 1
+        return less[:i]
+    """, """
+        less = np.empty(len(arr), arr.dtype)
+        i = 0
+        for x in arr:
+            if x < p:
+                less[i] = x
+                i += 1
+        return less[:i], i                        # the count read
+    """):
+        stmts = body(src)
+        assert text(buffers_as_filters(stmts, {"np"})) == text(stmts)

@@ -114,10 +114,10 @@ def test_every_path_gives_the_plain_answer(device, alpha, y, values, name):
 #: rest of its run (Numba frees none), so the others are run as Python above, not compiled;
 #: two of these only in the full run (``pytest -m slow``)
 COMPILED = ["quicksort", "qs_masks", "qs_median3", "qs_inline_pivot", "quicksort_appends",
-            "qs_helper_masks",
+            "qs_helper_masks", "qs_buffers",
             *(pytest.param(n, marks=pytest.mark.slow)
               for n in ["qs_named", "qs_rest", "qs_inline_middle", "qs_helper_lists",
-                        "qs_appended"])]
+                        "qs_appended", "qs_buffers_inline"])]
 
 
 @pytest.mark.parametrize("name", COMPILED)
