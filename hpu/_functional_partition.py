@@ -240,20 +240,20 @@ def _renamed(node, old: str, new: str):
     return node
 
 
-def _piece(e, a: str, views: set, nps: set, var: str):
+def _piece(e, a: str, views: set, nps: set, var: str, slices: bool = False):
     """The :class:`_Piece` the expression ``e`` writes, or None."""
     line = getattr(e, "lineno", 0)
     listed = True                   # a Python list (a comprehension, [v]), not an array
     if _np_call(e, nps, "array", "asarray") and len(e.args) == 1 and not e.keywords:
         e = e.args[0]               # np.array([...]): the same elements, as an array
         listed = False
-    got = _piece_of(e, a, views, var, line)
+    got = _piece_of(e, a, views, var, line, slices)
     if got is not None:
         got.listed = listed and isinstance(e, (ast.ListComp, ast.List))
     return got
 
 
-def _piece_of(e, a: str, views: set, var: str, line: int):
+def _piece_of(e, a: str, views: set, var: str, line: int, slices: bool = False):
     if isinstance(e, ast.ListComp) and len(e.generators) == 1:
         g = e.generators[0]
         if (g.is_async or not _is_name(g.target) or not _is_name(e.elt, g.target.id)
@@ -270,8 +270,8 @@ def _piece_of(e, a: str, views: set, var: str, line: int):
         return None if test is None else _Piece(line, source=e.value, var=var, test=test)
     if isinstance(e, ast.List) and len(e.elts) == 1 and not isinstance(e.elts[0], ast.Starred):
         return _Piece(line, value=e.elts[0])
-    if isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Slice) \
-            and _source_ok(e, a, views):       # a[:1], the pivot as a slice: all of it
+    if slices and isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Slice) \
+            and _source_ok(e, a, views):       # a[:1] joined: all of it (named, a view)
         return _Piece(line, source=e, var=var, test=ast.Constant(True))
     return None
 
@@ -406,9 +406,9 @@ def rewrite_partition(dc) -> Rewritten:
     result = None
     counter = iter(range(1_000_000))
 
-    def new_piece(e, where):
+    def new_piece(e, where, slices=False):
         k = next(counter)
-        p = _piece(e, a, views, nps, f"hpu_v{k}")
+        p = _piece(e, a, views, nps, f"hpu_v{k}", slices)
         if p is None:
             return None
         p.key = f"hpu_n{k}"
@@ -436,7 +436,7 @@ def rewrite_partition(dc) -> Rewritten:
             return e.id, False
         if _is_name(e) and getattr(e, "hpu_appended", False) and e.id in values:
             e = ast.copy_location(ast.List([e], ast.Load()), e)     # np.append(x, pivot)
-        key = new_piece(e, where)
+        key = new_piece(e, where, slices=True)
         if key is None:
             raise NotRewritable(f"`{ast.unparse(e)}` (line {where.lineno}) is not a piece: a "
                                 f"filter of {a} or one value in a list")
