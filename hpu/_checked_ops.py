@@ -38,9 +38,11 @@ from __future__ import annotations
 import builtins
 import threading
 
+import numpy as np
 from numba import njit
 
-from hpu._guard import bad_float, bad_int_store, divides_by_zero, float_operands, zero_divisor
+from hpu._guard import (bad_float, bad_int_store, divides_by_zero, float_operands, power,
+                        zero_divisor)
 
 __all__ = ["SITES", "add_site", "register_sites", "site_text", "OPERATIONS",
            "ZeroDivisionError", "ValueError", "OverflowError", "IndexError", "TypeError"]
@@ -323,6 +325,16 @@ def truediv(a, b, site):
 
 
 @njit(inline="always")
+def pow_(a, b, site):
+    return power(a, b)
+
+
+@njit(inline="always")
+def mpow(a, b):
+    return np.float64(a) ** np.float64(b)
+
+
+@njit(inline="always")
 def mod(a, b, site):
     if zero_divisor(b):
         _zerodiv(site, 3 if float_operands(a, b) else 0)
@@ -415,6 +427,7 @@ def slice_ix(x, site):
 
 #: the names :class:`hpu._codegen._Checked` writes -> the checks here
 OPERATIONS = {"hpu__floordiv": floordiv, "hpu__mod": mod, "hpu__truediv": truediv,
+              "hpu__pow": pow_, "hpu__mpow": mpow,
               "hpu__ix": ix, "hpu__int": to_int, "hpu__store": store, "hpu__round": to_round,
               "hpu__fit": fit,
               "hpu__slice_ix": slice_ix, "hpu__lix": list_ix, "hpu__lsix": list_set_ix,

@@ -206,7 +206,8 @@ class _Checked(ast.NodeTransformer):
     bounds-checked mode, its index is checked against the view's length.
     """
 
-    _OPS = {ast.FloorDiv: "hpu__floordiv", ast.Mod: "hpu__mod", ast.Div: "hpu__truediv"}
+    _OPS = {ast.FloorDiv: "hpu__floordiv", ast.Mod: "hpu__mod", ast.Div: "hpu__truediv",
+            ast.Pow: "hpu__pow"}
     _CONV = {"int": "hpu__int", "round": "hpu__round"}
 
     def __init__(self, filename: str, line: int | None = None, context: str = "",
@@ -316,6 +317,11 @@ class _Checked(ast.NodeTransformer):
     def visit_Call(self, node):
         where = self._where(node)
         self.generic_visit(node)
+        if (isinstance(node.func, ast.Attribute) and node.func.attr == "pow"
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "math"
+                and len(node.args) == 2 and not node.keywords):
+            node.func = ast.copy_location(ast.Name("hpu__mpow", ast.Load()), node.func)
+            return node
         if isinstance(node.func, ast.Name) and node.func.id == SLICE_COPY:
             node.func.id = "hpu__slice_copy_chk"
             node.args.append(where)
@@ -369,6 +375,7 @@ from hpu._guard import float_operands as hpu__float_operands
 from hpu._guard import as_index as hpu__as_index
 from hpu._guard import base_index as hpu__base
 from hpu._guard import like as hpu__like
+from hpu._guard import power as hpu__power
 from hpu._interrupt import Stopped as hpu__Stopped
 from hpu._interrupt import stop_requested as hpu__stop_requested
 
@@ -396,6 +403,16 @@ def hpu__truediv(a, b, site__):  # x / 0: Python's (and Numba's) error, at the u
     if hpu__divides_by_zero(a, b):
         hpu__truezerodiv(site__)
     return a / b
+
+
+@njit(cache=True)
+def hpu__pow(a, b, site__):  # x ** n of a float64 and an int: Python's pow(), not Numba's
+    return hpu__power(a, b)
+
+
+@njit(cache=True)
+def hpu__mpow(a, b):  # math.pow: both operands as float64, as Python converts them
+    return hpu__numpy.float64(a) ** hpu__numpy.float64(b)
 
 
 @njit(cache=True)

@@ -245,6 +245,15 @@ def as_index(i):
     return i
 
 
+def power(a, b):
+    """``a ** b`` as Python computes it where Numba does not: a float64 to an integer
+    power is the C library's ``pow`` (Python's ``float.__pow__`` and NumPy's scalar power
+    call it), where Numba multiplies repeatedly and differs in the last bits (``0.999 **
+    6``, ``10.0 ** 300``); every other pair of operands is Numba's ``**``.  In Python:
+    ``a ** b``."""
+    return a ** b
+
+
 def _register() -> None:
     import numpy as np
     from numba.core import types
@@ -271,6 +280,12 @@ def _register() -> None:
             make = as_dtype(types.unliteral(p)).type
             return lambda x, p: make(x)
         return lambda x, p: x
+
+    @overload(power, jit_options={"cache": True})
+    def _power(a, b):
+        if isinstance(a, types.Float) and a.bitwidth == 64 and isinstance(b, types.Integer):
+            return lambda a, b: a ** np.float64(b)
+        return lambda a, b: a ** b
 
     @overload(float_operands, jit_options={"cache": True})
     def _float_operands(a, b):

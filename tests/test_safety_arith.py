@@ -409,3 +409,28 @@ def test_division_by_zero_never_kills_the_process(path, kw):
     assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
     kind, _ = json.loads(out.stdout.strip().splitlines()[-1])
     assert kind == "ZeroDivisionError"
+
+
+# ---- a float to an integer power: Python's pow(), not Numba's repeated multiplication
+
+@hpu.divide_and_conquer
+def powers_by_halves(a, x):
+    """sum(a[i] * x ** i), the power of each half written with ** and math.pow."""
+    if len(a) == 1:
+        return a[0]
+    m = len(a) // 2
+    return powers_by_halves(a[:m], x) + x ** m * powers_by_halves(a[m:], x) \
+        + 0.0 * math.pow(x, m)
+
+
+def test_a_float_to_an_int_power_is_pythons_on_the_cpu_and_near_it_on_the_device():
+    x = 0.999
+    assert _guard.power(x, 6) == x ** 6
+    a = np.random.default_rng(3).standard_normal(70_001)
+    want = powers_by_halves.py_func(a, x)
+    for n in (1, 5, 70_001):
+        assert powers_by_halves.options(device="cpu")(a[:n], x) == \
+            powers_by_halves.py_func(a[:n], x)
+    assert powers_by_halves.sequential(a, x) == want
+    got = powers_by_halves.options(device="gpu")(a, x)
+    assert math.isclose(got, want, rel_tol=1e-12)

@@ -848,7 +848,9 @@ class _FunctionEmitter:
         if op == "%":
             return res, _call(self._helper(f"hpu_mod_{code}"), a, b)
         if op == "**":
-            if rc == INT64:
+            if rc == INT64 and res == FLOAT64:      # Python's pow(), as the CPU's modules
+                return res, _call("pow", a, _E(f"(double){b.at(UNARY)}", UNARY))
+            if rc == INT64:                         # float32: Numba's repeated squaring
                 return res, _call(self._helper(f"hpu_powi_{code}"), a, b)
             return res, _call("pow", a, b)
         return res, _binary(a, op, b, _C_BINOP_PREC[op])
@@ -1008,9 +1010,8 @@ class _FunctionEmitter:
         if info.kind == "math2":
             b = self._expr(info.args[1])
             bt = info.arg_types[1]
-            if info.name == "pow" and bt.is_intlike:
-                return _call(self._helper("hpu_powi_d"), self._conv(a, at, FLOAT64),
-                             self._conv(b, bt, INT64))
+            if info.name == "pow":                  # Python's: both as float64, pow()
+                return _call("pow", self._conv(a, at, FLOAT64), self._conv(b, bt, FLOAT64))
             return _call(info.name, self._conv(a, at, info.target),
                          self._conv(b, bt, info.target))
         raise AssertionError(info.kind)  # pragma: no cover
