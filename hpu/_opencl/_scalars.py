@@ -293,13 +293,13 @@ def math_unary_result(a: Scalar) -> Scalar:
 def math_binary_result(name: str, a: Scalar, b: Scalar) -> Scalar:
     """Type of ``math.NAME(a, b)`` for ``atan2``, ``hypot``, ``copysign`` and ``pow``.
 
-    ``math.pow`` with an integer exponent is Numba's repeated-squaring power in
-    float64 (see :func:`arith_result` for ``**``).
+    ``math.pow`` is Python's: both operands as float64, ``pow()`` (the CPU's modules
+    compute it so too, :mod:`hpu._codegen`'s ``hpu__mpow``).
     """
     if name == "pow":
         if b == BOOL or b == UINT64:
             raise TypeRuleError(f"math.pow with a {b.name} exponent has an irregular Numba type")
-        return FLOAT64 if b.is_intlike else _float_result(a, b)
+        return FLOAT64
     if a.is_intlike and b.is_intlike:
         if name == "copysign" and a.name in _FLOAT32_FRIENDLY and b.name in _FLOAT32_FRIENDLY:
             return FLOAT32

@@ -89,6 +89,9 @@ def test_two_argument_math_types_match_numba(numba_typing, name):
             except S.TypeRuleError:
                 assert name == "pow" and b in (S.BOOL, S.UINT64)
                 continue
+            if name == "pow":       # Python's, as the CPU's modules compute it: float64
+                assert got == "float64", (a, b)
+                continue
             assert got == _name(sig.return_type), (name, a, b)
 
 
