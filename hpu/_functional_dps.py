@@ -192,6 +192,15 @@ def _copy_of(e, a: str, nps: set) -> bool:
             and e.slice.lower is None and e.slice.upper is None and e.slice.step is None)
 
 
+def _sorted_of(e, a: str, nps: set) -> bool:
+    """``np.sort(a)`` (``kind=`` any: the numbers sorted are the same): a sorted copy, as a
+    cutoff writes it (``if len(a) <= 16: return np.sort(a)``)."""
+    return (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute)
+            and e.func.attr == "sort" and _is_name(e.func.value) and e.func.value.id in nps
+            and len(e.args) == 1 and _is_name(e.args[0], a)
+            and all(k.arg == "kind" for k in e.keywords))
+
+
 def _one_of(e, a: str, nps: set) -> bool:
     """``[a[0]]``, ``[a[-1]]``, ``np.array([a[0]])``: a's one element, in a new list or
     array (under a test that ``a`` has one element: :func:`_one_test`)."""
@@ -1446,12 +1455,24 @@ def _rewrite_slices(dc) -> Rewritten:
     half = f"(len({BUF}) // 2)"
 
     def copy_into(at_line, arr):
+        at = f"{PARITY} * {half} + {AT}"
         src = (f"for {INDEX} in range(len({a})):\n"
-               f"    {BUF}[{PARITY} * {half} + {AT} + {INDEX}] = {a}[{INDEX}]")
-        loop = ast.parse(src).body[0]
-        for n in ast.walk(loop):
-            ast.copy_location(n, at_line)
-        return loop
+               f"    {BUF}[{at} + {INDEX}] = {a}[{INDEX}]")
+        if _sorted_of(arr, a, nps):
+            # np.sort(a): the copy sorted in place by insertion, NaNs last as NumPy's
+            src += (f"\nfor {INDEX} in range(1, len({a})):\n"
+                    f"    hpu_sv = {BUF}[{at} + {INDEX}]\n"
+                    f"    hpu_sj = {INDEX} - 1\n"
+                    f"    while hpu_sj >= 0 and (hpu_sv < {BUF}[{at} + hpu_sj] or (hpu_sv == hpu_sv"
+                    f" and {BUF}[{at} + hpu_sj] != {BUF}[{at} + hpu_sj])):\n"
+                    f"        {BUF}[{at} + hpu_sj + 1] = {BUF}[{at} + hpu_sj]\n"
+                    f"        hpu_sj -= 1\n"
+                    f"    {BUF}[{at} + hpu_sj + 1] = hpu_sv")
+        loops = ast.parse(src).body
+        for loop in loops:
+            for n in ast.walk(loop):
+                ast.copy_location(n, at_line)
+        return loops
 
     body = _else_lifted(node.body, name)
     out_body = []
@@ -1501,14 +1522,14 @@ def _rewrite_slices(dc) -> Rewritten:
             # `a.astype(np.float64)`: a copy whose stores convert, as astype does from ints
             # or floats to floats; the result's dtype is left to Numba's typing
             other_dtype = True
-        elif not _copy_of(arr, a, nps):
+        elif not (_copy_of(arr, a, nps) or _sorted_of(arr, a, nps)):
             raise NotRewritable(f"a base case returns `{ast.unparse(arr)}` (line {ret.lineno}), "
                                 f"not a copy of {a}")
         elif not (isinstance(arr, ast.Call)):       # `a`, `a[:]`: the caller's own elements
             aliased = aliased or ret.lineno
         set_arity(len(sc), ret)
         ret.value = _value_of(sc)
-        g.body = g.body[:-1] + [copy_into(ret, arr), ret]
+        g.body = g.body[:-1] + [*copy_into(ret, arr), ret]
         out_body.append(g)
     if len(out_body) == leading:
         raise NotRewritable("it has no leading `if ...: return` base case")

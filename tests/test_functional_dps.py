@@ -39,7 +39,7 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
           "sort_oneline": np.int32, "sort3": np.float64, "count4": np.int32,
           "sort_recursion_first": np.float64, "sort_recursion_then_base": np.float64,
           "sort_joined": np.int64, "count_hstack": np.float32, "sort_drops": np.int64,
-          "sort_sentinels_appended": np.int32}
+          "sort_sentinels_appended": np.int32, "sort_cutoff": np.float64}
 
 
 def decorated(name):
@@ -76,7 +76,7 @@ def check(name, x, device, alpha, y):
         warnings.simplefilter("always")
         run = f.run(x, **options(device, alpha, y))
     assert same(run.value, want), (name, device, alpha, y, x.size)
-    assert np.array_equal(x, keep)                         # the input untouched
+    assert np.array_equal(x, keep, equal_nan=x.dtype.kind == "f")     # the input untouched
     assert run.fallbacks == [], run.fallbacks               # the device form ran
     assert not [w for w in caught if "allocates" in str(w.message)]
     if device == "gpu":
@@ -1033,5 +1033,17 @@ def test_sentinels_appended_by_numpy_are_scratch_on_the_device(device, alpha, y)
         x = np.random.default_rng(n).integers(-500, 500, n).astype(np.int32)
         run = check("sort_sentinels_appended", x, device, alpha, y)
         assert run.value.dtype == np.float64
+        if n == 4099:
+            assert run.gpu_tasks > 0
+
+
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
+def test_a_cutoff_sorted_by_numpy_runs_on_the_device(device, alpha, y):
+    """``if len(a) <= 8: return np.sort(a)``: the slice copied and sorted by insertion in
+    the output, NaNs last as NumPy puts them."""
+    for n in (1, 2, 8, 9, 4099):
+        rng = np.random.default_rng(n)
+        x = np.where(rng.random(n) < 0.2, np.nan, rng.standard_normal(n))
+        run = check("sort_cutoff", x, device, alpha, y)
         if n == 4099:
             assert run.gpu_tasks > 0
