@@ -284,7 +284,16 @@ def _register() -> None:
     @overload(power, jit_options={"cache": True})
     def _power(a, b):
         if isinstance(a, types.Float) and a.bitwidth == 64 and isinstance(b, types.Integer):
-            return lambda a, b: a ** np.float64(b)
+            def pow_(a, b):
+                # not even the square is a product: glibc's pow() is within 0.52 ulp, not
+                # correctly rounded, and x * x differed from Python's x ** 2 for 814 of
+                # every million random floats
+                if b == 1:
+                    return a
+                if b == 0:
+                    return 1.0
+                return a ** np.float64(b)
+            return pow_
         return lambda a, b: a ** b
 
     @overload(float_operands, jit_options={"cache": True})

@@ -255,6 +255,19 @@ def _powi(code: str) -> None:
 
 _powi("d")
 _powi("f")
+_fixed("hpu_pown_d", """
+/* x ** n for a double x and an integer n, as Python computes it: pow() (x itself for
+   n = 1, 1.0 for n = 0), as on the CPU. */
+double hpu_pown_d(double x, long n)
+{
+    if (n == 1L) {
+        return x;
+    }
+    if (n == 0L) {
+        return 1.0;
+    }
+    return pow(x, (double)n);
+}""", fp64=True)
 
 # --- indexing and loops ----------------------------------------------------------------
 _fixed("hpu_index", """

@@ -849,7 +849,7 @@ class _FunctionEmitter:
             return res, _call(self._helper(f"hpu_mod_{code}"), a, b)
         if op == "**":
             if rc == INT64 and res == FLOAT64:      # Python's pow(), as the CPU's modules
-                return res, _call("pow", a, _E(f"(double){b.at(UNARY)}", UNARY))
+                return res, _call(self._helper("hpu_pown_d"), a, b)
             if rc == INT64:                         # float32: Numba's repeated squaring
                 return res, _call(self._helper(f"hpu_powi_{code}"), a, b)
             return res, _call("pow", a, b)
