@@ -1539,6 +1539,16 @@ def _rewrite_slices(dc) -> Rewritten:
     stmts = []
     tmp = iter(range(1_000_000))
 
+    shown: dict[str, str] = {}          # hpu_r<k> -> the call it stands for, as written
+
+    def as_written(e) -> str:
+        """``e`` as the user wrote it: each hoisted call's name read as the call."""
+        e = copy.deepcopy(e)
+        for n in ast.walk(e):
+            if isinstance(n, ast.Name) and n.id in shown:
+                n.id = shown[n.id]
+        return ast.unparse(e)
+
     def hoist(e, at):
         """``e`` with every self-call inside replaced by a fresh name, assigned before."""
         class H(ast.NodeTransformer):
@@ -1546,6 +1556,7 @@ def _rewrite_slices(dc) -> Rewritten:
                 self.generic_visit(c)
                 if _is_name(c.func, name):
                     t = f"hpu_r{next(tmp)}"
+                    shown[t] = ast.unparse(c)
                     stmts.append(ast.copy_location(ast.Assign([ast.Name(t, ast.Store())], c), at))
                     return ast.copy_location(ast.Name(t, ast.Load()), c)
                 return c
@@ -1640,7 +1651,10 @@ def _rewrite_slices(dc) -> Rewritten:
                 if _is_name(arg) and arg.id in results:
                     positions.append((k, arg.id))
                 elif _mentions(arg, results):
-                    raise NotRewritable(f"a child's array is used in `{ast.unparse(arg)}`")
+                    raise NotRewritable(f"a child's array is used in `{as_written(arg)}` "
+                                        "(the device form passes each child's array to the "
+                                        "combine as it is: write the combine as one helper "
+                                        "taking them all)")
             order = [r for _, r in positions]
             if sorted(order) != sorted(results) or s.value.keywords:
                 raise NotRewritable(f"its combine {h.__name__}() does not take the "

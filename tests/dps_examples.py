@@ -704,7 +704,8 @@ REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": 
              "sort_one": sort_one, "sort_oneline": sort_oneline}
 KEPT = {"drop_middle": ("not on a[:e] and a[e:]", drop_middle),
         "padded": ("not len(left) + len(right)", padded),
-        "three_way": ("returns `np.sort(a)`", three_way),
+        "three_way": ("a child's array is used in `merge(three_way(a[:t]), "
+                      "three_way(a[t:2 * t]))`", three_way),
         "inline_padded": ("allocates `len(left) + len(right) + 1` elements", inline_padded),
         "empty_not_empty": ("returns `a[:0]`", empty_not_empty),
         "sort_square_late": ("before 'c' has a constant value", sort_square_late),
