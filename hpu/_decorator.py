@@ -1298,13 +1298,9 @@ class DivideAndConquer:
         if scratch is not None:     # as the run does (_run_functional)
             return self._scratch_peak(scratch[0]._plan(o, scratch[1], {}), o, *scratch)
         if self._device_form_applies(o, converted):
-            try:
-                ready = self._in_place_call(converted, o["arena"])
-                if ready is not None:           # the in-place form's breadth-first plan
-                    return self._in_place_peak(ready[0]._plan(o, ready[2], {}), o, ready[3],
-                                               isinstance(_only_argument(converted), list))
-            except _numba_error() as err:       # as the run: its CPU path, or the plain one
-                self._not_compiled = _not_compiled_reason(self.__name__, err)
+            plan = self._in_place_plan(o, converted)
+            if plan is not None:
+                return plan
         if converted is None:
             return plain(UNTYPED_REASON.format(name=self.__name__,
                                                what=untyped_what(args, kwargs)))
@@ -1327,14 +1323,23 @@ class DivideAndConquer:
             except _numba_error() as err:
                 self._not_compiled = _not_compiled_reason(self.__name__, err)
         if self._form_instead_of_plain(o):      # as the run does (_run_functional)
-            try:
-                ready = self._in_place_call(converted, o["arena"])
-                if ready is not None:
-                    return self._in_place_peak(ready[0]._plan(o, ready[2], {}), o, ready[3],
-                                               isinstance(_only_argument(converted), list))
-            except _numba_error() as err:
-                self._not_compiled = _not_compiled_reason(self.__name__, err)
+            plan = self._in_place_plan(o, converted)
+            if plan is not None:
+                return plan
         return plain(self._not_compiled)
+
+    def _in_place_plan(self, o, converted):
+        """The in-place form's breadth-first plan for these arguments, with its predicted
+        peak; None where the form does not take them, or Numba cannot compile it (recorded
+        in ``_not_compiled``, as the run then takes its CPU path or the plain one)."""
+        try:
+            ready = self._in_place_call(converted, o["arena"])
+            if ready is not None:
+                return self._in_place_peak(ready[0]._plan(o, ready[2], {}), o, ready[3],
+                                           isinstance(_only_argument(converted), list))
+        except _numba_error() as err:
+            self._not_compiled = _not_compiled_reason(self.__name__, err)
+        return None
 
     def options(self, **options) -> "Configured":
         """This function with run options set; its call, ``.run``, ``.plan``,

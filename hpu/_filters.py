@@ -46,11 +46,9 @@ import ast
 import copy
 import inspect
 
+from hpu._functional_dps import NotRewritable, _is_name, _mentions, _tree
+
 __all__ = ["sunk_list_inits", "appends_as_filters", "inlined_helpers", "buffers_as_filters"]
-
-
-def _is_name(n, name=None) -> bool:
-    return isinstance(n, ast.Name) and (name is None or n.id == name)
 
 
 def _empty_lists(st) -> list[str] | None:
@@ -65,10 +63,6 @@ def _empty_lists(st) -> list[str] | None:
             and all(isinstance(x, ast.List) and not x.elts for x in v.elts)):
         return [x.id for x in t.elts]
     return None
-
-
-def _mentioned(node, names) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
 
 
 def sunk_list_inits(body: list, name: str) -> list:
@@ -86,7 +80,7 @@ def sunk_list_inits(body: list, name: str) -> list:
            and isinstance(body[j].body[-1], ast.Return)
            and not any(isinstance(n, ast.Call) and _is_name(n.func, name)
                        for n in ast.walk(body[j]))):
-        if _mentioned(body[j], names):
+        if _mentions(body[j], names):
             return body
         j += 1
     if j == i:
@@ -119,41 +113,69 @@ def _appended(body, var: str) -> str | None:
     return None
 
 
-def _filters_of(loop) -> dict | None:
-    """``{list name: its element test}`` of a loop of appends, else None."""
+#: what a filter's condition may not hold: it is evaluated once per piece, not per element
+_IMPURE = (ast.Call, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom, ast.Lambda)
+
+
+def _branch_tests(loop, read):
+    """``(tests, impure)`` of a ``for v in S:`` loop whose body is ``if``/``elif``/``else``
+    chains, each branch read by ``read(branch, v)`` to a key of its own: ``{key: the
+    element test of its branch}`` -- its condition and the negations of those before it in
+    its chain -- and ``(key, node)`` of the first condition that calls or assigns, else
+    None.  None when the loop is not of that shape."""
     if not (isinstance(loop, ast.For) and _is_name(loop.target) and not loop.orelse
             and loop.body and all(isinstance(s, ast.If) for s in loop.body)):
         return None
     var = loop.target.id
-    tests: dict[str, ast.expr] = {}
+    tests: dict = {}
+    impure = None
     for chain in loop.body:
         before: list = []
         for cond, body in _branches(chain):
-            lst = _appended(body, var)
-            if lst is None or lst in tests:
+            key = read(body, var)
+            if key is None or key in tests:
                 return None
-            called = None if cond is None else next(
-                (n for n in ast.walk(cond) if isinstance(n, (ast.Call, ast.NamedExpr, ast.Await,
-                                                            ast.Yield, ast.YieldFrom,
-                                                            ast.Lambda))), None)
-            if called is not None:
-                from hpu._functional_dps import NotRewritable
-
-                raise NotRewritable(
-                    f"the loop on line {loop.lineno} appends to {lst!r} under a condition "
-                    f"that calls or assigns (`{ast.unparse(called)}`): its pieces are read "
-                    "as filters, whose conditions are evaluated once per piece; compute the "
-                    "value in the loop first, or write each piece as a comprehension")
+            if cond is not None and impure is None:
+                node = next((n for n in ast.walk(cond) if isinstance(n, _IMPURE)), None)
+                impure = None if node is None else (key, node)
             parts = [ast.UnaryOp(ast.Not(), copy.deepcopy(c)) for c in before]
             if cond is not None:
                 parts.append(copy.deepcopy(cond))
-            tests[lst] = (ast.Constant(True) if not parts else parts[0] if len(parts) == 1
+            tests[key] = (ast.Constant(True) if not parts else parts[0] if len(parts) == 1
                           else ast.BoolOp(ast.And(), parts))
             if cond is not None:
                 before.append(cond)
-    if any(_mentioned(t, set(tests)) for t in tests.values()):
+    return tests, impure
+
+
+def _comprehension(target: str, loop, test, wrap: str | None = None):
+    """``target = [v for v in S if test]`` (``wrap.array(...)`` of it), at the loop's place."""
+    var = loop.target.id
+    value = ast.ListComp(ast.Name(var, ast.Load()), [ast.comprehension(
+        ast.Name(var, ast.Store()), copy.deepcopy(loop.iter),
+        [] if isinstance(test, ast.Constant) else [test], 0)])
+    if wrap is not None:
+        value = ast.Call(ast.Attribute(ast.Name(wrap, ast.Load()), "array", ast.Load()),
+                         [value], [])
+    st = ast.Assign([ast.Name(target, ast.Store())], value)
+    for n in ast.walk(st):
+        ast.copy_location(n, loop)
+    return st
+
+
+def _filters_of(loop) -> dict | None:
+    """``{list name: its element test}`` of a loop of appends, else None."""
+    got = _branch_tests(loop, _appended)
+    if got is None:
         return None
-    if _mentioned(loop.iter, set(tests)):
+    tests, impure = got
+    if impure is not None:
+        raise NotRewritable(
+            f"the loop on line {loop.lineno} appends to {impure[0]!r} under a condition "
+            f"that calls or assigns (`{ast.unparse(impure[1])}`): its pieces are read "
+            "as filters, whose conditions are evaluated once per piece; compute the "
+            "value in the loop first, or write each piece as a comprehension")
+    if any(_mentions(t, set(tests)) for t in tests.values()) or _mentions(loop.iter, set(tests)):
         return None
     return tests
 
@@ -162,7 +184,7 @@ def appends_as_filters(body: list) -> list:
     """``body`` with each loop of appends into lists made empty before it written as one
     comprehension per list, at the loop's place; the empty lists' statements go."""
     out = list(body)
-    for i, loop in enumerate(body):
+    for loop in body:
         tests = _filters_of(loop)
         if tests is None:
             continue
@@ -174,21 +196,13 @@ def appends_as_filters(body: list) -> list:
         if not set(tests) <= set(inits):
             continue
         at = out.index(loop)
-        if any(_mentioned(st, set(tests)) for k, st in enumerate(out[:at])
+        if any(_mentions(st, set(tests)) for k, st in enumerate(out[:at])
                if k not in {inits[n] for n in tests}):
             continue
         var = loop.target.id
-        if any(_mentioned(st, {var}) for st in out[at + 1:]):
+        if any(_mentions(st, {var}) for st in out[at + 1:]):
             continue            # the loop's last element, read after it: not in a filter
-        comps = []
-        for lst, test in tests.items():
-            comp = ast.ListComp(ast.Name(var, ast.Load()), [ast.comprehension(
-                ast.Name(var, ast.Store()), copy.deepcopy(loop.iter),
-                [] if isinstance(test, ast.Constant) else [test], 0)])
-            st = ast.Assign([ast.Name(lst, ast.Store())], comp)
-            for n in ast.walk(st):
-                ast.copy_location(n, loop)
-            comps.append(st)
+        comps = [_comprehension(lst, loop, test) for lst, test in tests.items()]
         # the inits of these lists go (a tuple init keeps its other names)
         new = []
         for k, st in enumerate(out):
@@ -219,8 +233,6 @@ def _helper_tree(h, filename: str):
             or h.__code__.co_filename != filename or hasattr(h, "py_func"):
         return None
     try:
-        from hpu._functional_dps import _tree
-
         node, _, _ = _tree(h)
     except Exception:       # no source (a REPL), or one the frontend cannot read
         return None
@@ -398,47 +410,24 @@ def buffers_as_filters(body: list, nps: set) -> list:
     np_name = sorted(nps)[0]
     out = list(body)
     for loop in [st for st in body if isinstance(st, ast.For)]:
-        if not (_is_name(loop.target) and not loop.orelse and loop.body
-                and all(isinstance(s, ast.If) for s in loop.body)):
+        got = _branch_tests(loop, _counted_store)         # keys: (buffer, count)
+        if got is None or got[1] is not None:
             continue
-        var = loop.target.id
         src = loop.iter
         base = src
         while isinstance(base, ast.Subscript) and isinstance(base.slice, ast.Slice):
             base = base.value
-        if not _is_name(base):
+        pairs = list(got[0])
+        if not _is_name(base) or len({b for b, _ in pairs}) != len(pairs) \
+                or len({c for _, c in pairs}) != len(pairs):
             continue
-        stores: dict[str, tuple] = {}
-        tests: dict[str, ast.expr] = {}
-        ok = True
-        for chain in loop.body:
-            before: list = []
-            for cond, branch in _branches(chain):
-                got = _counted_store(branch, var)
-                if got is None or got[0] in stores or got[1] in {c for _, c in stores.values()}:
-                    ok = False
-                    break
-                if cond is not None and any(isinstance(n, (ast.Call, ast.NamedExpr))
-                                            for n in ast.walk(cond)):
-                    ok = False
-                    break
-                parts = [ast.UnaryOp(ast.Not(), copy.deepcopy(c)) for c in before]
-                if cond is not None:
-                    parts.append(copy.deepcopy(cond))
-                stores[got[0]] = (got[0], got[1])
-                tests[got[0]] = (ast.Constant(True) if not parts else parts[0]
-                                 if len(parts) == 1 else ast.BoolOp(ast.And(), parts))
-                if cond is not None:
-                    before.append(cond)
-            if not ok:
-                break
-        if not ok or not stores:
-            continue
+        stores = {b: (b, c) for b, c in pairs}
+        tests = {b: t for (b, _), t in got[0].items()}
         at = out.index(loop)
         bufs = set(stores)
         counts = {c for _, c in stores.values()}
-        if any(_mentioned(t, bufs | counts) for t in tests.values()) \
-                or _mentioned(src, bufs | counts):
+        if any(_mentions(t, bufs | counts) for t in tests.values()) \
+                or _mentions(src, bufs | counts):
             continue
         # before the loop: each buffer allocated once, each count set to 0, nothing else
         allocs, zeros = {}, {}
@@ -455,7 +444,7 @@ def buffers_as_filters(body: list, nps: set) -> list:
                 for n in z:
                     zeros[n] = k
                 continue
-            if _mentioned(st, bufs | counts):
+            if _mentions(st, bufs | counts):
                 allocs = None
                 break
         if allocs is None or set(allocs) != bufs or set(zeros) != counts:
@@ -481,18 +470,7 @@ def buffers_as_filters(body: list, nps: set) -> list:
                       for st in after for n in ast.walk(st)):
             continue
         # rewrite: the comprehensions at the loop, the slices as the buffers' names
-        comps = []
-        for b in stores:
-            test = tests[b]
-            comp = ast.ListComp(ast.Name(var, ast.Load()), [ast.comprehension(
-                ast.Name(var, ast.Store()), copy.deepcopy(src),
-                [] if isinstance(test, ast.Constant) else [test], 0)])
-            call = ast.Call(ast.Attribute(ast.Name(np_name, ast.Load()), "array", ast.Load()),
-                            [comp], [])
-            st = ast.Assign([ast.Name(b, ast.Store())], call)
-            for n in ast.walk(st):
-                ast.copy_location(n, loop)
-            comps.append(st)
+        comps = [_comprehension(b, loop, tests[b], np_name) for b in stores]
 
         class Unslice(ast.NodeTransformer):
             def visit_Subscript(self, n):
@@ -514,7 +492,7 @@ def _aliases_named(body: list, comps: list) -> list:
     for comp in comps:
         b = comp.targets[0].id
         at = next(i for i, st in enumerate(out) if st is comp)
-        uses = [(i, st) for i, st in enumerate(out) if i != at and _mentioned(st, {b})]
+        uses = [(i, st) for i, st in enumerate(out) if i != at and _mentions(st, {b})]
         if len(uses) != 1:
             continue
         i, st = uses[0]
@@ -522,7 +500,7 @@ def _aliases_named(body: list, comps: list) -> list:
                 and _is_name(st.value, b)):
             continue
         t = st.targets[0].id
-        if any(_mentioned(x, {t}) for x in out[at + 1:i]) or _mentioned(comp.value, {t}):
+        if any(_mentions(x, {t}) for x in out[at + 1:i]) or _mentions(comp.value, {t}):
             continue
         comp.targets = [ast.copy_location(ast.Name(t, ast.Store()), comp.targets[0])]
         del out[i]

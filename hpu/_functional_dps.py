@@ -696,40 +696,25 @@ def _popped_fronts(node, kids) -> None:
                 isinstance(n.ctx, ast.Store) for n in names):
             continue
 
+        # what each read of p becomes (a `len(p)` is rewritten at its call)
+        read_as = {"truth": f"len({p}) > {count}", "rest": f"{p}[{count}:]",
+                   "front": f"{p}[{count}]"}
+
         class Fronts(ast.NodeTransformer):
             def visit_Name(self, n):
                 how = allowed.get(id(n))
-                if how == "truth":
-                    e = ast.parse(f"len({p}) > {count}", mode="eval").body
-                elif how == "len":
-                    return n            # len(p) is rewritten at the call below
-                elif how == "rest":
-                    e = ast.parse(f"{p}[{count}:]", mode="eval").body
-                else:
-                    return n
-                for x in ast.walk(e):
-                    ast.copy_location(x, n)
-                return e
+                return _expr_at(read_as[how], n) if how in ("truth", "rest") else n
 
             def visit_Call(self, c):
                 if _front_pop(c, p):
-                    e = ast.parse(f"{p}[{count}]", mode="eval").body
-                    for x in ast.walk(e):
-                        ast.copy_location(x, c)
-                    return e
+                    return _expr_at(read_as["front"], c)
                 if _is_name(c.func, "len") and len(c.args) == 1 and _is_name(c.args[0], p):
-                    e = ast.parse(f"(len({p}) - {count})", mode="eval").body
-                    for x in ast.walk(e):
-                        ast.copy_location(x, c)
-                    return e
+                    return _expr_at(f"(len({p}) - {count})", c)
                 return self.generic_visit(c)
 
             def visit_Subscript(self, s):
                 if _is_name(s.value, p) and allowed.get(id(s.value)) == "front":
-                    e = ast.parse(f"{p}[{count}]", mode="eval").body
-                    for x in ast.walk(e):
-                        ast.copy_location(x, s)
-                    return e
+                    return _expr_at(read_as["front"], s)
                 return self.generic_visit(s)
 
             def generic_stmt(self, st):
@@ -748,6 +733,14 @@ def _popped_fronts(node, kids) -> None:
                      *node.body]
         Fronts().visit(node)
         ast.fix_missing_locations(node)
+
+
+def _expr_at(src: str, where):
+    """The expression ``src``, placed at ``where``'s line (errors name the user's)."""
+    e = ast.parse(src, mode="eval").body
+    for x in ast.walk(e):
+        ast.copy_location(x, where)
+    return e
 
 
 def _front_pop(n, p: str) -> bool:
@@ -960,6 +953,8 @@ def _concatenated_returns(node, nps, kids) -> bool:
         return out, first.slice.upper, pieces
 
     class Join(ast.NodeTransformer):
+        rewritten = False
+
         def visit_Return(self, st):
             if st.value is None:
                 return st
@@ -993,16 +988,16 @@ def _concatenated_returns(node, nps, kids) -> bool:
             for x in stmts + [st]:
                 for n in ast.walk(x):
                     ast.copy_location(n, st)
+            Join.rewritten = True
             return [*stmts, st]
 
-    before = ast.dump(node)
     body = []
     for st in node.body:
         got = Join().visit(st)
         body.extend(got if isinstance(got, list) else [got])
     node.body = body
     ast.fix_missing_locations(node)
-    return ast.dump(node) != before
+    return Join.rewritten
 
 
 def _loops_indexed(node, params) -> None:
