@@ -53,7 +53,9 @@ What is rewritten (else the function runs on the CPU as before, and the reason s
   either may come first), as ``x = f(...)``, ``x, k = f(...)`` or inside the combine's call;
   or ``k`` calls on consecutive slices, ``a[:e1]``, ``a[e1:e2]``, ..., ``a[ek:]`` (each
   lower bound written as the slice before it ends; the one-array form, its combine a helper
-  taking all ``k`` children: ``merge3(x, y, z)`` allocating ``len(x) + len(y) + len(z)``).
+  taking all ``k`` children: ``merge3(x, y, z)`` allocating ``len(x) + len(y) + len(z)``,
+  or nested calls, ``merge(merge(x, y), z)``, inlined into one such helper:
+  :func:`_nested_combines`).
   The child on ``a[e_j:e_j+1]`` writes its result at ``at + e_j``.  Python clamps each bound
   on its own, so ``e2 < e1`` gives overlapping pieces, whose results are longer than ``a``
   together: a task whose clamped cuts are out of order sets the flag
@@ -403,8 +405,9 @@ def _helper_into(h, arrays: tuple[int, ...], used: set):
     """The helper ``h`` rewritten to write its allocated result into a last parameter:
     ``(new function tree, its name, scalars it returns)``."""
     node, text, start = _tree(h)
-    _own_names_free({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-                    | {p.arg for p in node.args.args}, f"its combine {h.__name__}()")
+    if not getattr(h, "__hpu_synth__", False):     # (a nest's own are hpu's: _nested_combines)
+        _own_names_free({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                        | {p.arg for p in node.args.args}, f"its combine {h.__name__}()")
     params = [p.arg for p in node.args.args]
     if node.args.vararg or node.args.kwarg or node.args.kwonlyargs or node.args.defaults:
         raise NotRewritable(f"its combine {h.__name__}() has default, keyword-only or * parameters")
@@ -432,7 +435,7 @@ def _helper_into(h, arrays: tuple[int, ...], used: set):
     dtype = _dtype_arg(node.body[i].value)
     same = (isinstance(dtype, ast.Attribute) and dtype.attr == "dtype"
             and _is_name(dtype.value) and dtype.value.id in kids)
-    exact = _exact(size, kids, _len_names(node, kids, i))
+    exact = _exact(size, kids, _len_names(node, kids, i, nps))
     if exact is None or {k: c for k, c in exact.items() if c} != {c: 1 for c in kids}:
         total = " + ".join(f"len({c})" for c in kids)
         raise NotRewritable(f"its combine {h.__name__}() allocates `{ast.unparse(size)}` "
@@ -518,6 +521,8 @@ def _exact(e, children, names) -> dict | None:
         return {"": e.value}
     if _len_of(e) in children:
         return {_len_of(e): 1}
+    if _len_of(e) is not None and f"len:{_len_of(e)}" in names:
+        return dict(names[f"len:{_len_of(e)}"])
     if isinstance(e, ast.Name) and e.id in names:
         return dict(names[e.id])
     if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Mult)):
@@ -541,12 +546,20 @@ def _store_counts(node) -> dict:
     return counts
 
 
-def _len_names(node, children, upto: int) -> dict:
+def _len_names(node, children, upto: int, nps=frozenset()) -> dict:
     """Names assigned once in the helper, at its top level before statement ``upto``, from
-    its children's lengths (``n1, n2 = len(left), len(right)``): name -> :func:`_exact`."""
+    its children's lengths (``n1, n2 = len(left), len(right)``): name -> :func:`_exact`;
+    and ``len:x`` for an array ``x = np.empty(size, ...)`` allocated once there, ``size``
+    such a sum (a nested combine's inner result, :func:`_nested_combines`)."""
     counts = _store_counts(node)
     names: dict = {}
     for stmt in node.body[:upto]:
+        made = _alloc(stmt, nps) if nps else None
+        if made is not None and counts.get(made[0]) == 1:
+            form = _exact(made[1], children, names)
+            if form is not None:
+                names[f"len:{made[0]}"] = form
+            continue
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
             continue
         t, v = stmt.targets[0], stmt.value
@@ -585,7 +598,7 @@ def _scratch(node, result_at: int, children, nps, h, used) -> list:
         name, size, dtype, fill = made
         if counts.get(name) != 1:
             raise NotRewritable(f"its combine {h.__name__}() assigns {name!r} more than once")
-        form = _exact(size, children, _len_names(node, children, i))
+        form = _exact(size, children, _len_names(node, children, i, nps))
         if isinstance(dtype, ast.AST):
             dtype = _dtype_of(dtype, children, h)
         k = len(out)
@@ -1616,6 +1629,8 @@ def _rewrite_slices(dc) -> Rewritten:
     if len({len(p[1]) for p in pieces}) != 1 or len(results) != k_ways:
         raise NotRewritable("its recursive calls' results are unpacked differently")
     outlined = {}       # a combine written inline: its helper, by name
+    stmts = _nested_combines(stmts, results, name, glb, used, outlined, as_written,
+                             (inspect.getsourcefile(fn) or fn.__code__.co_filename, text, start))
 
     def helper_call(s):
         """``x = helper(..., left, ...)``: a call of a Python function (not ``len``) that
@@ -1864,6 +1879,185 @@ def _slice_names_inlined(body, node, a: str, name: str) -> list:
                 continue
         out.append(st)
     return out
+
+
+def _nested_combines(stmts, results, name, glb, used, outlined, as_written, where) -> list:
+    """``stmts`` with a combine of nested calls -- ``x = merge(merge(l, m), r)``, a 3-way
+    mergesort's -- made one call of a helper hpu writes, ``x = merge(l, m, r)``, whose body
+    is each call's helper inlined in turn (:func:`hpu._filters._inline`)::
+
+        def merge(hpu_r0, hpu_r1, hpu_r2):
+            hpu_t0 = np.empty(len(hpu_r0) + len(hpu_r1), hpu_r0.dtype)   # the inner merge
+            ...
+            hpu_t1 = np.empty(len(hpu_t0) + len(hpu_r2), hpu_t0.dtype)   # the outer one
+            ...
+            return hpu_t1
+
+    The rest of the rewrite reads it as any k-way combine: the outer call's allocation is
+    its result, each inner call's a scratch array (:func:`_scratch`) whose length,
+    ``len(hpu_t0)``, is its size (:func:`_len_names`).  An inner call's helper must
+    allocate its result once at its top level and return it, its last statement its only
+    return (it is inlined where Python would call it); the helpers are plain functions of
+    one module, as a combine is."""
+    import types
+
+    from hpu._filters import _inline
+
+    out = []
+    for s in stmts:
+        joined = _children_joined(s, results, _numpy_names(glb))
+        if joined is not None:
+            out.append(_joined_helper(s, joined, name, glb, used, outlined, where))
+            continue
+        if not (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.value, ast.Call)
+                and _is_name(s.value.func) and s.value.func.id != name
+                and any(isinstance(x, ast.Call) and _mentions(x, results)
+                        for x in s.value.args)):
+            out.append(s)
+            continue
+        shown = as_written(s.value)
+        kids: list[str] = []
+        body: list = []
+        helpers: list = []
+
+        def refuse(why):
+            raise NotRewritable(f"its combine `{shown}` nests calls, {why}")
+
+        def flat(call, outer):
+            f = call.func
+            h = glb.get(f.id) if _is_name(f) else None
+            if not isinstance(h, types.FunctionType) or call.keywords or hasattr(h, "py_func"):
+                refuse(f"and `{as_written(call)}` is not a call of a Python function by "
+                       "position")
+            helpers.append(h)
+            args = []
+            for x in call.args:
+                if _is_name(x) and x.id in results:
+                    kids.append(x.id)
+                    args.append(ast.Name(x.id, ast.Load()))
+                elif isinstance(x, ast.Call) and _mentions(x, results):
+                    args.append(ast.Name(flat(x, False), ast.Load()))
+                else:
+                    refuse(f"and passes `{as_written(x)}`, neither a child's array nor a "
+                           "call on them")
+            if outer:
+                return ast.Call(ast.Name(f.id, ast.Load()), args, [])
+            node, _, _ = _tree(h)
+            _own_names_free({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                            | {p.arg for p in node.args.args}, f"its combine {h.__name__}()")
+            last = node.body[-1] if node.body else None
+            allocs = [_alloc(st, _numpy_names(h.__globals__)) for st in node.body]
+            if not (isinstance(last, ast.Return) and _is_name(last.value)
+                    and any(x is not None and x[0] == last.value.id for x in allocs)):
+                refuse(f"and {h.__name__}() does not end by returning the array it "
+                       "allocates (`out = np.empty(len(left) + len(right), ...)`)")
+            t = f"hpu_t{len(body)}"
+            body.append(ast.copy_location(
+                ast.Assign([ast.Name(t, ast.Store())], ast.Call(ast.Name(f.id, ast.Load()),
+                                                                args, [])), s))
+            return t
+
+        top = flat(s.value, True)
+        files = {h.__code__.co_filename for h in helpers}
+        if len(files) != 1 or len({id(h.__globals__) for h in helpers}) != 1:
+            refuse("and its helpers are not all of one module")
+        outer = glb[top.func.id]
+        target = s.targets[0]
+        names = _names_of(target)
+        if names is None:
+            refuse(f"and its result is unpacked as `{ast.unparse(target)}`")
+        last_names = [f"hpu_t{len(body)}"] + [f"hpu_u{j}" for j in range(1, len(names))]
+        tgt = (ast.Name(last_names[0], ast.Store()) if len(names) == 1 and _is_name(target)
+               else ast.Tuple([ast.Name(x, ast.Store()) for x in last_names], ast.Store()))
+        body.append(ast.copy_location(ast.Assign([tgt], top), s))
+        hfile = files.pop()
+        params = list(dict.fromkeys(kids))
+        inlined = []
+        counter = iter(range(1_000_000))
+        for st in body:
+            got = _inline(st, outer.__globals__, hfile, name, counter,
+                          set(params) | set(last_names) | {f"hpu_t{j}" for j in range(len(body))})
+            if got is None:
+                refuse(f"and {st.value.func.id}() cannot be inlined where it is called "
+                       "(its last statement must be its only return)")
+            inlined += got
+        ret = ast.Return(ast.Name(last_names[0], ast.Load()) if len(last_names) == 1 else
+                         ast.Tuple([ast.Name(x, ast.Load()) for x in last_names], ast.Load()))
+        inlined.append(ast.copy_location(ret, inlined[-1]))
+        hname = outer.__name__
+        tree = ast.FunctionDef(
+            name=hname, args=ast.arguments(posonlyargs=[], args=[ast.arg(x) for x in params],
+                                           kwonlyargs=[], kw_defaults=[], defaults=[]),
+            body=inlined, decorator_list=[], returns=None, type_params=[])
+        ast.copy_location(tree, inlined[0])
+        ast.fix_missing_locations(tree)
+        _, h_text, h_start = _tree(outer)
+        hfn = _function(tree, outer.__globals__, hfile)
+        hfn.__hpu_tree__ = (tree, hfile, h_text, h_start)
+        hfn.__hpu_shown__ = getattr(outer, "__hpu_shown__", hname)
+        hfn.__hpu_synth__ = True          # its hpu_ names are hpu's (_helper_into)
+        key = _fresh(f"hpu_nest_{hname}", used | set(outlined))
+        used.update(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
+        used.add(key)
+        outlined[key] = hfn
+        call = ast.Call(ast.Name(key, ast.Load()), [ast.Name(k, ast.Load()) for k in kids], [])
+        out.append(ast.fix_missing_locations(ast.copy_location(
+            ast.Assign([copy.deepcopy(target)], call), s)))
+    return out
+
+
+def _children_joined(s, results, nps):
+    """``(numpy's name, [children])`` of ``x = np.concatenate((r1, r0))`` (``np.hstack``,
+    a list for the tuple, ``np.append(r1, r0)``): the children's arrays joined whole, each
+    once, in any order; else None."""
+    if not (isinstance(s, ast.Assign) and len(s.targets) == 1 and _is_name(s.targets[0])
+            and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
+            and _is_name(s.value.func.value) and s.value.func.value.id in nps
+            and not s.value.keywords):
+        return None
+    f, args = s.value.func.attr, s.value.args
+    items = (args if f == "append" and len(args) == 2 else
+             args[0].elts if f in ("concatenate", "hstack") and len(args) == 1
+             and isinstance(args[0], (ast.Tuple, ast.List)) else None)
+    if (items is None or len(items) < 2 or not all(_is_name(x) and x.id in results
+                                                    for x in items)
+            or len({x.id for x in items}) != len(items)):
+        return None
+    return s.value.func.value.id, [x.id for x in items]
+
+
+def _joined_helper(s, joined, name, glb, used, outlined, where):
+    """``x = np.concatenate((r1, r0))`` as ``x = <helper>(r1, r0)``, the helper hpu writes
+    (each child copied after the ones before it, into an array as long as all), which the
+    rest of the rewrite reads as any combine: the children's order is the one written,
+    whatever their slices' (a reversal, ``np.concatenate((f(a[m:]), f(a[:m])))``)."""
+    np_name, kids = joined
+    params = [f"hpu_j{j}" for j in range(len(kids))]
+    total = " + ".join(f"len({p})" for p in params)
+    src = [f"def hpu_joined({', '.join(params)}):",
+           f"    hpu_jo = {np_name}.empty({total}, {params[0]}.dtype)",
+           "    hpu_jk = 0"]
+    for p in params:
+        src += [f"    for hpu_ji in range(len({p})):",
+                f"        hpu_jo[hpu_jk + hpu_ji] = {p}[hpu_ji]",
+                f"    hpu_jk += len({p})"]
+    src.append("    return hpu_jo")
+    tree = ast.parse("\n".join(src)).body[0]
+    for n in ast.walk(tree):
+        ast.copy_location(n, s)
+    key = _fresh("hpu_joined", used | set(outlined))
+    tree.name = key
+    filename, text, start = where       # the function's file: the line is the user's
+    hfn = _function(tree, glb, filename)
+    hfn.__hpu_tree__ = (tree, filename, text, start)
+    hfn.__hpu_shown__ = name                # its code is the function's own line:
+    hfn.__hpu_own__ = True                  # messages name no helper, as the function's
+    hfn.__hpu_synth__ = True
+    used.add(key)
+    outlined[key] = hfn
+    call = ast.Call(ast.Name(key, ast.Load()), [ast.Name(k, ast.Load()) for k in kids], [])
+    return ast.fix_missing_locations(ast.copy_location(
+        ast.Assign([copy.deepcopy(s.targets[0])], call), s))
 
 
 def _outlined(stmts, last, children, a, before, name, fn, used, text, start):

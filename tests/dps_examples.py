@@ -704,8 +704,6 @@ REWRITTEN = {"sort_ifelse": sort_ifelse, "sort_named": sort_named, "sort_desc": 
              "sort_one": sort_one, "sort_oneline": sort_oneline}
 KEPT = {"drop_middle": ("not on a[:e] and a[e:]", drop_middle),
         "padded": ("not len(left) + len(right)", padded),
-        "three_way": ("a child's array is used in `merge(three_way(a[:t]), "
-                      "three_way(a[t:2 * t]))`", three_way),
         "inline_padded": ("allocates `len(left) + len(right) + 1` elements", inline_padded),
         "empty_not_empty": ("returns `a[:0]`", empty_not_empty),
         "sort_square_late": ("before 'c' has a constant value", sort_square_late),
@@ -1162,9 +1160,90 @@ def thirds_overlapping(a):
                   thirds_overlapping(a[2 * t:]))
 
 
+def four_nested(a):
+    """Four quarters merged in pairs, then the pairs: nested calls of one merge."""
+    if len(a) < 4:
+        return np.sort(a)
+    q = len(a) // 4
+    w = four_nested(a[:q])
+    x = four_nested(a[q:2 * q])
+    y = four_nested(a[2 * q:3 * q])
+    z = four_nested(a[3 * q:])
+    return merge(merge(w, x), merge(y, z))
+
+
+def merge_up(xs, ys):
+    """The two-finger merge, written with a for loop over the output."""
+    out = np.empty(len(xs) + len(ys), xs.dtype)
+    i = j = 0
+    for k in range(len(out)):
+        if j == len(ys) or (i < len(xs) and xs[i] <= ys[j]):
+            out[k] = xs[i]
+            i += 1
+        else:
+            out[k] = ys[j]
+            j += 1
+    return out
+
+
+def count_nested(a):
+    """A three-way split whose count comes from the outer merge only: the inversions between
+    the first two thirds' union and the last (Python's answer, whatever it means)."""
+    if len(a) <= 1:
+        return a.copy(), 0
+    t = max(1, len(a) // 3)
+    x, c1 = count_nested(a[:t])
+    y, c2 = count_nested(a[t:2 * t])
+    z, c3 = count_nested(a[2 * t:])
+    merged, c4 = merge_count(merge_up(x, y), z)
+    return merged, c1 + c2 + c3 + c4
+
+
+def three_early(a):
+    """Nested calls of a merge with early returns: it cannot be inlined where it is called."""
+    if len(a) <= 2:
+        return a.copy()
+    t = len(a) // 3
+    return merge_early(merge_early(three_early(a[:t]), three_early(a[t:2 * t])),
+                       three_early(a[2 * t:]))
+
+
+def reverse_halves(a):
+    """The children joined in the other order than their slices': a reversal."""
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    return np.concatenate((reverse_halves(a[m:]), reverse_halves(a[:m])))
+
+
+def rotate_thirds(a):
+    """Three children joined by np.hstack of a list, the last third first."""
+    if len(a) <= 2:
+        return a.copy()
+    t = len(a) // 3
+    x = rotate_thirds(a[:t])
+    y = rotate_thirds(a[t:2 * t])
+    z = rotate_thirds(a[2 * t:])
+    return np.hstack([z, x, y])
+
+
+def halves_appended(a):
+    if len(a) < 2:
+        return a[:]
+    m = (len(a) + 1) // 2
+    return np.append(halves_appended(a[:m]), halves_appended(a[m:]))
+
+
 KWAY = {"sort3": sort3, "count4": count4}
+#: combines of nested calls, and of the children's arrays joined whole by NumPy
+#: (hpu._functional_dps._nested_combines)
+NESTED = {"three_way": three_way, "four_nested": four_nested, "count_nested": count_nested,
+          "reverse_halves": reverse_halves, "rotate_thirds": rotate_thirds,
+          "halves_appended": halves_appended}
 REWRITTEN.update(KWAY)
+REWRITTEN.update(NESTED)
 KEPT["thirds_overlapping"] = ("not on consecutive slices", thirds_overlapping)
+KEPT["three_early"] = ("merge_early() cannot be inlined where it is called", three_early)
 
 
 

@@ -39,7 +39,9 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
           "sort_oneline": np.int32, "sort3": np.float64, "count4": np.int32,
           "sort_recursion_first": np.float64, "sort_recursion_then_base": np.float64,
           "sort_joined": np.int64, "count_hstack": np.float32, "sort_drops": np.int64,
-          "sort_sentinels_appended": np.int32, "sort_cutoff": np.float64}
+          "sort_sentinels_appended": np.int32, "sort_cutoff": np.float64,
+          "three_way": np.int64, "four_nested": np.float32, "count_nested": np.int32,
+          "reverse_halves": np.float64, "rotate_thirds": np.int16, "halves_appended": np.int64}
 
 
 def decorated(name):
@@ -884,6 +886,30 @@ def test_a_three_way_split_at_sizes_up_to_the_devices(n):
             assert run.gpu_tasks >= 3
     if n == 70_001:             # the CPU's threads run the same form from 2**20: here, K=
         assert same(decorated("sort3").run(x, device="cpu").value, ex.sort3(x.copy()))
+
+
+@pytest.mark.parametrize("name", sorted(ex.NESTED))
+@settings(COMPILES, max_examples=8)
+@given(data=st.data())
+def test_nested_combines_run_on_the_device(name, data):
+    """``merge(merge(x, y), z)``: one combine of the three children, the inner merge's
+    array a scratch of the task's (hpu._functional_dps._nested_combines); children joined
+    by ``np.concatenate`` in any order: on the device and split with the CPU;
+    Hypothesis's keys, duplicates among them, sizes 1 to 60."""
+    dtype = DTYPES[name]
+    elems = (st.integers(-50, 50) if np.dtype(dtype).kind == "i"
+             else st.floats(-1e6, 1e6, allow_nan=False, width=32))
+    x = np.asarray(data.draw(st.lists(elems, min_size=1, max_size=60)), dtype=dtype)
+    device, alpha, y = data.draw(st.sampled_from([("gpu", None, None), ("hybrid", 0.5, 2)]))
+    check(name, x, device, alpha, y)
+
+
+@pytest.mark.parametrize("name", sorted(ex.NESTED))
+def test_nested_combines_at_the_devices_sizes(name):
+    for n in (4099, 30_011):
+        x = (np.random.default_rng(n).standard_normal(n) * 1000).astype(DTYPES[name])
+        for device, alpha, y in [("gpu", None, None), ("hybrid", 0.5, 2)]:
+            assert check(name, x, device, alpha, y).gpu_tasks >= 3
 
 
 @pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 1)])
