@@ -182,6 +182,10 @@ class DivideAndConquer:
         self._call_kinds = threading.local()
         self._dps = None            # (DivideAndConquer | None, Rewritten | reason): _in_place
         self._dead: frozenset = frozenset()   # hpu's own scratch parameters (Snapshot.dead)
+        # a form hpu wrote of another function (its in-place or scratch form), run on that
+        # function's arguments -- checked there -- and on hpu's buffers, whose elements are
+        # not the caller's values (an np.empty's are whatever memory held)
+        self._a_form = False
         self._scratch_fits: dict = {}   # argument kinds -> the scratch form takes them
         self._in_place_fit: dict = {}   # argument kinds -> the in-place form's stores fit
         self._pending = False       # a helper defined after the function: _settle
@@ -669,6 +673,7 @@ class DivideAndConquer:
                               ("hpu_lo", "hpu_hi") if rw.partition else None)
                     if extent:
                         dc._spec = dataclasses.replace(dc._parse(), extent=extent)
+                    dc._a_form = True
                     self._dps = (dc, rw)
                 except NotRewritable as err:
                     self._dps = (None, str(err))
@@ -703,6 +708,7 @@ class DivideAndConquer:
                                   span=span, boundscheck=checks)
             # its buffers are hpu's: what they hold is dead after each task (no snapshot)
             dc._dead = frozenset(inspect.signature(form.fn).parameters) - set(form.params)
+            dc._a_form = True
         except Exception:  # noqa: BLE001 - NotScratch, a TranslationError, or a form hpu
             return None     # cannot build: the function as written
         return dc, form
@@ -1392,7 +1398,7 @@ class DivideAndConquer:
         runner = self._as_called(args, kwargs)
         if runner is not self:
             return runner._run(options, args, kwargs, checked)
-        if self._int_results and not _disabled():
+        if self._int_results and not self._a_form and not _disabled():
             from hpu._kinds import past_float
 
             if past_float(args, kwargs):

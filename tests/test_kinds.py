@@ -236,3 +236,62 @@ def test_ints_past_2_53_are_exact_through_the_plain_function(device):
     small = x - 1_780_000_000_000_000_000             # within 2**53: compiled, as before
     assert min_max.run(small, device=device if device != "sequential" else "cpu"
                        ).fallbacks == []
+
+
+def merge3_by_sentinel(x, y, z):
+    """A three-way merge that finds the smallest front against ``np.inf``: ints beside an
+    infinite float, so the analysis asks for Python's ints back."""
+    out = np.empty(len(x) + len(y) + len(z), x.dtype)
+    i = j = k = 0
+    for t in range(len(out)):
+        best = 0
+        v = np.inf
+        if i < len(x) and x[i] < v:
+            v = x[i]
+            best = 1
+        if j < len(y) and y[j] < v:
+            v = y[j]
+            best = 2
+        if k < len(z) and z[k] < v:
+            best = 0
+        if best == 0:
+            out[t] = z[k]
+            k += 1
+        elif best == 1:
+            out[t] = x[i]
+            i += 1
+        else:
+            out[t] = y[j]
+            j += 1
+    return out
+
+
+@hpu.divide_and_conquer
+def sort3_by_sentinel(a):
+    if len(a) <= 1:
+        return a.copy()
+    t = (len(a) + 2) // 3
+    return merge3_by_sentinel(sort3_by_sentinel(a[:t]), sort3_by_sentinel(a[t:2 * t]),
+                              sort3_by_sentinel(a[2 * t:]))
+
+
+@pytest.mark.parametrize("device, split", [("gpu", {}), ("hybrid", {"alpha": 0.5, "y": 1})])
+def test_only_the_callers_ints_are_checked_against_2_53(device, split, monkeypatch):
+    """The device form runs on hpu's buffers too, whose np.empty elements are whatever the
+    memory held (ints past 2**53 as often as not): they sent a call on [5, 3, 1] to the
+    plain function, "given ints beyond 2**53".  Only the caller's arguments are checked."""
+    import hpu._kinds as kinds
+
+    seen = []
+    real = kinds.past_float
+    monkeypatch.setattr(kinds, "past_float", lambda a, k: seen.append(a) or real(a, k))
+    assert int_results(sort3_by_sentinel.py_func)
+    x = np.array([5, 3, 1, 2**40, -7])
+    run = sort3_by_sentinel.run(x, device=device, **split)
+    assert run.device == device and run.fallbacks == []
+    assert list(run.value) == sorted(x.tolist()) == list(sort3_by_sentinel.py_func(x))
+    assert len(seen) == 1 and seen[0][0] is x
+    big = np.array([2**60, 3, -2**62])
+    with pytest.warns(hpu.HpuPerformanceWarning, match="beyond 2"):
+        run = sort3_by_sentinel.run(big, device=device, **split)
+    assert run.device == "python" and list(run.value) == sorted(big.tolist())
