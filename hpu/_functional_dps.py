@@ -1622,7 +1622,7 @@ def _rewrite_slices(dc) -> Rewritten:
             f"its {len(calls)} recursive calls are not on consecutive slices of {a} "
             "(a[:e1], a[e1:e2], ..., a[ek:], each bound as the slice before it ends)")
     k_ways = len(pieces)
-    n1, n2 = pieces[0][1], pieces[1][1]     # the first two children's result names
+    n1 = pieces[0][1]                       # the first child's result names
     at_of = {p[0]: j for j, p in enumerate(pieces)}     # statement -> piece
     last = max(at_of)
     results = {p[1][0] for p in pieces}
@@ -1641,11 +1641,8 @@ def _rewrite_slices(dc) -> Rewritten:
                      or isinstance(glb.get(s.value.func.id), types.FunctionType)))
 
     if not any(helper_call(s) for s in stmts[last + 1:]):
-        if k_ways > 2:
-            raise NotRewritable(f"its {k_ways} children's arrays are not combined by a helper "
-                                "(`return merge3(x, y, z)`, allocating its result once)")
-        stmts, hfn = _outlined(stmts, last, (n1[0], n2[0]), a, out_body + stmts[:last + 1], name,
-                               fn, used, text, start)
+        stmts, hfn = _outlined(stmts, last, tuple(p[1][0] for p in pieces), a,
+                               out_body + stmts[:last + 1], name, fn, used, text, start)
         outlined[hfn.__name__] = hfn
     for i, s in enumerate(stmts):
         if i in at_of:
@@ -2078,6 +2075,8 @@ def _outlined(stmts, last, children, a, before, name, fn, used, text, start):
              and (_is_name(arr, s.targets[0].id)
                   or (chain is not None and chain[0] == s.targets[0].id))
              and isinstance(s.value, ast.List) and not s.value.elts]
+    if len(children) > 2:
+        lists = []          # (a list result is read for two children: _list_result)
     if len(allocs) != 1 and len(lists) != 1:
         # (the others are scratch: the helper carves them, _scratch)
         raise NotRewritable("its children's arrays are not combined by a helper, nor by code "
@@ -2094,19 +2093,20 @@ def _outlined(stmts, last, children, a, before, name, fn, used, text, start):
         if (isinstance(s, ast.Assign) and len(s.targets) == 1 and _is_name(s.targets[0])
                 and _len_of(s.value) == a):
             lengths.add(ast.dump(ast.Name(s.targets[0].id, ast.Load())))
-    p, q = children
+    p = children[0]
+    total = " + ".join(f"len({c})" for c in children)
     # len(left) + len(right), directly or through names the section assigns once (n = ...)
     exact = (None if size is None else
-             _exact(size, children, _len_names(ast.Module(section, []), children, k)))
+             _exact(size, children, _len_names(ast.Module(section, []), children, k, nps)))
     whole = size is None or (exact is not None
-                             and {x: c for x, c in exact.items() if c} == {p: 1, q: 1})
+                             and {x: c for x, c in exact.items() if c} == {c: 1 for c in children})
     if not whole and (ast.dump(size) not in lengths or (
             _is_name(size) and sum(1 for s in stmts + before for n in ast.walk(s)
                                    if isinstance(n, ast.Name) and n.id == size.id
                                    and isinstance(n.ctx, ast.Store)) > 1)):
         raise NotRewritable(f"its combine allocates `{ast.unparse(size)}` elements, not "
-                            f"len({p}) + len({q}) or len({a}): its result would not be as "
-                            "long as its two children's")
+                            f"{total} or len({a}): its result would not be as "
+                            f"long as its {len(children)} children's")
     body = copy.deepcopy(section)
     alloc = body[k]
     call = alloc.value
@@ -2116,8 +2116,7 @@ def _outlined(stmts, last, children, a, before, name, fn, used, text, start):
             call.func.attr = call.func.attr[:-len("_like")]
             call.args = [like, ast.Attribute(copy.deepcopy(like), "dtype", ast.Load())]
             ast.fix_missing_locations(alloc)
-        call.args[0] = ast.copy_location(ast.parse(f"len({p}) + len({q})", mode="eval").body,
-                                         call.args[0])
+        call.args[0] = ast.copy_location(ast.parse(total, mode="eval").body, call.args[0])
         dt = _dtype_arg(call)
         if isinstance(dt, ast.Attribute) and dt.attr == "dtype" and _is_name(dt.value, a):
             dt.value.id = p                     # a's dtype is its halves' (copies of it)
@@ -2133,12 +2132,12 @@ def _outlined(stmts, last, children, a, before, name, fn, used, text, start):
     for s in body:
         for n in ast.walk(s):
             if (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in defined
-                    and n.id not in (p, q) and n.id not in reads):
+                    and n.id not in children and n.id not in reads):
                 reads.append(n.id)
     helper = _fresh(f"{name}_combine", used)
     tree = ast.FunctionDef(
         name=helper, args=ast.arguments(posonlyargs=[], args=[ast.arg(x) for x in
-                                                             (p, q, *reads)],
+                                                             (*children, *reads)],
                                         kwonlyargs=[], kw_defaults=[], defaults=[]),
         body=body, decorator_list=[], returns=None, type_params=[])
     ast.copy_location(tree, section[0] if section else ret)
@@ -2153,7 +2152,8 @@ def _outlined(stmts, last, children, a, before, name, fn, used, text, start):
               ast.Tuple([ast.Name(out, ast.Store()), *(ast.Name(t, ast.Store()) for t in temps)],
                         ast.Store()))
     assign = ast.Assign([target], ast.Call(ast.Name(helper, ast.Load()),
-                                           [ast.Name(x, ast.Load()) for x in (p, q, *reads)],
+                                           [ast.Name(x, ast.Load()) for x in
+                                            (*children, *reads)],
                                            []))
     back = ast.Return(ast.Tuple([ast.Name(out, ast.Load()),
                                  *(ast.Name(t, ast.Load()) for t in temps)], ast.Load())

@@ -289,7 +289,10 @@ def unroll_literal_loops(tree: ast.FunctionDef, where) -> None:
 
 def unroll_value_loops(tree: ast.FunctionDef, own: str) -> None:
     """``for c in (l, r): <body>`` -- a loop over values written out, with no recursive call
-    (those are :func:`unroll_literal_loops`'s) -- becomes ``c = l; <body>; c = r; <body>``:
+    (those are :func:`unroll_literal_loops`'s) -- becomes ``c = l; <body>; c = r; <body>``
+    (or, where ``c`` is read only in the body, which does not assign it, the body with
+    ``l`` for ``c``, then with ``r``: no alias of an array, which a device form's views
+    cannot be):
     what Python runs, as counted loops over ``range`` are all a task can run; in place, in
     every block, in a function or a helper.  Only where that is exactly the same program:
     the target a name, the values numbers or names the body does not assign (Python
@@ -314,13 +317,34 @@ def unroll_value_loops(tree: ast.FunctionDef, own: str) -> None:
                 or not all(plain_value(v, assigned) for v in st.iter.elts)):
             return None
         out = []
+        target = st.target.id
+        # the target read nowhere but in the body, which does not assign it: each pass
+        # reads its value itself (``for part in (w, x)`` over arrays: ``w``, then ``x``, no
+        # alias of either, as the device forms' views need); else ``c = l; <body>``
+        mine = {id(m) for m in inner} | {id(st.target)}
+        inline = target not in assigned and not any(
+            isinstance(n, ast.Name) and n.id == target and id(n) not in mine
+            for n in ast.walk(tree))
         for v in st.iter.elts:
+            if inline:
+                out.extend(_substituted(copy.deepcopy(sub), target, v) for sub in st.body)
+                continue
             out.append(ast.copy_location(ast.Assign(
-                targets=[ast.Name(st.target.id, ast.Store())], value=copy.deepcopy(v)), st))
+                targets=[ast.Name(target, ast.Store())], value=copy.deepcopy(v)), st))
             out.extend(copy.deepcopy(sub) for sub in st.body)
         return out
 
     _rewrite_blocks(tree, rewrite)
+
+
+def _substituted(node, name: str, value):
+    """``node`` with each read of ``name`` replaced by a copy of ``value``."""
+    class S(ast.NodeTransformer):
+        def visit_Name(self, n):
+            if n.id == name and isinstance(n.ctx, ast.Load):
+                return ast.copy_location(copy.deepcopy(value), n)
+            return n
+    return ast.fix_missing_locations(S().visit(node))
 
 
 def _rewrite_blocks(tree: ast.FunctionDef, rewrite) -> None:

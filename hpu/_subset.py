@@ -236,6 +236,11 @@ ACCEPTED: tuple[tuple[str, str, str], ...] = (
      "unrolled; the loop variable is replaced by each value, evaluated where it is used (a "
      "value may not read a name the loop assigns, nor call anything but len, min, max, abs, "
      "int, float)"),
+    ("a loop over values or arrays in a combine",
+     "for part in (z, y, x, w):\n    for v in part: out[m] = v; m += 1",
+     "unrolled: the body once per value, reading the value itself where the loop variable is "
+     "read only in the body (no alias of an array, which the device forms' views cannot be), "
+     "else `part = z; <body>; part = y; ...` as Python assigns it"),
     ("a helper called with keywords", "merge(a, tmp, lo=lo, mid=mid, hi=hi)",
      "the arguments by position, as Python binds them (a parameter left out: its default, "
      "a number, bool or None)"),

@@ -1234,12 +1234,56 @@ def halves_appended(a):
     return np.append(halves_appended(a[:m]), halves_appended(a[m:]))
 
 
+def sort3_inline(a):
+    """A three-way mergesort whose merge is written in the function, after the calls."""
+    if len(a) < 2:
+        return a.copy()
+    t = (len(a) + 2) // 3
+    x = sort3_inline(a[:t])
+    y = sort3_inline(a[t:2 * t])
+    z = sort3_inline(a[2 * t:])
+    out = np.empty(len(a), a.dtype)
+    i = j = k = 0
+    for s in range(len(a)):
+        if i < len(x) and (j >= len(y) or x[i] <= y[j]) and (k >= len(z) or x[i] <= z[k]):
+            out[s] = x[i]
+            i += 1
+        elif j < len(y) and (k >= len(z) or y[j] <= z[k]):
+            out[s] = y[j]
+            j += 1
+        else:
+            out[s] = z[k]
+            k += 1
+    return out
+
+
+def quarters_reversed(a):
+    """Four children copied by a loop over them, last first, with a count of the positive
+    keys: `for part in (z, y, x, w)` in the function, after the calls."""
+    n = len(a)
+    if n < 2:
+        return a.copy(), int(n == 1 and a[0] > 0)
+    q = (n + 3) // 4
+    w, c1 = quarters_reversed(a[:q])
+    x, c2 = quarters_reversed(a[q:2 * q])
+    y, c3 = quarters_reversed(a[2 * q:3 * q])
+    z, c4 = quarters_reversed(a[3 * q:])
+    res = np.zeros(len(w) + len(x) + len(y) + len(z), dtype=a.dtype)
+    m = 0
+    for part in (z, y, x, w):
+        for v in part:
+            res[m] = v
+            m += 1
+    return res, c1 + c2 + c3 + c4
+
+
 KWAY = {"sort3": sort3, "count4": count4}
-#: combines of nested calls, and of the children's arrays joined whole by NumPy
-#: (hpu._functional_dps._nested_combines)
+#: combines of nested calls, of the children's arrays joined whole by NumPy
+#: (hpu._functional_dps._nested_combines), k-way combines written in the function
 NESTED = {"three_way": three_way, "four_nested": four_nested, "count_nested": count_nested,
           "reverse_halves": reverse_halves, "rotate_thirds": rotate_thirds,
-          "halves_appended": halves_appended}
+          "halves_appended": halves_appended, "sort3_inline": sort3_inline,
+          "quarters_reversed": quarters_reversed}
 REWRITTEN.update(KWAY)
 REWRITTEN.update(NESTED)
 KEPT["thirds_overlapping"] = ("not on consecutive slices", thirds_overlapping)

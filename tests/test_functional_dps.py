@@ -41,7 +41,8 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
           "sort_joined": np.int64, "count_hstack": np.float32, "sort_drops": np.int64,
           "sort_sentinels_appended": np.int32, "sort_cutoff": np.float64,
           "three_way": np.int64, "four_nested": np.float32, "count_nested": np.int32,
-          "reverse_halves": np.float64, "rotate_thirds": np.int16, "halves_appended": np.int64}
+          "reverse_halves": np.float64, "rotate_thirds": np.int16, "halves_appended": np.int64,
+          "sort3_inline": np.float32, "quarters_reversed": np.int32}
 
 
 def decorated(name):

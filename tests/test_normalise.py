@@ -504,6 +504,30 @@ def test_a_loop_over_values_that_breaks_is_still_refused():
         hpu.divide_and_conquer(loop_with_break)
 
 
+def _unrolled(src):
+    from hpu._normalise import unroll_value_loops
+
+    tree = ast.parse(src).body[0]
+    unroll_value_loops(tree, tree.name)
+    return ast.unparse(tree)
+
+
+def test_a_loop_over_arrays_reads_each_one_itself_where_the_target_is_the_bodys_only():
+    """``for part in (w, x)``: the body with ``w``, then with ``x`` -- no alias of an array,
+    which a device form's views cannot be; where the target is read after the loop (or
+    assigned in the body), Python's assignments, ``part = w``, are written as they are."""
+    body = _unrolled("def f(w, x, out):\n    m = 0\n    for part in (w, x):\n"
+                     "        for v in part:\n            out[m] = v\n            m += 1\n"
+                     "    return m\n")
+    assert "part" not in body and body.count("for v in w") == 1 == body.count("for v in x")
+    kept = _unrolled("def f(w, x):\n    s = 0\n    for part in (w, x):\n"
+                     "        s += len(part)\n    return s + len(part)\n")
+    assert kept.count("part = w") == 1 and kept.count("part = x") == 1
+    assigned = _unrolled("def f(w, x):\n    s = 0\n    for part in (w, x):\n"
+                         "        part = part + 1\n        s += part\n    return s\n")
+    assert assigned.count("part = w") == 1 and assigned.count("part = part + 1") == 2
+
+
 def quickselect_branches(a, lo, hi, k):
     if lo == hi:
         return a[lo]
