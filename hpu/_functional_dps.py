@@ -1576,6 +1576,7 @@ def _rewrite_slices(dc) -> Rewritten:
             arr, sc = _split_result(value)
             if isinstance(arr, ast.Call):
                 t = f"hpu_r{next(tmp)}"
+                shown[t] = as_written(arr)
                 stmts.append(ast.copy_location(ast.Assign([ast.Name(t, ast.Store())], arr), s))
                 arr = ast.Name(t, ast.Load())
             value = arr if not sc else ast.Tuple([arr, *sc], ast.Load())
@@ -1629,8 +1630,12 @@ def _rewrite_slices(dc) -> Rewritten:
     if len({len(p[1]) for p in pieces}) != 1 or len(results) != k_ways:
         raise NotRewritable("its recursive calls' results are unpacked differently")
     outlined = {}       # a combine written inline: its helper, by name
+    by_call = {id(stmts[i]): j for i, j in at_of.items()}
     stmts = _nested_combines(stmts, results, name, glb, used, outlined, as_written,
                              (inspect.getsourcefile(fn) or fn.__code__.co_filename, text, start))
+    # (a folded chain drops statements: the calls' places again)
+    at_of = {i: by_call[id(st)] for i, st in enumerate(stmts) if id(st) in by_call}
+    last = max(at_of)
 
     def helper_call(s):
         """``x = helper(..., left, ...)``: a call of a Python function (not ``len``) that
@@ -1696,7 +1701,7 @@ def _rewrite_slices(dc) -> Rewritten:
     ret = stmts[-1]
     arr, sc = _split_result(ret.value)
     if not _is_name(arr, merged[0]) or _mentions(ast.Tuple(sc, ast.Load()), {merged[0]} | results):
-        raise NotRewritable(f"it returns `{ast.unparse(ret.value)}`, not its combine's array "
+        raise NotRewritable(f"it returns `{as_written(ret.value)}`, not its combine's array "
                             "first")
     set_arity(len(sc), ret)
     if len(n1) != 1 + scalars:
@@ -1901,7 +1906,7 @@ def _nested_combines(stmts, results, name, glb, used, outlined, as_written, wher
     from hpu._filters import _inline
 
     out = []
-    for s in stmts:
+    for s in _chains_folded(stmts, results):
         joined = _children_joined(s, results, _numpy_names(glb))
         if joined is not None:
             out.append(_joined_helper(s, joined, name, glb, used, outlined, where))
@@ -2001,6 +2006,40 @@ def _nested_combines(stmts, results, name, glb, used, outlined, as_written, wher
         out.append(ast.fix_missing_locations(ast.copy_location(
             ast.Assign([copy.deepcopy(target)], call), s)))
     return out
+
+
+def _chains_folded(stmts, results) -> list:
+    """``k = merge(x, y)`` then ``out = merge(k, z)`` as ``out = merge(merge(x, y), z)``:
+    a call on the children's arrays (alone) whose result is read once, as an argument of a
+    later call statement, nothing between reading or assigning it -- the nest Python
+    runs, in the same order."""
+    stmts = list(stmts)
+    i = 0
+    while i < len(stmts):
+        s = stmts[i]
+        if not (isinstance(s, ast.Assign) and len(s.targets) == 1 and _is_name(s.targets[0])
+                and isinstance(s.value, ast.Call) and _is_name(s.value.func)
+                and not s.value.keywords and s.value.args
+                and all(_is_name(x) and x.id in results for x in s.value.args)):
+            i += 1
+            continue
+        k = s.targets[0].id
+        uses = [j for j in range(i + 1, len(stmts)) if _mentions(stmts[j], {k})]
+        j = uses[0] if len(uses) == 1 else None
+        use = stmts[j] if j is not None else None
+        if not (use is not None and isinstance(use, ast.Assign) and len(use.targets) == 1
+                and isinstance(use.value, ast.Call) and not _mentions(use.targets[0], {k})
+                and sum(1 for n in ast.walk(use) if _is_name(n, k)) == 1
+                and any(_is_name(x, k) for x in use.value.args)
+                and k not in results):
+            i += 1
+            continue
+        use = copy.deepcopy(use)
+        use.value.args = [copy.deepcopy(s.value) if _is_name(x, k) else x
+                          for x in use.value.args]
+        stmts[j] = use
+        del stmts[i]
+    return stmts
 
 
 def _children_joined(s, results, nps):

@@ -1277,13 +1277,23 @@ def quarters_reversed(a):
     return res, c1 + c2 + c3 + c4
 
 
+def sort3_chained(a):
+    """Nested merges written as a chain, the first before the third call: `k = merge(x, y)`,
+    then `merge(k, z)`; float64 merges (no dtype) of int keys, as NumPy allocates them."""
+    if len(a) < 2:
+        return a.astype(np.float64)
+    t = len(a) // 3 or 1
+    k = merge_float(sort3_chained(a[:t]), sort3_chained(a[t:2 * t]))
+    return merge_float(k, sort3_chained(a[2 * t:]))
+
+
 KWAY = {"sort3": sort3, "count4": count4}
 #: combines of nested calls, of the children's arrays joined whole by NumPy
 #: (hpu._functional_dps._nested_combines), k-way combines written in the function
 NESTED = {"three_way": three_way, "four_nested": four_nested, "count_nested": count_nested,
           "reverse_halves": reverse_halves, "rotate_thirds": rotate_thirds,
           "halves_appended": halves_appended, "sort3_inline": sort3_inline,
-          "quarters_reversed": quarters_reversed}
+          "quarters_reversed": quarters_reversed, "sort3_chained": sort3_chained}
 REWRITTEN.update(KWAY)
 REWRITTEN.update(NESTED)
 KEPT["thirds_overlapping"] = ("not on consecutive slices", thirds_overlapping)

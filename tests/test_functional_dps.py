@@ -42,7 +42,7 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
           "sort_sentinels_appended": np.int32, "sort_cutoff": np.float64,
           "three_way": np.int64, "four_nested": np.float32, "count_nested": np.int32,
           "reverse_halves": np.float64, "rotate_thirds": np.int16, "halves_appended": np.int64,
-          "sort3_inline": np.float32, "quarters_reversed": np.int32}
+          "sort3_inline": np.float32, "quarters_reversed": np.int32, "sort3_chained": np.int64}
 
 
 def decorated(name):
