@@ -376,6 +376,8 @@ class DivideAndConquer:
         runner = self._as_called(args, kwargs)
         if runner is not self:
             return runner.sequential(*args, **kwargs)
+        if self._truth_of_an_array(args, kwargs) is not None:
+            return self._plain_function()(*args, **kwargs)
         if self._int_results:
             from hpu._kinds import past_float
 
@@ -1546,6 +1548,35 @@ class DivideAndConquer:
             return ()
 
     @functools.cached_property
+    def _array_truths(self) -> list:
+        """Where the function or a helper reads an array parameter's truth
+        (:func:`hpu._functional.array_truths`): hpu reads it as a list's, its emptiness."""
+        from hpu._functional import array_truths
+
+        try:
+            return array_truths(self.py_func)
+        except Exception:  # noqa: BLE001 - a shape the analysis does not know: none found
+            return []
+
+    def _truth_of_an_array(self, args, kwargs) -> str | None:
+        """The reason the plain function runs this call, or None: a NumPy array given to a
+        function that reads an array's truth (``if not arr``).  hpu reads that as a list's
+        emptiness, which is what the function means for the lists it was written for; on
+        an array Python raises ValueError ("The truth value of an array with more than one
+        element is ambiguous", of an empty one likewise) and reads the one element for a
+        length of 1 -- so given an array, the plain function runs: Python's error at the
+        user's line, or Python's answer."""
+        if self._a_form or not self._array_truths or not any(
+                isinstance(v, np.ndarray) for v in (*args, *kwargs.values())):
+            return None
+        file, line = self._array_truths[0]
+        return (f"{self.__name__} reads the truth of an array ({file}:{line}), "
+                "which hpu reads as a list's, its emptiness; given a NumPy array, Python "
+                "raises ValueError there unless the array has one element (whose value is "
+                "then its truth), so the plain Python function runs, as Python would; pass "
+                "a list, or test len(arr) == 0, to run it compiled")
+
+    @functools.cached_property
     def _int_results(self) -> bool:
         """Whether Python's result is an int wherever the compiled one is a finite integral
         float, on int arguments (:mod:`hpu._kinds`: floats only as infinite sentinels)."""
@@ -1628,6 +1659,9 @@ class DivideAndConquer:
             # `if not lst: return 0` a 0.0, and a functional sort's `return a.copy()` an
             # array where Python gives []; the plain function answers exactly, and at once
             return self._python_run(args, kwargs, reason=EMPTY_LIST_REASON)
+        truth = self._truth_of_an_array(args, kwargs)
+        if truth is not None:           # Python's ValueError, or its answer for one element
+            return self._python_run(args, kwargs, reason=truth)
         if self._functional is not None:
             return self._run_functional(o, args, kwargs)
         written = self._written_list(args, kwargs)
@@ -2036,6 +2070,9 @@ class DivideAndConquer:
         if any(type(v) is list and not v for v in (*args, *kwargs.values())):
             # as the run does: the plain function, at once
             return self._one_call_plan(o, "python", args, kwargs, EMPTY_LIST_REASON)
+        truth = self._truth_of_an_array(args, kwargs)
+        if truth is not None:
+            return self._one_call_plan(o, "python", args, kwargs, truth)
         if self._functional is not None:
             return self._plan_functional(o, args, kwargs)
         if _bool_array(args, kwargs):

@@ -18,7 +18,8 @@ check (:func:`rewrite_values`):
   has for the list the user wrote it for.  (On a NumPy array Python itself
   raises "truth value ... ambiguous", and a device has no truth of an array at
   all.)  An *array* here is a parameter the function indexes, slices or
-  measures with ``len``.
+  measures with ``len``.  A call given a NumPy array runs the plain function
+  instead (:func:`array_truths`): the list's meaning is not the array's.
 * ``return (a, b) if c else (b, a)`` becomes ``if c: return (a, b)`` /
   ``else: return (b, a)``: a tuple is a result only in a ``return``.
 
@@ -83,7 +84,9 @@ def used_as_arrays(tree) -> set[str]:
     return out
 
 
-def _len_compare(name_node: ast.Name, op) -> ast.Compare:
+def _len_compare(name_node: ast.Name, op, seen: list | None = None) -> ast.Compare:
+    if seen is not None:                # (array_truths: where the truth of an array is read)
+        seen.append(name_node.lineno)
     call = ast.Call(func=ast.Name("len", ast.Load()), args=[ast.Name(name_node.id, ast.Load())],
                     keywords=[])
     return ast.Compare(left=call, ops=[op], comparators=[ast.Constant(0)])
@@ -92,6 +95,7 @@ def _len_compare(name_node: ast.Name, op) -> ast.Compare:
 class _Rewrite(ast.NodeTransformer):
     def __init__(self, arrays: set[str]):
         self.arrays = arrays
+        self.truths: list[int] = []      # the lines where an array's truth is read
 
     def _is_array(self, node) -> bool:
         return isinstance(node, ast.Name) and node.id in self.arrays
@@ -99,7 +103,7 @@ class _Rewrite(ast.NodeTransformer):
     def _truth(self, test):
         """A test in a boolean position: an array name means 'not empty'."""
         if self._is_array(test):
-            return ast.copy_location(_len_compare(test, ast.NotEq()), test)
+            return ast.copy_location(_len_compare(test, ast.NotEq(), self.truths), test)
         return test
 
     def visit_Call(self, node):
@@ -108,12 +112,12 @@ class _Rewrite(ast.NodeTransformer):
             return ast.copy_location(ast.Constant(v), node)
         if (isinstance(node.func, ast.Name) and node.func.id == "bool" and len(node.args) == 1
                 and not node.keywords and self._is_array(node.args[0])):
-            return ast.copy_location(_len_compare(node.args[0], ast.NotEq()), node)
+            return ast.copy_location(_len_compare(node.args[0], ast.NotEq(), self.truths), node)
         return self.generic_visit(node)
 
     def visit_UnaryOp(self, node):
         if isinstance(node.op, ast.Not) and self._is_array(node.operand):
-            return ast.copy_location(_len_compare(node.operand, ast.Eq()), node)
+            return ast.copy_location(_len_compare(node.operand, ast.Eq(), self.truths), node)
         if isinstance(node.op, ast.USub):
             inner = _special_float(node.operand)
             if inner is not None:
@@ -158,6 +162,21 @@ def rewrite_values(tree: ast.FunctionDef) -> ast.FunctionDef:
     _Rewrite(array_names(tree)).visit(tree)
     ast.fix_missing_locations(tree)
     return tree
+
+
+def array_truths(fn) -> list[tuple[str, int]]:
+    """``(file, line)`` of each place the function or a helper reads the truth of an array
+    parameter (``if not arr``, ``while left and right``, ``bool(a)``): the emptiness a
+    list's truth is, which :func:`rewrite_values` writes -- and which a NumPy array does
+    not have (Python raises "truth value ... ambiguous" for any length but 1, and reads
+    the one element's truth for 1), so a call given an array runs the plain function."""
+    out = []
+    for f, tree in _trees(fn):
+        r = _Rewrite(array_names(tree))
+        r.visit(copy.deepcopy(tree))
+        filename = getattr(getattr(f, "__code__", None), "co_filename", "?")
+        out += [(filename, line) for line in r.truths]
+    return out
 
 
 def _emptiness_tested(test):

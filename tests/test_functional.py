@@ -314,6 +314,41 @@ def test_truth_of_an_array_means_not_empty():
     assert "k = len(a) != 0" in text
 
 
+def sum_of_list(arr):
+    if not arr:
+        return 0
+    if len(arr) == 1:
+        return arr[0]
+    m = len(arr) // 2
+    return sum_of_list(arr[:m]) + sum_of_list(arr[m:])
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_the_truth_of_a_numpy_array_is_pythons(device):
+    """``if not arr`` is a list's emptiness, which hpu compiles for a list at the call; on a
+    NumPy array Python raises ValueError for any length but 1 (and reads the one element's
+    value then), so a call given an array runs the plain function: its error, at the
+    user's line, or its answer -- and the plan says so."""
+    f = hpu.divide_and_conquer(sum_of_list)
+    for n in (0, 2, 3000):
+        x = np.arange(n, dtype=np.int64)
+        with pytest.raises(ValueError) as plain:
+            sum_of_list(x)
+        with pytest.raises(ValueError) as got:
+            f.run(x, device=device)
+        assert str(got.value) == str(plain.value) and "truth value" in str(got.value)
+        assert got.traceback[-1].lineno + 1 == _line(sum_of_list, "if not arr")
+    for x in (np.array([0.0]), np.array([7])):
+        run = f.run(x, device=device)
+        assert run.value == sum_of_list(x) and type(run.value) is type(sum_of_list(x))
+        assert run.device == "python" and "truth of an array" in run.reason
+        plan = f.plan(x, device=device)
+        assert plan.device == "python" and plan.reason == run.reason
+    xs = list(range(-50, 3000))
+    run = f.run(xs, device=device)
+    assert run.value == sum(xs) and run.device == device
+
+
 # ---------------------------------------------------------------- arrays allocated and returned
 
 from functional_examples import ARRAY_REFERENCES  # noqa: E402
