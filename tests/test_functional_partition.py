@@ -308,4 +308,4 @@ def _uneven_halves(a):
     if len(a) <= 1:
         return a.copy()
     m = len(a) // 3
-    return np.concatenate((_uneven_halves(a[:m]), _uneven_halves(a[m:])))
+    return np.concatenate((_uneven_halves(a[:m]), _uneven_halves(a[m + 1:])))   # drops a[m]
