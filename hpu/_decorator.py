@@ -796,6 +796,10 @@ class DivideAndConquer:
         dc, why = self._in_place()
         if dc is not None:
             why = self._not_compiled or (
+                "it joins its children's results with `+`, which concatenates the lists it "
+                "was written for and adds arrays element-wise: its device form runs on a "
+                "non-empty list of numbers, an array runs as written"
+                if why.returns_list and not why.partition else
                 "its arguments are not one non-empty 1-D NumPy array of numbers"
                 if why.span is None else
                 f"its arguments are not a 1-D NumPy array of numbers and int bounds "
@@ -870,6 +874,8 @@ class DivideAndConquer:
             dtype = self._result_dtype(rw, typed)
         if dtype is None:       # Numba cannot type the function: the CPU path says why
             return None
+        if rw.returns_list and not isinstance(given, list):
+            return None         # (its `+` joins lists; of an array it adds, as written)
         if rw.partition:
             # the partition form: the input in the first half of one buffer, the result
             # there at the end (hpu._functional_partition); a result of another dtype than

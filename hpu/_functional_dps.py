@@ -1793,7 +1793,9 @@ def _rewrite_slices(dc) -> Rewritten:
     mfn = _function(main, new_glb, filename)
     mfn.__hpu_tree__ = (main, filename, text, start)
     new_glb[name] = mfn
+    plus = bool(getattr(h, "__hpu_plus__", False))     # lists joined by `+`: lists only
     return Rewritten(fn=mfn, scalars=scalars, same_dtype=same and not other_dtype,
+                     returns_list=plus,
                      scratch=tuple((scr.width, scr.dtype) for scr in scratch), arena=arena,
                      span=span)
 
@@ -1906,8 +1908,8 @@ def _nested_combines(stmts, results, name, glb, used, outlined, as_written, wher
     from hpu._filters import _inline
 
     out = []
-    for s in _chains_folded(stmts, results):
-        joined = _children_joined(s, results, _numpy_names(glb))
+    for s in _chains_folded(_plus_hoisted(stmts, results), results):
+        joined = _children_joined(s, results, _numpy_names(glb) | {PLUS})
         if joined is not None:
             out.append(_joined_helper(s, joined, name, glb, used, outlined, where))
             continue
@@ -2042,6 +2044,50 @@ def _chains_folded(stmts, results) -> list:
     return stmts
 
 
+#: the module name of the join :func:`_plus_hoisted` writes for ``r1 + r0`` of lists
+PLUS = "hpu_plus"
+
+
+def _plus_chain(e, results):
+    """The names of ``r1 + r0 + ...``, children's results each once, else None."""
+    names = []
+
+    def walk(x):
+        if isinstance(x, ast.BinOp) and isinstance(x.op, ast.Add):
+            return walk(x.left) and walk(x.right)
+        if _is_name(x) and x.id in results:
+            names.append(x.id)
+            return True
+        return False
+
+    if walk(e) and len(names) >= 2 and len(set(names)) == len(names):
+        return names
+    return None
+
+
+def _plus_hoisted(stmts, results) -> list:
+    """``return rev(a[m:]) + rev(a[:m])`` -- the children's lists joined by ``+`` (a function
+    of lists: its base case returns its list) -- as ``hpu_plussed = hpu_plus.concatenate((r1,
+    r0))``, then ``return hpu_plussed``: the join :func:`_joined_helper` writes.  The form
+    runs only on a list at the call (``Rewritten.returns_list``): on an array ``+`` adds."""
+    out = []
+    for s in stmts:
+        if isinstance(s, ast.Return) and s.value is not None:
+            arr, sc = _split_result(s.value)
+            names = _plus_chain(arr, results)
+            if names is not None:
+                t = "hpu_plussed"
+                join = ast.parse(f"{t} = {PLUS}.concatenate(({', '.join(names)},))").body[0]
+                for n in ast.walk(join):
+                    ast.copy_location(n, s)
+                ret = ast.Return(ast.Tuple([ast.Name(t, ast.Load()), *sc], ast.Load())
+                                 if sc else ast.Name(t, ast.Load()))
+                out += [join, ast.fix_missing_locations(ast.copy_location(ret, s))]
+                continue
+        out.append(s)
+    return out
+
+
 def _children_joined(s, results, nps):
     """``(numpy's name, [children])`` of ``x = np.concatenate((r1, r0))`` (``np.hstack``,
     a list for the tuple, ``np.append(r1, r0)``): the children's arrays joined whole, each
@@ -2068,6 +2114,8 @@ def _joined_helper(s, joined, name, glb, used, outlined, where):
     rest of the rewrite reads as any combine: the children's order is the one written,
     whatever their slices' (a reversal, ``np.concatenate((f(a[m:]), f(a[:m])))``)."""
     np_name, kids = joined
+    if np_name == PLUS:     # (lists joined by `+`: the function may not import NumPy)
+        glb = {**glb, PLUS: np}
     params = [f"hpu_j{j}" for j in range(len(kids))]
     total = " + ".join(f"len({p})" for p in params)
     src = [f"def hpu_joined({', '.join(params)}):",
@@ -2089,6 +2137,7 @@ def _joined_helper(s, joined, name, glb, used, outlined, where):
     hfn.__hpu_shown__ = name                # its code is the function's own line:
     hfn.__hpu_own__ = True                  # messages name no helper, as the function's
     hfn.__hpu_synth__ = True
+    hfn.__hpu_plus__ = np_name == PLUS
     used.add(key)
     outlined[key] = hfn
     call = ast.Call(ast.Name(key, ast.Load()), [ast.Name(k, ast.Load()) for k in kids], [])

@@ -1287,6 +1287,15 @@ def sort3_chained(a):
     return merge_float(k, sort3_chained(a[2 * t:]))
 
 
+def reverse_list(xs):
+    """The children's lists joined by `+`, the right half first: a reversal of a list (of an
+    array, `+` adds the halves element-wise, as NumPy does)."""
+    if len(xs) <= 1:
+        return xs
+    m = len(xs) // 2
+    return reverse_list(xs[m:]) + reverse_list(xs[:m])
+
+
 KWAY = {"sort3": sort3, "count4": count4}
 #: combines of nested calls, of the children's arrays joined whole by NumPy
 #: (hpu._functional_dps._nested_combines), k-way combines written in the function

@@ -913,6 +913,28 @@ def test_nested_combines_at_the_devices_sizes(name):
             assert check(name, x, device, alpha, y).gpu_tasks >= 3
 
 
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
+@settings(COMPILES, max_examples=6)
+@given(xs=st.lists(st.integers(-10**6, 10**6), min_size=1, max_size=80))
+def test_lists_joined_by_plus_run_on_the_device_and_arrays_add(device, alpha, y, xs):
+    """``rev(xs[m:]) + rev(xs[:m])``: given a list, the join of the children's lists is the
+    device form's; given an array, ``+`` adds the halves element-wise (Python's answer),
+    so the array runs as written, saying why."""
+    f = hpu.divide_and_conquer(ex.reverse_list)
+    for given in (xs, xs * 700):
+        run = f.run(list(given), **options(device, alpha, y))
+        assert run.value == given[::-1] and run.fallbacks == []
+        assert all(type(v) is int for v in run.value)
+        if len(given) > 4000 and device == "gpu":
+            assert run.gpu_tasks >= 2
+    x = np.array(xs * 700, dtype=np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        run = f.run(x, **options(device, alpha, y))
+    assert same(run.value, ex.reverse_list(x.copy()))
+    assert "joins its children's results with `+`" in run.fallbacks[0]
+
+
 @pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 1)])
 def test_k_way_cuts_out_of_order_redo_the_call_on_the_cpu(device, alpha, y):
     """``a[e1:e2]`` with ``e2 < e1``: Python's pieces overlap and the result is longer than
