@@ -323,8 +323,8 @@ def unroll_value_loops(tree: ast.FunctionDef, own: str) -> None:
         # alias of either, as the device forms' views need); else ``c = l; <body>``
         mine = {id(m) for m in inner} | {id(st.target)}
         inline = target not in assigned and not any(
-            isinstance(n, ast.Name) and n.id == target and id(n) not in mine
-            for n in ast.walk(tree))
+            isinstance(n, ast.Name) and n.id == target
+            and (id(n) not in mine or isinstance(n.ctx, ast.Del)) for n in ast.walk(tree))
         for v in st.iter.elts:
             if inline:
                 out.extend(_substituted(copy.deepcopy(sub), target, v) for sub in st.body)
