@@ -73,11 +73,12 @@ _MAKERS = {"msort": lambda n: keys(n), "sort_count": lambda n: keys(n, 1),
            "qsort": lambda n: keys(n, 3).tolist(), "lsort": lambda n: keys(n, 4).tolist()}
 
 
-#: every function past the size measured whole (its prediction extended) and at the largest;
-#: the small sizes (measured whole) of all but msort only in the full run (`-m slow`): each
-#: case is a process of its own that compiles the function (~10 s here)
+#: msort at every size; the others at the largest (their prediction extended from probes):
+#: their other sizes only in the full run (`-m slow`): each case is a process of its own
+#: that compiles the function (~10 s here)
 @pytest.mark.parametrize("name, make, n", [
-    pytest.param(name, make, n, marks=() if name == "msort" or n > 777 else pytest.mark.slow)
+    pytest.param(name, make, n, marks=() if name == "msort" or n == 150_007
+                 else pytest.mark.slow)
     for name, make in _MAKERS.items() for n in (1, 777, EXACT_BELOW + 1, 150_007)])
 def test_one_call_peak_is_what_the_plan_predicts(name, make, n):
     """One compiled call allocates the same at every run: the prediction holds within 10 %
