@@ -84,9 +84,7 @@ def used_as_arrays(tree) -> set[str]:
     return out
 
 
-def _len_compare(name_node: ast.Name, op, seen: list | None = None) -> ast.Compare:
-    if seen is not None:                # (array_truths: where the truth of an array is read)
-        seen.append(name_node.lineno)
+def _len_compare(name_node: ast.Name, op) -> ast.Compare:
     call = ast.Call(func=ast.Name("len", ast.Load()), args=[ast.Name(name_node.id, ast.Load())],
                     keywords=[])
     return ast.Compare(left=call, ops=[op], comparators=[ast.Constant(0)])
@@ -97,13 +95,18 @@ class _Rewrite(ast.NodeTransformer):
         self.arrays = arrays
         self.truths: list[int] = []      # the lines where an array's truth is read
 
+    def _emptiness(self, name_node, op) -> ast.Compare:
+        """``len(name) <op> 0`` for the truth of an array, its line noted (array_truths)."""
+        self.truths.append(name_node.lineno)
+        return _len_compare(name_node, op)
+
     def _is_array(self, node) -> bool:
         return isinstance(node, ast.Name) and node.id in self.arrays
 
     def _truth(self, test):
         """A test in a boolean position: an array name means 'not empty'."""
         if self._is_array(test):
-            return ast.copy_location(_len_compare(test, ast.NotEq(), self.truths), test)
+            return ast.copy_location(self._emptiness(test, ast.NotEq()), test)
         return test
 
     def visit_Call(self, node):
@@ -112,12 +115,12 @@ class _Rewrite(ast.NodeTransformer):
             return ast.copy_location(ast.Constant(v), node)
         if (isinstance(node.func, ast.Name) and node.func.id == "bool" and len(node.args) == 1
                 and not node.keywords and self._is_array(node.args[0])):
-            return ast.copy_location(_len_compare(node.args[0], ast.NotEq(), self.truths), node)
+            return ast.copy_location(self._emptiness(node.args[0], ast.NotEq()), node)
         return self.generic_visit(node)
 
     def visit_UnaryOp(self, node):
         if isinstance(node.op, ast.Not) and self._is_array(node.operand):
-            return ast.copy_location(_len_compare(node.operand, ast.Eq(), self.truths), node)
+            return ast.copy_location(self._emptiness(node.operand, ast.Eq()), node)
         if isinstance(node.op, ast.USub):
             inner = _special_float(node.operand)
             if inner is not None:

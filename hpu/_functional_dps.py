@@ -1885,6 +1885,26 @@ def _slice_names_inlined(body, node, a: str, name: str) -> list:
     return out
 
 
+def _registered(tree, glb, where, s, kids, used, outlined, **marks):
+    """The combine ``tree`` hpu wrote, made a function (its source ``where``: ``(file, text,
+    first line)``) under a fresh name kept in ``outlined``, with ``marks`` (``shown``,
+    ``own``, ``plus``) as its ``__hpu_<mark>__`` attributes; returns ``s``'s targets
+    assigned its call on the children ``kids``."""
+    key = _fresh(f"hpu_{tree.name}", used | set(outlined))
+    filename, text, start = where
+    hfn = _function(tree, glb, filename)
+    hfn.__hpu_tree__ = (tree, filename, text, start)
+    hfn.__hpu_synth__ = True          # its hpu_ names are hpu's (_helper_into)
+    for mark, value in marks.items():
+        setattr(hfn, f"__hpu_{mark}__", value)
+    used.update(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
+    used.add(key)
+    outlined[key] = hfn
+    call = ast.Call(ast.Name(key, ast.Load()), [ast.Name(k, ast.Load()) for k in kids], [])
+    return ast.fix_missing_locations(ast.copy_location(
+        ast.Assign([copy.deepcopy(s.targets[0])], call), s))
+
+
 def _nested_combines(stmts, results, name, glb, used, outlined, as_written, where) -> list:
     """``stmts`` with a combine of nested calls -- ``x = merge(merge(l, m), r)``, a 3-way
     mergesort's -- made one call of a helper hpu writes, ``x = merge(l, m, r)``, whose body
@@ -1908,8 +1928,9 @@ def _nested_combines(stmts, results, name, glb, used, outlined, as_written, wher
     from hpu._filters import _inline
 
     out = []
+    nps = _numpy_names(glb) | {PLUS}
     for s in _chains_folded(_plus_hoisted(stmts, results), results):
-        joined = _children_joined(s, results, _numpy_names(glb) | {PLUS})
+        joined = _children_joined(s, results, nps)
         if joined is not None:
             out.append(_joined_helper(s, joined, name, glb, used, outlined, where))
             continue
@@ -1933,6 +1954,9 @@ def _nested_combines(stmts, results, name, glb, used, outlined, as_written, wher
             if not isinstance(h, types.FunctionType) or call.keywords or hasattr(h, "py_func"):
                 refuse(f"and `{as_written(call)}` is not a call of a Python function by "
                        "position")
+            node, _, _ = _tree(h)
+            _own_names_free({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                            | {p.arg for p in node.args.args}, f"its combine {h.__name__}()")
             helpers.append(h)
             args = []
             for x in call.args:
@@ -1946,11 +1970,9 @@ def _nested_combines(stmts, results, name, glb, used, outlined, as_written, wher
                            "call on them")
             if outer:
                 return ast.Call(ast.Name(f.id, ast.Load()), args, [])
-            node, _, _ = _tree(h)
-            _own_names_free({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-                            | {p.arg for p in node.args.args}, f"its combine {h.__name__}()")
             last = node.body[-1] if node.body else None
-            allocs = [_alloc(st, _numpy_names(h.__globals__)) for st in node.body]
+            h_nps = _numpy_names(h.__globals__)
+            allocs = [_alloc(st, h_nps) for st in node.body]
             if not (isinstance(last, ast.Return) and _is_name(last.value)
                     and any(x is not None and x[0] == last.value.id for x in allocs)):
                 refuse(f"and {h.__name__}() does not end by returning the array it "
@@ -1996,17 +2018,9 @@ def _nested_combines(stmts, results, name, glb, used, outlined, as_written, wher
         ast.copy_location(tree, inlined[0])
         ast.fix_missing_locations(tree)
         _, h_text, h_start = _tree(outer)
-        hfn = _function(tree, outer.__globals__, hfile)
-        hfn.__hpu_tree__ = (tree, hfile, h_text, h_start)
-        hfn.__hpu_shown__ = getattr(outer, "__hpu_shown__", hname)
-        hfn.__hpu_synth__ = True          # its hpu_ names are hpu's (_helper_into)
-        key = _fresh(f"hpu_nest_{hname}", used | set(outlined))
-        used.update(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
-        used.add(key)
-        outlined[key] = hfn
-        call = ast.Call(ast.Name(key, ast.Load()), [ast.Name(k, ast.Load()) for k in kids], [])
-        out.append(ast.fix_missing_locations(ast.copy_location(
-            ast.Assign([copy.deepcopy(target)], call), s)))
+        out.append(_registered(tree, outer.__globals__, (hfile, h_text, h_start), s, kids,
+                               used, outlined,
+                               shown=getattr(outer, "__hpu_shown__", hname)))
     return out
 
 
@@ -2118,7 +2132,7 @@ def _joined_helper(s, joined, name, glb, used, outlined, where):
         glb = {**glb, PLUS: np}
     params = [f"hpu_j{j}" for j in range(len(kids))]
     total = " + ".join(f"len({p})" for p in params)
-    src = [f"def hpu_joined({', '.join(params)}):",
+    src = [f"def joined({', '.join(params)}):",
            f"    hpu_jo = {np_name}.empty({total}, {params[0]}.dtype)",
            "    hpu_jk = 0"]
     for p in params:
@@ -2129,20 +2143,10 @@ def _joined_helper(s, joined, name, glb, used, outlined, where):
     tree = ast.parse("\n".join(src)).body[0]
     for n in ast.walk(tree):
         ast.copy_location(n, s)
-    key = _fresh("hpu_joined", used | set(outlined))
-    tree.name = key
-    filename, text, start = where       # the function's file: the line is the user's
-    hfn = _function(tree, glb, filename)
-    hfn.__hpu_tree__ = (tree, filename, text, start)
-    hfn.__hpu_shown__ = name                # its code is the function's own line:
-    hfn.__hpu_own__ = True                  # messages name no helper, as the function's
-    hfn.__hpu_synth__ = True
-    hfn.__hpu_plus__ = np_name == PLUS
-    used.add(key)
-    outlined[key] = hfn
-    call = ast.Call(ast.Name(key, ast.Load()), [ast.Name(k, ast.Load()) for k in kids], [])
-    return ast.fix_missing_locations(ast.copy_location(
-        ast.Assign([copy.deepcopy(s.targets[0])], call), s))
+    # the function's file and line: its code is the function's own, so messages name no
+    # helper, as the function's (own)
+    return _registered(tree, glb, where, s, kids, used, outlined, shown=name, own=True,
+                       plus=np_name == PLUS)
 
 
 def _outlined(stmts, last, children, a, before, name, fn, used, text, start):
