@@ -42,10 +42,11 @@ import numpy as np
 from numba import njit
 
 from hpu._guard import (bad_float, bad_int_store, divides_by_zero, float_operands, power,
-                        zero_divisor)
+                        power_grows, product_grows, shift_grows, zero_divisor)
 
 __all__ = ["SITES", "add_site", "register_sites", "site_text", "OPERATIONS",
-           "ZeroDivisionError", "ValueError", "OverflowError", "IndexError", "TypeError"]
+           "ZeroDivisionError", "ValueError", "OverflowError", "IndexError", "TypeError",
+           "IntOverflowError"]
 
 #: every checked operation's text ("file:line: expression") in this process, by number
 SITES: list[str] = []
@@ -141,6 +142,29 @@ IndexError = _as_python(builtins.IndexError, lambda v, e: (
     else f"index {v} is out of bounds for length {e}"))
 TypeError = _as_python(builtins.TypeError, lambda v, e: "slice indices must be integers or "
                        "None or have an __index__ method")
+
+
+class IntOverflowError(builtins.OverflowError):
+    """An integer operation of the compiled function left int64 (``x * y``, ``x ** n``,
+    ``x << n``), or gave what Python does not (``x ** -n``, a float in Python; ``x << -n``,
+    Python's ValueError): Python's int would have grown, Numba's wraps.  hpu catches it and
+    runs the call again as the plain function, whose answer is exact
+    (:meth:`hpu._decorator.DivideAndConquer._run`); where the call's arrays cannot be put
+    back first (``keep_inputs=False``), or on a Dask worker, it reaches the caller."""
+
+    def __init__(self, site=-1, value=0, extra=0):
+        text = site_text(site) if isinstance(site, int) else str(site)
+        builtins.OverflowError.__init__(
+            self, f"{text}: an integer result beyond int64 (64-bit integers wrap in compiled "
+            "code, where Python's int grows)" if isinstance(site, int) else text)
+
+    def __reduce__(self):
+        return builtins.OverflowError, self.args
+
+
+@njit(cache=True)
+def _grows(site):
+    raise IntOverflowError(site, 0, 0)
 
 
 @njit(cache=True)
@@ -326,7 +350,23 @@ def truediv(a, b, site):
 
 @njit(inline="always")
 def pow_(a, b, site):
+    if power_grows(a, b):
+        _grows(site)
     return power(a, b)
+
+
+@njit(inline="always")
+def mul(a, b, site):
+    if product_grows(a, b):
+        _grows(site)
+    return a * b
+
+
+@njit(inline="always")
+def shl(a, b, site):
+    if shift_grows(a, b):
+        _grows(site)
+    return a << b
 
 
 @njit(inline="always")
@@ -427,7 +467,7 @@ def slice_ix(x, site):
 
 #: the names :class:`hpu._codegen._Checked` writes -> the checks here
 OPERATIONS = {"hpu__floordiv": floordiv, "hpu__mod": mod, "hpu__truediv": truediv,
-              "hpu__pow": pow_, "hpu__mpow": mpow,
+              "hpu__pow": pow_, "hpu__mpow": mpow, "hpu__mul": mul, "hpu__shl": shl,
               "hpu__ix": ix, "hpu__int": to_int, "hpu__store": store, "hpu__round": to_round,
               "hpu__fit": fit,
               "hpu__slice_ix": slice_ix, "hpu__lix": list_ix, "hpu__lsix": list_set_ix,

@@ -207,7 +207,7 @@ class _Checked(ast.NodeTransformer):
     """
 
     _OPS = {ast.FloorDiv: "hpu__floordiv", ast.Mod: "hpu__mod", ast.Div: "hpu__truediv",
-            ast.Pow: "hpu__pow"}
+            ast.Pow: "hpu__pow", ast.Mult: "hpu__mul", ast.LShift: "hpu__shl"}
     _CONV = {"int": "hpu__int", "round": "hpu__round"}
 
     def __init__(self, filename: str, line: int | None = None, context: str = "",
@@ -362,6 +362,7 @@ _CHECKED_PRELUDE = """
 import numpy as hpu__numpy
 
 from hpu._checked_ops import _badconv as hpu__badconv
+from hpu._checked_ops import _grows as hpu__grows
 from hpu._checked_ops import _broadcast as hpu__broadcast
 from hpu._checked_ops import _outofbounds as hpu__outofbounds
 from hpu._checked_ops import _truezerodiv as hpu__truezerodiv
@@ -376,6 +377,9 @@ from hpu._guard import as_index as hpu__as_index
 from hpu._guard import base_index as hpu__base
 from hpu._guard import like as hpu__like
 from hpu._guard import power as hpu__power
+from hpu._guard import power_grows as hpu__power_grows
+from hpu._guard import product_grows as hpu__product_grows
+from hpu._guard import shift_grows as hpu__shift_grows
 from hpu._interrupt import Stopped as hpu__Stopped
 from hpu._interrupt import stop_requested as hpu__stop_requested
 
@@ -407,7 +411,23 @@ def hpu__truediv(a, b, site__):  # x / 0: Python's (and Numba's) error, at the u
 
 @njit(cache=True)
 def hpu__pow(a, b, site__):  # x ** n of a float64 and an int: Python's pow(), not Numba's
+    if hpu__power_grows(a, b):  # ints: past int64, or n < 0 (a float in Python)
+        hpu__grows(site__)
     return hpu__power(a, b)
+
+
+@njit(cache=True)
+def hpu__mul(a, b, site__):  # ints: a product past int64 runs the plain function (Python's int)
+    if hpu__product_grows(a, b):
+        hpu__grows(site__)
+    return a * b
+
+
+@njit(cache=True)
+def hpu__shl(a, b, site__):
+    if hpu__shift_grows(a, b):
+        hpu__grows(site__)
+    return a << b
 
 
 @njit(cache=True)

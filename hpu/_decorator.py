@@ -383,8 +383,12 @@ class DivideAndConquer:
 
             if past_float(args, kwargs):    # (float64 would round them: Python's exact ints)
                 return self._run_plain_for_ints({}, args, kwargs).value
+        from hpu._checked_ops import IntOverflowError
+
         try:
             value = self._sequential(args, kwargs)
+        except IntOverflowError as err:
+            return self._grown(err, args, kwargs, True).value
         except Exception as err:
             self._note_raise_site(err)
             raise
@@ -1411,8 +1415,12 @@ class DivideAndConquer:
 
             if past_float(args, kwargs):
                 return self._run_plain_for_ints(options, args, kwargs)
+        from hpu._checked_ops import IntOverflowError
+
         try:
             run = self._run_any(options, args, kwargs, checked)
+        except IntOverflowError as err:
+            return self._grown(err, args, kwargs, options.get("keep_inputs", True))
         except Exception as err:
             self._note_raise_site(err)
             raise
@@ -1493,6 +1501,22 @@ class DivideAndConquer:
             "compiled function holds as float64, and was given ints beyond 2**53, which "
             "float64 would round: the plain Python function ran, exactly (give the sentinel "
             "as an int, e.g. np.iinfo(np.int64).min, to run it compiled)"))
+
+    def _grown(self, err, args, kwargs, kept: bool) -> Run:
+        """The run of a call whose compiled code met an integer past int64 (``err``, an
+        :class:`hpu._checked_ops.IntOverflowError`: Python's int grows where int64 wraps, or
+        ``x ** -n`` is a float): the plain function's, exact, from the caller's arguments
+        as they were (the run put back what it wrote).  With ``keep_inputs=False`` nothing
+        was kept, so ``err`` is raised instead of a rerun over half-written arrays."""
+        if not kept and self._writes_arrays():
+            raise err
+        return self._python_run(args, kwargs, warned=(
+            f"{err}: the plain Python function ran instead, exactly (slowly); keep the "
+            "values within 64 bits, or use floats, to run it compiled"))
+
+    def _writes_arrays(self) -> bool:
+        closure = getattr(self, "_closure", None)
+        return closure is None or bool(closure.written)
 
     def _python_run(self, args, kwargs, *, reason: str | None = None,
                     warned: str | None = None) -> Run:

@@ -1556,6 +1556,16 @@ def _check_callable(fn) -> None:
 
 # --------------------------------------------------------------------------- resolve
 
+#: What to write instead of a builtin outside the subset, where there is a usual rewrite.
+_BUILTIN_HINTS = {
+    "divmod": "write q, r = x // y, x % y (the same values for ints and floats)",
+    "pow": "write x ** y (or x ** y % m in a loop for pow(x, y, m))",
+    "str": "numbers only: count digits with a loop (while x >= 10: x //= 10; d += 1)",
+    "isinstance": "hpu compiles one type per parameter: write the function for that type",
+    "print": "return the value instead, or print after the call",
+}
+
+
 class _Unresolved(TranslationError, NameError):
     """A global name that is not (yet) defined; decoration defers these to the first call.
     A ``NameError`` too, as Python's for the same name (``except NameError`` catches it)."""
@@ -1614,6 +1624,9 @@ def resolve(fn, spec: DCSpec) -> Closure:
         # the class of an accepted raise is Python's own (hpu/_raises.py), not a global
         raised = {id(r.exc.func) for r in ast.walk(node)
                   if isinstance(r, ast.Raise) and raise_refusal(r) is None}
+        # every name that blocks the function is refused at once (each with its line), in
+        # the order of the lines; a name not yet defined defers decoration at once
+        found: list[TranslationError] = []
         for sub in ast.walk(node):
             if id(sub) in raised:
                 continue
@@ -1621,29 +1634,43 @@ def resolve(fn, spec: DCSpec) -> Closure:
                     and id(sub.func) not in raised):
                 if sub.func.id not in local:
                     my_calls.append((sub.func.id, sub))
-            if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name):
-                if sub.value.id in local:
-                    where.refuse(sub, f"the attribute `{ast.unparse(sub)}`",
-                                 "attributes and methods of arrays and values are not in the "
-                                 "numeric subset",
-                                 "use len(a) for an array's length and loops for reductions")
-                check_attribute(sub, glb, where)
-            if not (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)):
-                continue
-            n = sub.id
-            if n in local:
-                continue
-            if is_main and n == spec.name:
-                continue  # the recursion itself (shape checked by parse)
-            if not is_main and n == spec.name and glb is fn.__globals__:
-                where.refuse(sub, "recursion through a helper",
-                             f"{self_name} calls {spec.name}, the decorated function",
-                             f"only {spec.name} itself may recurse; move the calls into it")
-            if not is_main and n == self_name:
-                refuse_with(where, sub, "recursive-helper",
-                            detail=f"{self_name} calls itself")
-            resolve_name(n, sub, glb, where, self_name)
+            try:
+                visit_name(sub, local, glb, where, self_name, is_main)
+            except _Unresolved:
+                raise
+            except TranslationError as err:
+                found.extend(getattr(err, "errors", None) or (err,))
+        if found:
+            found = list({str(e): e for e in found}.values())  # a name used twice, once
+            found.sort(key=lambda e: (e.filename != where.filename, e.lineno or 0))
+            raise found[0] if len(found) == 1 else _several(found, where)
         calls_of[self_name] = my_calls
+
+    def visit_name(sub, local, glb, where: _Where, self_name, is_main):
+        """Refuses ``sub`` (one node of a function's tree) where it is an attribute or a name
+        outside what the function may use; binds the helpers, modules and constants it names."""
+        if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name):
+            if sub.value.id in local:
+                where.refuse(sub, f"the attribute `{ast.unparse(sub)}`",
+                             "attributes and methods of arrays and values are not in the "
+                             "numeric subset",
+                             "use len(a) for an array's length and loops for reductions")
+            check_attribute(sub, glb, where)
+        if not (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)):
+            return
+        n = sub.id
+        if n in local:
+            return
+        if is_main and n == spec.name:
+            return  # the recursion itself (shape checked by parse)
+        if not is_main and n == spec.name and glb is fn.__globals__:
+            where.refuse(sub, "recursion through a helper",
+                         f"{self_name} calls {spec.name}, the decorated function",
+                         f"only {spec.name} itself may recurse; move the calls into it")
+        if not is_main and n == self_name:
+            refuse_with(where, sub, "recursive-helper",
+                        detail=f"{self_name} calls itself")
+        resolve_name(n, sub, glb, where, self_name)
 
     def check_attribute(node: ast.Attribute, glb, where: _Where):
         base = node.value.id
@@ -1675,7 +1702,7 @@ def resolve(fn, spec: DCSpec) -> Closure:
                 return
             where.refuse(node, f"the builtin {n}()",
                          f"only {', '.join(sorted(_BUILTINS))} are in the numeric subset",
-                         "write the computation with arithmetic and loops")
+                         _BUILTIN_HINTS.get(n, "write the computation with arithmetic and loops"))
         else:
             raise _Unresolved(f"the name {n!r} is not supported: it is not defined in "
                               f"{where.what}'s module", filename=where.filename,

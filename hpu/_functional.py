@@ -91,8 +91,13 @@ def _len_compare(name_node: ast.Name, op) -> ast.Compare:
 
 
 class _Rewrite(ast.NodeTransformer):
-    def __init__(self, arrays: set[str]):
+    def __init__(self, arrays: set[str], tree=None):
         self.arrays = arrays
+        # the names the function binds itself (a local divmod is not the builtin)
+        self.locals = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+                       and isinstance(n.ctx, ast.Store)} | {a.arg for a in ast.walk(tree)
+                                                            if isinstance(a, ast.arg)} \
+            if tree is not None else set()
         self.truths: list[int] = []      # the lines where an array's truth is read
 
     def _emptiness(self, name_node, op) -> ast.Compare:
@@ -113,6 +118,20 @@ class _Rewrite(ast.NodeTransformer):
         v = _special_float(node)
         if v is not None:
             return ast.copy_location(ast.Constant(v), node)
+        if (isinstance(node.func, ast.Name) and node.func.id in ("divmod", "pow")
+                and len(node.args) == 2 and not node.keywords
+                and node.func.id not in self.locals
+                and not any(isinstance(n, ast.Call) for a in node.args for n in ast.walk(a))):
+            # divmod(x, y) is (x // y, x % y) and pow(x, y) is x ** y, for ints and floats
+            # alike (the same values, the same ZeroDivisionError); the operands are read
+            # twice, so only where reading them has no effect (no call)
+            self.generic_visit(node)
+            x, y = node.args
+            if node.func.id == "pow":
+                return ast.copy_location(ast.BinOp(x, ast.Pow(), y), node)
+            return ast.copy_location(ast.Tuple([ast.BinOp(x, ast.FloorDiv(), y),
+                                                ast.BinOp(copy.deepcopy(x), ast.Mod(),
+                                                          copy.deepcopy(y))], ast.Load()), node)
         if (isinstance(node.func, ast.Name) and node.func.id == "bool" and len(node.args) == 1
                 and not node.keywords and self._is_array(node.args[0])):
             return ast.copy_location(self._emptiness(node.args[0], ast.NotEq()), node)
@@ -162,7 +181,7 @@ def _tuples_in(e) -> bool:
 
 def rewrite_values(tree: ast.FunctionDef) -> ast.FunctionDef:
     """Rewrite ``tree`` in place (see the module docstring); line numbers are kept."""
-    _Rewrite(array_names(tree)).visit(tree)
+    _Rewrite(array_names(tree), tree).visit(tree)
     ast.fix_missing_locations(tree)
     return tree
 
@@ -175,7 +194,7 @@ def array_truths(fn) -> list[tuple[str, int]]:
     the one element's truth for 1), so a call given an array runs the plain function."""
     out = []
     for f, tree in _trees(fn):
-        r = _Rewrite(array_names(tree))
+        r = _Rewrite(array_names(tree), tree)
         r.visit(copy.deepcopy(tree))
         filename = getattr(getattr(f, "__code__", None), "co_filename", "?")
         out += [(filename, line) for line in r.truths]

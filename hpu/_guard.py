@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import functools
 
-__all__ = ["boundscheck_default", "max_depth", "depth_limits", "native_errors", "task_failed",
+__all__ = ["product_grows", "power_grows", "shift_grows", "boundscheck_default", "max_depth", "depth_limits", "native_errors", "task_failed",
            "bad_float", "zero_divisor", "divides_by_zero", "float_operands", "check_array_fit", "INT64_BOUND",
            "like"]
 
@@ -254,6 +254,32 @@ def power(a, b):
     return a ** b
 
 
+def product_grows(a, b) -> bool:
+    """Whether ``a * b`` of two integers (one signed) leaves int64, where Python's int
+    grows and the compiled product would wrap (:class:`hpu._checked_ops.IntOverflowError`:
+    the call runs again as the plain function).  In Python: False."""
+    return False
+
+
+def power_grows(a, b) -> bool:
+    """Whether ``a ** b`` of two integers leaves int64, or ``b < 0`` (Python's answer is
+    a float; Numba's an int: 0, 1 or -1).  In Python: False."""
+    return False
+
+
+def shift_grows(a, b) -> bool:
+    """Whether ``a << b`` of two integers leaves int64 (Python's int grows; Numba shifts
+    bits out), or ``b < 0`` (Python raises ValueError).  In Python: False."""
+    return False
+
+
+#: |x| below this: a float64 product of two int64s rounded to it is exact enough to say
+#: the integer product fits (2**63 less a margin well above the rounding error)
+_SURE_FITS = 9.2e18
+#: |x| above this: it surely does not fit
+_SURE_GROWS = 9.25e18
+
+
 def _register() -> None:
     import numpy as np
     from numba.core import types
@@ -296,6 +322,59 @@ def _register() -> None:
                 return a ** np.float64(b)
             return pow_
         return lambda a, b: a ** b
+
+    def signed_ints(a, b) -> bool:
+        """Both integers whose product Numba types as int64 (a uint64 makes it uint64 or
+        float64, as NumPy's does: no Python int is either)."""
+        return (isinstance(a, types.Integer) and isinstance(b, types.Integer)
+                and (a.signed or b.signed)
+                and not any(t.bitwidth == 64 and not t.signed for t in (a, b)))
+
+    @overload(product_grows, jit_options={"cache": True})
+    def _product_grows(a, b):
+        if not signed_ints(a, b):
+            return lambda a, b: False
+
+        def grows(a, b):
+            p = abs(np.float64(a) * np.float64(b))
+            if p < _SURE_FITS:
+                return False
+            if p > _SURE_GROWS:
+                return True
+            x, y = np.int64(a), np.int64(b)      # near 2**63: exactly
+            if x == 0:
+                return False
+            if x == -1:
+                return y == -9223372036854775807 - 1
+            return (x * y) // x != y
+        return grows
+
+    @overload(power_grows, jit_options={"cache": True})
+    def _power_grows(a, b):
+        if not signed_ints(a, b):
+            return lambda a, b: False
+
+        def grows(a, b):
+            if b < 0:
+                return True
+            return not abs(np.float64(a) ** np.float64(b)) < _SURE_FITS
+        return grows
+
+    @overload(shift_grows, jit_options={"cache": True})
+    def _shift_grows(a, b):
+        if not signed_ints(a, b):
+            return lambda a, b: False
+
+        def grows(a, b):
+            if b < 0:
+                return True
+            x = np.int64(a)
+            if x == 0:
+                return False
+            if b >= 63:
+                return True
+            return (x << np.int64(b)) >> np.int64(b) != x
+        return grows
 
     @overload(float_operands, jit_options={"cache": True})
     def _float_operands(a, b):

@@ -471,7 +471,9 @@ class _ReplaceCalls(ast.NodeTransformer):
 
     def visit_Call(self, node):
         if id(node) in self.temps:
-            return _located(ast.Name(id=self.temps[id(node)], ctx=ast.Load()), node)
+            temp = _located(ast.Name(id=self.temps[id(node)], ctx=ast.Load()), node)
+            temp.hpu_text = _shown(node)    # errors quote the call (hpu._views.display)
+            return temp
         return self.generic_visit(node)
 
 

@@ -178,7 +178,7 @@ class _Display(ast.NodeTransformer):
         """A view's hidden length (``v__n``) is what the user measured it with: ``len(v)``;
         a name hpu made for the user's expression (a comprehension's list or loop variable,
         :mod:`hpu._comprehensions`) is that expression."""
-        text = shown_as(node)
+        text = shown_as(node) or (self.texts.get(node.id) if self.texts else None)
         if text is not None:
             return ast.Name(id=text, ctx=node.ctx)
         base, sep, tail = node.id.rpartition("__")

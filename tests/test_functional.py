@@ -177,6 +177,68 @@ def test_blockers_of_a_sliced_function_are_named_at_once_as_written():
     assert "`sorted(v[lo:hi])`" in str(info.value) and "__" not in str(info.value)
 
 
+def digits(x):
+    return len(str(x))  # str-helper-here
+
+
+def karatsuba_as_written(x, y):
+    if x < 10 or y < 10:
+        return x * y
+    n = max(digits(x), len(str(y)))  # str-here
+    p = 10 ** (n // 2)
+    a, b = divmod(x, p)
+    c, d = divmod(y, p)
+    ac = karatsuba_as_written(a, c)
+    bd = karatsuba_as_written(b, d)
+    mid = karatsuba_as_written(a + b, c + d) - ac - bd
+    return ac * p * p + mid * p + bd + int(hex(0), 16)  # hex-here
+
+
+def test_every_builtin_outside_the_subset_is_named_at_once_in_line_order():
+    """``str`` in a helper, ``str`` and ``hex`` (lines apart) in the function are refused
+    together, in the order of the lines, each with a rewrite; ``divmod`` is not among them
+    (it is ``//`` and ``%``)."""
+    with pytest.raises(TranslationError) as info:
+        hpu.divide_and_conquer(karatsuba_as_written)
+    err = info.value
+    text = str(err)
+    assert [e.lineno for e in err.errors] == [_line(digits, "str-helper-here")] + [
+        _line(karatsuba_as_written, m) for m in ("str-here", "hex-here")], text
+    assert "the builtin str()" in text and "count digits with a loop" in text, text
+    assert "divmod" not in text
+
+
+def karatsuba_divmod(x, y):
+    if x < 10 or y < 10:
+        return x * y
+    n = 1
+    t = max(x, y)
+    while t >= 10:
+        t //= 10
+        n += 1
+    p = pow(10, n // 2)
+    a, b = divmod(x, p)
+    c, d = divmod(y, p)
+    ac = karatsuba_divmod(a, c)
+    bd = karatsuba_divmod(b, d)
+    mid = karatsuba_divmod(a + b, c + d) - ac - bd
+    return ac * p * p + mid * p + bd
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+def test_divmod_and_pow_are_floor_division_modulo_and_power(device):
+    """Karatsuba with ``divmod`` and ``pow``: compiled while the products fit in int64,
+    Python's exact int (the plain function) past it."""
+    f = hpu.divide_and_conquer(karatsuba_divmod)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for x, y in [(1234, 5678), (12345678, 87654321), (-7, 3), (10**15 + 3, 10**15 + 7),
+                     (2**62, 3)]:
+            run = f.options(device=device).run(x, y)
+            assert run.value == x * y == karatsuba_divmod(x, y), (x, y, run.value)
+            assert (run.device == "python") == (abs(x * y) >= 2**63), (x, y, run.reason)
+
+
 def halves_by_true_division(a):
     if len(a) <= 1:
         return a[0] if len(a) else 0

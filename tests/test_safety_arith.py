@@ -434,3 +434,103 @@ def test_a_float_to_an_int_power_is_pythons_on_the_cpu_and_near_it_on_the_device
     assert powers_by_halves.sequential(a, x) == want
     got = powers_by_halves.options(device="gpu")(a, x)
     assert math.isclose(got, want, rel_tol=1e-12)
+
+
+# ---- integers past int64: Python's int grows where int64 wraps; the plain function runs
+
+@hpu.divide_and_conquer(b=2, cost="1")
+def iprod(a, lo, hi):
+    if hi - lo == 1:
+        return a[lo]
+    mid = (lo + hi) // 2
+    return iprod(a, lo, mid) * iprod(a, mid, hi)   # LINE_PRODUCT
+
+
+@hpu.divide_and_conquer(b=2, cost="1")
+def cubes(a, lo, hi):
+    if hi - lo == 1:
+        return a[lo] * a[lo] * a[lo] + (1 << a[lo] % 70) + a[lo] ** (a[lo] % 3 - 1)
+    mid = (lo + hi) // 2
+    return cubes(a, lo, mid) + cubes(a, mid, hi)
+
+
+@hpu.divide_and_conquer(b=2, cost="1")
+def squares_in_place(a, lo, hi):
+    if hi - lo == 1:
+        a[lo] = a[lo] * a[lo]   # LINE_SQUARE
+        return
+    mid = (lo + hi) // 2
+    squares_in_place(a, lo, mid)
+    squares_in_place(a, mid, hi)
+
+
+def _same_answer(f, args, path, kw):
+    want = f.py_func(*[list(a) if isinstance(a, list) else a for a in args])
+    got = _call(f, [list(a) if isinstance(a, list) else a for a in args], path, kw)
+    assert got == want and type(got) is type(want), (got, want)
+    return got
+
+
+@pytest.mark.parametrize("path, kw", ALL_PATHS + COMBINE_PATHS)
+def test_an_int_product_past_int64_gives_pythons_int(path, kw):
+    """30! of a list of Python ints: int64 would wrap (-8764578968847253504); the call runs
+    again as the plain function and gives Python's exact int, on every path; 20! fits and
+    runs compiled."""
+    assert _same_answer(iprod, (list(range(1, 31)), 0, 30), path, kw) == math.factorial(30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")     # within int64: no fallback, no warning
+        run = iprod.run(list(range(1, 21)), 0, 20, device="cpu" if path == "sequential"
+                        else path, **kw)
+    assert run.value == math.factorial(20) and run.device != "python"
+
+
+@pytest.mark.parametrize("path, kw", ALL_PATHS + COMBINE_PATHS)
+def test_powers_shifts_and_cubes_past_int64_in_the_leaves(path, kw):
+    """A leaf's ``x * x * x``, ``1 << k`` and ``x ** -1`` (a float in Python): each gives
+    Python's answer (leaves on the device included); small values stay compiled."""
+    big = [(k * 7919) % 3_000_000 + 2_100_000 for k in range(64)]   # cubes > 2**63
+    _same_answer(cubes, (big, 0, 64), path, kw)
+    _same_answer(cubes, ([k + 2 for k in range(64)], 0, 64), path, kw)   # ** -1 at k % 3 == 0
+    small = [k * 3 + 2 for k in range(64)]     # k % 3 == 2: x ** 1, 1 << k%70 <= 2**62
+    small = [x for x in small if x % 3 and x % 70 < 62] * 2
+    _same_answer(cubes, (small, 0, len(small)), path, kw)
+
+
+def test_int64_arrays_wrap_as_numpy_does():
+    """On an int64 array Python's own arithmetic wraps (NumPy's scalars): the plain
+    function's answer is the wrapped one, and that is what hpu gives."""
+    a = np.arange(1, 31, dtype=np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = iprod.py_func(a, 0, 30)
+        got = iprod(a, 0, 30)
+    assert got == want and want != math.factorial(30)
+
+
+@pytest.mark.parametrize("path, kw", CPU_PATHS + DEVICE_PATHS)
+def test_an_in_place_overflow_reruns_from_the_callers_values(path, kw):
+    """The run put the list back before the plain function ran: each element squared once."""
+    a = [3, 2**40, 5, 7] * 8
+    want = list(a)
+    squares_in_place.py_func(want, 0, len(want))
+    _call(squares_in_place, (a, 0, len(a)), path, kw)
+    assert a == want and a[1] == 2**80
+
+
+def test_without_kept_inputs_the_overflow_is_raised_with_the_users_line():
+    """``keep_inputs=False``: the array may be half squared, so no rerun: OverflowError at
+    the product's line."""
+    a = np.array([3, 2**40, 5, 7] * 8, np.int64)
+    with pytest.raises(OverflowError, match=rf"{os.path.basename(HERE)}:"
+                       rf"{_line('LINE_SQUARE')}: a\[lo\] \* a\[lo\]: an integer result beyond"):
+        squares_in_place.run(a, 0, len(a), device="cpu", keep_inputs=False)
+
+
+def test_the_overflow_names_the_calls_as_written():
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        run = iprod.run(list(range(1, 31)), 0, 30, device="cpu")
+    assert run.device == "python"
+    assert (f"{os.path.basename(HERE)}:{_line('LINE_PRODUCT')}: iprod(a, lo, mid) * "
+            "iprod(a, mid, hi): an integer result beyond int64") in run.reason
+    assert any("plain Python function ran" in str(w.message) for w in seen)

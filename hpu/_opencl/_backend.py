@@ -679,6 +679,11 @@ def device_error(err: np.ndarray, sites) -> Exception | None:
         return ValueError(where + ": " + empty_message(value))
     if code in (7, 8):
         return ValueError(where + ": " + pair_message(code - 7, value, extra))
+    if code == 10:  # past int64: the call runs again as the plain function (hpu._decorator)
+        from hpu._checked_ops import IntOverflowError
+
+        return IntOverflowError(where + ": an integer result beyond int64 (64-bit integers "
+                                "wrap in compiled code, where Python's int grows)")
     if code == 9:   # the user's raise statement (hpu/_raises.py): Python's exception
         from hpu._raises import exception_from_site
 

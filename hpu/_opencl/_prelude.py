@@ -285,7 +285,7 @@ _fixed("hpu_raise", """
 /* Record an error (code 1: // or % by zero, 2: NaN to int, 3: inf or out-of-range float
    to int, 4: index out of bounds, 5: a slice assignment's lengths, 6: an empty array's
    min/max, 7/8: two arrays' lengths in a reduction, 9: the user's raise statement at the
-   site); only the first of the run is kept. */
+   site, 10: an integer result past int64); only the first of the run is kept. */
 void hpu_raise(__global long *err, int code, long site, long value, long extra)
 {
     if (atomic_cmpxchg((volatile __global int *)err, 0, code) == 0) {
@@ -294,6 +294,57 @@ void hpu_raise(__global long *err, int code, long site, long value, long extra)
         err[3] = extra;
     }
 }""")
+_fixed("hpu_mul_chk_l", """
+/* a * b on int64, recording code 10 (the result leaves int64: Python's int would grow,
+   so the call runs again as the plain function) where the product does not fit. */
+long hpu_mul_chk_l(long a, long b, long site, __global long *err)
+{
+    long lo = hpu_mul_l(a, b);
+    if (mul_hi(a, b) != (lo >> 63)) {
+        hpu_raise(err, 10, site, 0L, 0L);
+    }
+    return lo;
+}""", ("hpu_mul_l", "hpu_raise"))
+_fixed("hpu_pow_chk_l", """
+/* a ** b on int64, recording code 10 where Python's answer differs: b < 0 (a float in
+   Python) or a product of the repeated squaring that leaves int64. */
+long hpu_pow_chk_l(long a, long b, long site, __global long *err)
+{
+    if (b < 0L) {
+        hpu_raise(err, 10, site, 0L, 0L);
+        return 0L;
+    }
+    long r = 1L;
+    while (b != 0L) {
+        if (b & 1L) {
+            if (mul_hi(r, a) != (hpu_mul_l(r, a) >> 63)) {
+                hpu_raise(err, 10, site, 0L, 0L);
+                return 0L;
+            }
+            r = hpu_mul_l(r, a);
+        }
+        b >>= 1;
+        if (b != 0L) {
+            if (mul_hi(a, a) != (hpu_mul_l(a, a) >> 63)) {
+                hpu_raise(err, 10, site, 0L, 0L);
+                return 0L;
+            }
+            a = hpu_mul_l(a, a);
+        }
+    }
+    return r;
+}""", ("hpu_mul_l", "hpu_raise"))
+_fixed("hpu_shl_chk_l", """
+/* a << n on int64, recording code 10 where Python's answer differs: n < 0 (ValueError),
+   or bits (or the sign) shifted out. */
+long hpu_shl_chk_l(long a, long n, long site, __global long *err)
+{
+    if (n < 0L || (a != 0L && (n >= 63L || (as_long(as_ulong(a) << n) >> n) != a))) {
+        hpu_raise(err, 10, site, 0L, 0L);
+        return 0L;
+    }
+    return as_long(as_ulong(a) << n);
+}""", ("hpu_raise",))
 _fixed("hpu_slice_copy_chk", """
 /* dst[...] = src[...] (hpu/_views.py): the number of elements to copy, nd, when the
    lengths are equal or src has one element (NumPy broadcasts it); else records NumPy's

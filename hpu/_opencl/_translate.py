@@ -249,6 +249,10 @@ def _call(name: str, *args: _E) -> _E:
     return _E(f"{name}({', '.join(a.text for a in args)})")
 
 
+#: int64 operations whose result Python's int may grow past int64 -> the checked helper's
+#: name (hpu_mul_chk_l, ...: hpu._opencl._prelude)
+_GROWS = {"*": "mul", "**": "pow", "<<": "shl"}
+
 _C_BINOP_PREC = {"*": MUL, "/": MUL, "%": MUL, "+": ADD, "-": ADD, "<<": SHIFT, ">>": SHIFT,
                  "&": BAND, "^": BXOR, "|": BOR}
 _CMP_PREC = {"<": REL, "<=": REL, ">": REL, ">=": REL, "==": EQ, "!=": EQ}
@@ -821,6 +825,11 @@ class _FunctionEmitter:
                 check = ("tdivisor" if op == "/" else "divisor" if not res.is_float
                          else "fdivisor" if op == "//" else "mdivisor")
                 b = _call(self._helper(f"hpu_{check}_{rc.code}"), b, site, _E("hpu_err"))
+        if res == INT64 and op in ("*", "**", "<<"):
+            site = self._site(node)
+            if site is not None:  # checked mode: past int64, the plain function runs
+                return res, _call(self._helper(f"hpu_{_GROWS[op]}_chk_l"), a,
+                                  self._conv(b, rc, INT64), site, _E("hpu_err"))
         if res == INT64:
             named = {"+": "hpu_add_l", "-": "hpu_sub_l", "*": "hpu_mul_l",
                      "//": "hpu_floordiv_l", "%": "hpu_mod_l", "**": "hpu_pow_l",
