@@ -250,6 +250,73 @@ def summed(x):
 summed.__name__ = summed.__qualname__ = "sum"     # Numba's messages name what the user wrote
 
 
+def _pairwise(x, zero):
+    """``zero +`` the items of the 1-D array ``x`` added in NumPy's order (its
+    ``pairwise_sum``; :meth:`hpu._reductions._Reductions.pairwise` writes the same walk for
+    the other paths): fewer than 8 in order, up to 128 in eight running sums, more split at
+    ``8 * (n // 16)``.  Compiled by Numba (``_pairwise_nb``)."""
+    n = len(x)
+    if n < 8:
+        r = zero
+        for i in range(n):
+            r = r + x[i]
+        return r
+    pend = [zero + x[0]] * 64
+    d = path = lo = 0
+    size = n
+    while True:
+        while size > 128:
+            size = 8 * (size // 16)
+            d += 1
+            path *= 2
+        acc = [zero + x[lo + k] for k in range(8)]
+        i = 8
+        while i < size - size % 8:
+            for k in range(8):
+                acc[k] = acc[k] + x[lo + i + k]
+            i += 8
+        s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+        while i < size:
+            s = s + x[lo + i]
+            i += 1
+        while d > 0 and path % 2 == 1:
+            s = pend[d] + s
+            path //= 2
+            d -= 1
+        if d == 0:
+            return zero + s
+        pend[d] = s
+        path += 1
+        lo, size = 0, n
+        for k in range(d - 1, -1, -1):
+            h = 8 * (size // 16)
+            if (path >> k) % 2 == 1:
+                lo, size = lo + h, size - h
+            else:
+                size = h
+
+
+def npsum(x):
+    """``np.sum(x)``/``x.sum()``; compiled, a 1-D float array's items are added in NumPy's
+    pairwise order (Numba adds them in order: the last bits differed), anything else as
+    Numba sums it."""
+    import numpy as np
+
+    return np.sum(x)
+
+
+def npmean(x):
+    """``np.mean(x)``/``x.mean()``; compiled, a 1-D array of numbers: its items as float64,
+    added in NumPy's order, over the length (nan when empty, as NumPy's, which warns too)."""
+    import numpy as np
+
+    return np.mean(x)
+
+
+npsum.__name__ = npsum.__qualname__ = "sum"
+npmean.__name__ = npmean.__qualname__ = "mean"
+
+
 def _empty_sequence(x):
     """Whether ``x`` is a list, tuple, range or array with no elements (False for anything
     else: ``max`` of an iterator keeps Numba's own behaviour)."""
@@ -305,6 +372,28 @@ def _register() -> None:
                 return _neumaier_nb(x)
             return compensated
         return lambda x: sum(x)         # Numba's own: nothing else typed
+
+    pairwise_nb = njit(cache=True)(_pairwise)
+
+    @overload(npsum, jit_options={"cache": True})
+    def _npsum_nb(x):
+        if isinstance(x, types.Array) and x.ndim == 1 and isinstance(x.dtype, types.Float) \
+                and x.dtype.bitwidth == 64:
+            return lambda x: pairwise_nb(x, 0.0)
+        return lambda x: np.sum(x)
+
+    @overload(npmean, jit_options={"cache": True})
+    def _npmean_nb(x):
+        if isinstance(x, types.Array) and x.ndim == 1 and isinstance(
+                x.dtype, (types.Integer, types.Boolean)) or (
+                isinstance(x, types.Array) and x.ndim == 1 and isinstance(x.dtype, types.Float)
+                and x.dtype.bitwidth == 64):
+            def mean(x):
+                if len(x) == 0:
+                    return np.nan
+                return pairwise_nb(x, 0.0) / len(x)
+            return mean
+        return lambda x: np.mean(x)
 
     @overload(_empty_sequence, jit_options={"cache": True})
     def _empty_sequence_nb(x):
@@ -472,4 +561,5 @@ OPERATIONS = {"hpu__floordiv": floordiv, "hpu__mod": mod, "hpu__truediv": truedi
               "hpu__fit": fit,
               "hpu__slice_ix": slice_ix, "hpu__lix": list_ix, "hpu__lsix": list_set_ix,
               "hpu__cix": const_ix,
-              "hpu__nonempty": nonempty, "hpu__sum": summed}
+              "hpu__nonempty": nonempty, "hpu__sum": summed, "hpu__npsum": npsum,
+              "hpu__npmean": npmean}

@@ -376,7 +376,8 @@ class DivideAndConquer:
         runner = self._as_called(args, kwargs)
         if runner is not self:
             return runner.sequential(*args, **kwargs)
-        if self._truth_of_an_array(args, kwargs) is not None:
+        if self._truth_of_an_array(args, kwargs) is not None or (
+                self._functional is None and _empty_input(args, kwargs) == EMPTY_ARRAY_REASON):
             return self._plain_function()(*args, **kwargs)
         if self._int_results:
             from hpu._kinds import past_float
@@ -389,6 +390,10 @@ class DivideAndConquer:
             value = self._sequential(args, kwargs)
         except IntOverflowError as err:
             return self._grown(err, args, kwargs, True).value
+        except TranslationError as err:
+            if not getattr(err, "by_arguments", False):
+                raise
+            return self._plain_function()(*args, **kwargs)
         except Exception as err:
             self._note_raise_site(err)
             raise
@@ -921,6 +926,17 @@ class DivideAndConquer:
         self._in_place_misfit = not fits
         return fits
 
+    def _returns_a_list(self, args) -> bool:
+        """Whether Numba's typing makes the function's result (its first value) a list for
+        ``args``: Python's is a list then, whatever the argument was."""
+        from numba.core import types as nt
+
+        from hpu._functional import _numba_return_type
+
+        t = _numba_return_type(self._functional_compiled(), tuple(args), {}, strict=True)
+        t = t.types[0] if isinstance(t, nt.BaseTuple) else t
+        return isinstance(t, (nt.List, nt.ListType))
+
     def _result_dtype(self, rw, args):
         """The dtype of the array (or list) Numba's typing gives the function's result for
         ``args``; None where Numba gives none (base cases and combine of different dtypes:
@@ -993,8 +1009,11 @@ class DivideAndConquer:
                 warnings.warn(w.message, stacklevel=level)
         if flag is not None and flag[0]:
             return self._arena_reason(o, flag)
-        # a list in, a list out (of Python numbers, as Numba boxes a list's items)
-        listed = isinstance(_only_argument(converted), list)
+        # a list in, a list out (of Python numbers, as Numba boxes a list's items); an
+        # array in, a list out where the function builds one (`return list(a)`)
+        arg = _only_argument(converted)
+        listed = isinstance(arg, list) or (bool(self._lists) and self._returns_a_list(
+            (x,) if rw.span is None else call[:3]))
         del call, ready
         if listed:
             out = buf[lo:hi].tolist()
@@ -1421,6 +1440,13 @@ class DivideAndConquer:
             run = self._run_any(options, args, kwargs, checked)
         except IntOverflowError as err:
             return self._grown(err, args, kwargs, options.get("keep_inputs", True))
+        except TranslationError as err:
+            if not getattr(err, "by_arguments", False):
+                raise
+            # a parameter whose type the recursion changes (an int at the call, a float
+            # below): Python runs it as written, and the hint says how to run it compiled
+            return self._python_run(args, kwargs, warned=(
+                f"{err}; the plain Python function ran instead, exactly (slowly)"))
         except Exception as err:
             self._note_raise_site(err)
             raise
@@ -1684,11 +1710,13 @@ class DivideAndConquer:
         if _disabled():
             return self._python_run(args, kwargs)
         self._settle()
-        if any(type(v) is list and not v for v in (*args, *kwargs.values())):
+        empty = _empty_input(args, kwargs, self._functional is None)
+        if empty is not None:
             # an empty list has no dtype but NumPy's guess (float64), which would make
             # `if not lst: return 0` a 0.0, and a functional sort's `return a.copy()` an
-            # array where Python gives []; the plain function answers exactly, and at once
-            return self._python_run(args, kwargs, reason=EMPTY_LIST_REASON)
+            # array where Python gives []; an empty array's `return 0` beside `return a[0]`
+            # of floats is Numba's 0.0 too: the plain function answers exactly, and at once
+            return self._python_run(args, kwargs, reason=empty)
         truth = self._truth_of_an_array(args, kwargs)
         if truth is not None:           # Python's ValueError, or its answer for one element
             return self._python_run(args, kwargs, reason=truth)
@@ -2097,9 +2125,10 @@ class DivideAndConquer:
 
         o = check_options(options, f"{self.__name__}.plan")
         self._settle()
-        if any(type(v) is list and not v for v in (*args, *kwargs.values())):
+        empty = _empty_input(args, kwargs, self._functional is None)
+        if empty is not None:
             # as the run does: the plain function, at once
-            return self._one_call_plan(o, "python", args, kwargs, EMPTY_LIST_REASON)
+            return self._one_call_plan(o, "python", args, kwargs, empty)
         truth = self._truth_of_an_array(args, kwargs)
         if truth is not None:
             return self._one_call_plan(o, "python", args, kwargs, truth)
@@ -2109,6 +2138,12 @@ class DivideAndConquer:
             return self._one_call_plan(o, "cpu", args, kwargs,
                                        BOOL_ARRAY_REASON.format(name=self.__name__))
         values = self._check_args(args, kwargs)
+        try:
+            self._program(values)
+        except TranslationError as err:     # as the run does: the plain function
+            if not getattr(err, "by_arguments", False):
+                raise
+            return self._one_call_plan(o, "python", args, kwargs, str(err))
         alone = self._shared_writes or self._aliased(args, kwargs)
         if alone is not None:
             import dataclasses
@@ -2367,6 +2402,27 @@ def _only_argument(converted):
 
 EMPTY_LIST_REASON = ("an empty list: the plain Python function runs (a list's dtype is its "
                      "items', and an empty one has none)")
+EMPTY_ARRAY_REASON = ("only empty arrays: the plain Python function runs, as one call (where "
+                      "it returns an int on an empty array and floats otherwise, as `return "
+                      "0` beside `return a[0]`, the compiled function's type is float64 on "
+                      "every path; Python's answer is its own)")
+
+
+def _empty_input(args, kwargs, arrays_too: bool = True) -> str | None:
+    """The reason the plain function answers a call at once, or None: an empty list, or
+    (``arrays_too``: a breadth-first function, whose scalar results Numba unifies) arrays
+    that are all empty (and at least one).  A functional function's empty array runs as
+    compiled: its results are arrays of the input's dtype."""
+    values = (*args, *kwargs.values())
+    if any(type(v) is list and not v for v in values):
+        return EMPTY_LIST_REASON
+    if not arrays_too:
+        return None
+    arrays = [v for v in values if isinstance(v, np.ndarray)]
+    if arrays and all(v.size == 0 for v in arrays) and not any(
+            type(v) in (list, tuple) for v in values):
+        return EMPTY_ARRAY_REASON
+    return None
 
 BOOL_ARRAY_REASON = (
     "{name} was given a NumPy bool array, which the breadth-first path does not take (its "

@@ -779,14 +779,37 @@ def _sited():
     from hpu._views import _PURE_CALLS, _int_const
 
     class _Sited(_Checked):
-        def __init__(self, *args, lists: bool = False, **kwargs):
+        def __init__(self, *args, lists: bool = False, numpy_names=frozenset(), **kwargs):
             super().__init__(*args, **kwargs)
             self.lists = lists          # a function of lists: their indices checked
+            self.numpy_names = numpy_names   # the names the module binds to numpy
+
+        def _numpy_reduction(self, node):
+            """``np.sum(x)``, ``x.sum()``, ``np.mean(x)``, ``x.mean()`` -> ``hpu__npsum(x)``,
+            ``hpu__npmean(x)``: NumPy's pairwise order of a float sum (Numba adds in order,
+            and the last bits differed from the plain function's)."""
+            f = node.func
+            if node.keywords or not isinstance(f, ast.Attribute) or f.attr not in ("sum",
+                                                                                  "mean"):
+                return None
+            if (isinstance(f.value, ast.Name) and f.value.id in self.numpy_names
+                    and len(node.args) == 1 and not isinstance(node.args[0], ast.Starred)):
+                arg = node.args[0]
+            elif not node.args and not (isinstance(f.value, ast.Name)
+                                        and f.value.id in self.numpy_names):
+                arg = f.value
+            else:
+                return None
+            call = ast.Call(ast.Name(f"hpu__np{f.attr}", ast.Load()), [self.visit(arg)], [])
+            return ast.copy_location(call, node)
 
         def visit_Call(self, node):
             """``max(x)``/``min(x)`` of one sequence -> ``max(hpu__nonempty(x, 1, site))``:
             an empty one raises Python's ValueError (Numba's list max raised StopIteration)."""
             f = node.func
+            made = self._numpy_reduction(node)
+            if made is not None:
+                return made
             if (isinstance(f, ast.Name) and f.id in ("min", "max") and len(node.args) == 1
                     and not node.keywords and not isinstance(node.args[0], ast.Starred)):
                 where = self._where(node)
@@ -916,7 +939,9 @@ def compile_functional(fn, self_obj, done: dict | None = None, boundscheck: bool
             return done[f]
         glb = dict(f.__globals__)
         glb.update(OPERATIONS)
-        clone = _clone(f, glb, is_main, _Sited("", bounds=boundscheck, sites=[], lists=lists))
+        clone = _clone(f, glb, is_main, _Sited(
+            "", bounds=boundscheck, sites=[], lists=lists,
+            numpy_names=frozenset(k for k, v in f.__globals__.items() if v is np)))
         made.append(glb)
         if clone is None:
             clone = types.FunctionType(f.__code__, glb, f.__name__, f.__defaults__,

@@ -241,7 +241,7 @@ def specialize(spec: DCSpec, closure: Closure, args: Mapping[str, Any],
                           if isinstance(args.get(p), (float, np.floating))]
                 because = (f" (the call passed {', '.join(floats)}: a float, which makes "
                            f"{name!r} one)" if floats and want.kind in "iu" else "")
-                raise TranslationError(
+                raise _by_arguments(TranslationError(
                     f"passing a {got} value as parameter {name!r} is not supported: the "
                     f"top-level call passed {_a(_kind_word(want))} there, and each level stores "
                     f"{name!r} in one {want} array{because}", filename=spec.filename,
@@ -252,10 +252,18 @@ def specialize(spec: DCSpec, closure: Closure, args: Mapping[str, Any],
                            f"halved with /), pass it as a float at the top-level call too "
                            f"({name}={_as_float(args.get(name))})")
                           if want.kind in "iu" else
-                          f"pass a {_kind_word(got)} for {name!r} at the top-level call too"))
+                          f"pass a {_kind_word(got)} for {name!r} at the top-level call too")))
         carried = tuple(carried_types)
     types = Types(varying=varying, carried=carried, results=results)
     return Program(spec, closure, lay, types, module, source, sig, boundscheck)
+
+
+def _by_arguments(err: TranslationError) -> TranslationError:
+    """``err``, marked as a refusal of these arguments' types, not of the function: the
+    call runs as the plain function instead (:meth:`hpu.DivideAndConquer._run`), which
+    Python runs with any types, and says why."""
+    err.by_arguments = True
+    return err
 
 
 def _as_float(v) -> str:

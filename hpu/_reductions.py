@@ -25,14 +25,14 @@ in a ``while`` test): those stay refused, with the fix (assign it to a name firs
 What each one computes, exactly as written
 ------------------------------------------
 
-* ``sum(a)``, ``sum(a, start)``, ``np.sum(a)``, ``a.sum()``: ``s = 0`` (or ``start``), then
-  ``s = s + a[i]`` in order.  Integers and booleans give Python's/NumPy's int64 sum; floats
-  are added in order, as Numba's ``np.sum`` and Python's ``sum`` add them -- NumPy's own
-  ``np.sum`` adds floats pairwise from 8 elements on, so a float sum of 8 or more can differ
-  from it in the last bits (guide §3).
+* ``sum(a)``, ``sum(a, start)``: ``s = 0`` (or ``start``), then ``s = s + a[i]`` in order,
+  as Python adds.  ``np.sum(a)``, ``a.sum()``: 0 plus the items added in NumPy's own order,
+  pairwise (:meth:`_Reductions.pairwise`), so a float sum is NumPy's to the last bit (added
+  in order, about half of the float64 sums of 8 or more items differed there).  Integers
+  and booleans give NumPy's int64 sum in any order.
 * ``np.prod(a)``, ``a.prod()``: ``p = 1``, then ``p = p * a[i]``.
-* ``np.mean(a)``, ``a.mean()``: the sum in float64 (``0.0`` plus each element, in order),
-  divided by the length; ``nan`` for an empty array (NumPy warns too; hpu does not).
+* ``np.mean(a)``, ``a.mean()``: the items as float64 summed in NumPy's pairwise order,
+  divided by the length (NumPy's mean to the last bit); ``nan`` for an empty array (NumPy warns too; hpu does not).
 * ``min(a)``, ``max(a)`` (Python's): the first element, then each one that compares
   smaller (larger) -- as Python's builtin does, so a NaN counts only where it comes first.
 * ``np.min``/``np.max``/``np.amin``/``np.amax(a)``, ``a.min()``, ``a.max()``: the same, but a
@@ -122,9 +122,9 @@ def empty_message(kind: int) -> str:
     return EMPTY_MESSAGES[kind] if 0 <= kind < len(EMPTY_MESSAGES) else "empty reduction"
 
 
-_METHODS = {"sum": "sum", "prod": "prod", "min": "npmin", "max": "npmax", "mean": "mean",
+_METHODS = {"sum": "npsum", "prod": "prod", "min": "npmin", "max": "npmax", "mean": "mean",
             "any": "any", "all": "all", "argmin": "argmin", "argmax": "argmax"}
-_NUMPY = {"sum": "sum", "prod": "prod", "min": "npmin", "max": "npmax", "amin": "npmin",
+_NUMPY = {"sum": "npsum", "prod": "prod", "min": "npmin", "max": "npmax", "amin": "npmin",
           "amax": "npmax", "product": "prod", "mean": "mean", "any": "any", "all": "all",
           "argmin": "argmin", "argmax": "argmax"}
 _BUILTINS = {"sum": "sum", "min": "min", "max": "max", "any": "any", "all": "all"}
@@ -475,6 +475,58 @@ class _Reductions(_Hoister):
                                 assign(x, copy.deepcopy(elt)), better], []))
         return out
 
+    def pairwise(self, r: str, n: str, item, zero) -> list:
+        """``r = zero +`` the sum of ``item(j)`` for ``j < n`` in NumPy's order
+        (``pairwise_sum`` of ``numpy/_core/src/umath/loops_utils.h.src``): fewer than 8
+        items in order; up to 128 in eight running sums, added as ``((r0 + r1) + (r2 +
+        r3)) + ((r4 + r5) + (r6 + r7))``, then the rest in order; more, split at ``8 * (n
+        // 16)`` and the halves' sums added.  NumPy's recursion becomes a walk over its tree
+        (a node found again from the root by the path's bits), each left half's pending sum
+        in one of :data:`_PAIRWISE_DEPTH` names: a work-item has no stack.  Integers add
+        alike in any order; float sums come out bit for bit as NumPy's (its mean too, for
+        which ``zero`` is 0.0: the items as float64).  Past ``2**26`` items, in order."""
+        names = {k: self.fresh(k.lower()) for k in
+                 ("D", "PATH", "LO", "SZ", "J", "I", "E", "X", "H", "K")}
+        names["N"], names["R"] = n, r
+        for k in range(8):
+            names[f"A{k}"] = self.fresh(f"a{k}_")
+        for k in range(1, _PAIRWISE_DEPTH + 1):
+            names[f"P{k}"] = self.fresh(f"p{k}_")
+        depth = range(1, _PAIRWISE_DEPTH + 1)
+        blocks = {
+            "init": [f"P{k} = X0" for k in depth],
+            "first": [f"A{k} = Z + ITEM(J)\nJ += 1" for k in range(8)],
+            "more": [f"A{k} = A{k} + ITEM(J)\nJ += 1" for k in range(8)],
+            "pop": ["if D == 1:\n    X = P1 + X"] + [f"elif D == {k}:\n    X = P{k} + X"
+                                                    for k in depth if k > 1],
+            "push": ["if D == 1:\n    P1 = X"] + [f"elif D == {k}:\n    P{k} = X"
+                                                for k in depth if k > 1],
+        }
+        text = _PAIRWISE
+        for key, lines in blocks.items():
+            at_ = text.index("{" + key + "}")
+            pad = at_ - text.rindex("\n", 0, at_) - 1
+            body = "\n".join(lines).replace("\n", "\n" + " " * pad)
+            text = text.replace("{" + key + "}", body)
+        tree = ast.parse(text)
+
+        class _Fill(ast.NodeTransformer):
+            def visit_Call(self, c):
+                if isinstance(c.func, ast.Name) and c.func.id == "ITEM":
+                    return item(names["J"])
+                return self.generic_visit(c)
+
+            def visit_Name(self, m):
+                if m.id == "Z":
+                    return copy.deepcopy(zero)
+                if m.id == "X0":
+                    return ast.BinOp(copy.deepcopy(zero), ast.Add(),
+                                     item(names["J"]))
+                m.id = names.get(m.id, m.id)
+                return m
+
+        return [_Fill().visit(st) for st in tree.body]
+
     def target(self, e) -> bool:
         return self.kind(e) is not None
 
@@ -558,7 +610,18 @@ class _Reductions(_Hoister):
                     ast.Constant(1), ast.Constant(0))))
             length = name(n)
         r, i = self.fresh(what), self.fresh("i")
-        if what in ("sum", "prod", "mean"):
+        if what in ("npsum", "mean"):
+            # NumPy's order: pairwise (a float sum's last bits are NumPy's own)
+            n = self.fresh("n")
+            stmts.append(assign(n, copy.deepcopy(length)))
+            stmts.extend(self.pairwise(r, n, lambda j: item(v, j),
+                                       ast.Constant(0.0 if what == "mean" else 0)))
+            if what == "mean":                 # NumPy: nan (and a warning) when empty
+                stmts.append(ast.If(
+                    ast.Compare(name(n), [ast.Gt()], [ast.Constant(0)]),
+                    [assign(r, ast.BinOp(name(r), ast.Div(), name(n)))],
+                    [assign(r, ast.Constant(math.nan))]))
+        elif what in ("sum", "prod", "mean"):
             init = copy.deepcopy(start) if start is not None else ast.Constant(
                 {"sum": 0, "prod": 1, "mean": 0.0}[what])
             op = ast.Mult() if what == "prod" else ast.Add()
@@ -606,6 +669,64 @@ class _Reductions(_Hoister):
         out.hpu_text = text
         return out
 
+
+
+#: the deepest pending sum of :meth:`_Reductions.pairwise`: NumPy's tree over 2**26 items
+#: is 20 levels deep (leaves of 64 to 128)
+_PAIRWISE_DEPTH = 20
+
+_PAIRWISE = """
+R = Z
+if N < 8 or N > 67108864:
+    for I in range(N):
+        J = I
+        R = R + ITEM(J)
+else:
+    D = 0
+    PATH = 0
+    LO = 0
+    SZ = N
+    J = 0
+    {init}
+    while True:
+        while SZ > 128:
+            SZ = 8 * (SZ // 16)
+            D += 1
+            PATH = PATH * 2
+        J = LO
+        {first}
+        I = 8
+        E = SZ - SZ % 8
+        while I < E:
+            J = LO + I
+            {more}
+            I += 8
+        X = ((A0 + A1) + (A2 + A3)) + ((A4 + A5) + (A6 + A7))
+        while I < SZ:
+            J = LO + I
+            X = X + ITEM(J)
+            I += 1
+        while D > 0 and PATH % 2 == 1:
+            {pop}
+            PATH = PATH // 2
+            D -= 1
+        if D == 0:
+            R = Z + X
+            break
+        {push}
+        PATH = PATH + 1
+        LO = 0
+        SZ = N
+        K = D - 1
+        while K >= 0:
+            H = 8 * (SZ // 16)
+            if (PATH >> K) % 2 == 1:
+                LO = LO + H
+                SZ = SZ - H
+            else:
+                SZ = H
+            K -= 1
+"""
 
 
 def _nested(gens, body: list) -> list:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 import math
+import warnings
 
 import numba
 import numpy as np
@@ -851,16 +852,25 @@ def trapezoid(c, x0, x1, depth):
     return trapezoid(c, x0, m, depth - 1) + trapezoid(c, m, x1, depth - 1)
 
 
-def test_int_bounds_halved_with_a_slash_are_told_to_be_passed_as_floats():
-    """``trapezoid(c, 0, 1, 2)``: the children get float midpoints.  The refusal offered
-    only ``//``, which changes the integral; it now says to pass the bound as a float when
-    it is a number on a line, and that runs."""
+def test_int_bounds_halved_with_a_slash_run_as_python_and_say_to_pass_floats():
+    """``trapezoid(c, 0, 1, 2)``: the children get float midpoints, which one level array
+    of the caller's int cannot hold.  Python runs it as written, so the plain function
+    answers (exactly: an int at the root stays one), warned with the fix -- pass the bound
+    as a float when it is a number on a line -- and the plan says so; with floats it runs
+    compiled."""
     f = hpu.divide_and_conquer(trapezoid)
     c = np.array([1.0])
-    with pytest.raises(hpu.TranslationError, match=r"top-level call passed an int there") as err:
-        f(c, 0, 1, 2)
-    assert "pass it as a float at the top-level call too (x1=1.0)" in str(err.value)
-    assert f(c, 0.0, 1.0, 2) == trapezoid(c, 0, 1, 2)
+    with pytest.warns(hpu.HpuPerformanceWarning, match=r"top-level call passed an int there"):
+        run = f.run(c, 0, 1, 2)
+    assert run.value == trapezoid(c, 0, 1, 2) and run.device == "python"
+    assert "pass it as a float at the top-level call too (x1=1.0)" in run.reason
+    assert f.plan(c, 0, 1, 2).reason == run.reason.rpartition("; the plain")[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert f(c, 0, 1, 0) == trapezoid(c, 0, 1, 0)      # the root a leaf: Python's value
+        assert f.sequential(c, 0, 1, 2) == trapezoid(c, 0, 1, 2)
+        run = f.run(c, 0.0, 1.0, 2)
+    assert run.value == trapezoid(c, 0, 1, 2) and run.device != "python"
 
 
 def sorts_through_a_nested_def(a):

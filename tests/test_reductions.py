@@ -231,3 +231,56 @@ def test_max_of_a_generator_keeps_the_first_of_equal_values(device):
             warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
             got = g.options(**opts)(x, 0, len(x))
         assert got == argmax_by_key(x, 0, len(x)) == 0, got
+
+
+# ---- float sums in NumPy's order: np.sum and np.mean add pairwise, bit for bit
+
+def leaf_sums(a, lo, hi):
+    if hi - lo <= 300:
+        return np.sum(a[lo:hi]) + a[lo:hi].mean() * 0.5
+    mid = (lo + hi) // 2
+    return leaf_sums(a, lo, mid) + leaf_sums(a, mid, hi)
+
+
+def squares_leaf(a):
+    if len(a) <= 1000:
+        return (a * a).sum()
+    m = len(a) // 2
+    return squares_leaf(a[:m]) + squares_leaf(a[m:])
+
+
+def sorted_and_summed(a):
+    """The functional path (a new array out): Numba compiles it as written."""
+    if len(a) <= 150:
+        return np.sort(a), a.sum(), np.mean(a)
+    m = len(a) // 2
+    l, x, u = sorted_and_summed(a[:m])
+    r, y, v = sorted_and_summed(a[m:])
+    return np.concatenate((l, r)), x + y, u + v
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("fn, span", [(leaf_sums, True), (squares_leaf, False),
+                                      (sorted_and_summed, False)])
+@settings(COMPILES, max_examples=4)
+@given(n=st.sampled_from([1, 7, 8, 9, 127, 128, 129, 300, 1000, 2500, 40_001]),
+       scale=st.integers(0, 9), seed=st.integers(0, 2**32 - 1))
+def test_float_sums_are_numpys_bit_for_bit(fn, span, n, scale, seed):
+    """NumPy sums floats pairwise (eight running sums up to 128 items, halves beyond); the
+    compiled paths add in the same order, so the sums are equal, not close (in order, about
+    half of them differed in the last bits)."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(n) * 10.0 ** rng.integers(-scale, scale + 1, n)
+    args = (lambda a: (a, 0, len(a))) if span else (lambda a: (a,))
+    want = fn(*args(x.copy()))
+    f = _DECORATED.setdefault(fn.__name__, hpu.divide_and_conquer(fn))
+    for device, alpha, y in PATHS:
+        opts = {"device": device} if device != "hybrid" else dict(device=device, alpha=alpha,
+                                                                     y=y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+            got = f.options(**opts)(*args(x.copy()))
+        if isinstance(want, tuple):
+            assert np.array_equal(got[0], want[0]) and got[1:] == want[1:], (device, n)
+        else:
+            assert got == want, (device, alpha, y, n, got, want)
