@@ -541,10 +541,10 @@ class _SubsetChecker(ast.NodeVisitor):
                 self._target(e, node)
         elif isinstance(t, ast.Attribute):
             self.where.refuse(node, "attribute assignment",
-                              f"`{ast.unparse(t)} = ...` changes an object",
+                              f"`{_views.display(t)} = ...` changes an object",
                               "only names and array elements can be assigned")
         else:
-            self.where.refuse(node, "this assignment target", ast.unparse(t),
+            self.where.refuse(node, "this assignment target", _views.display(t),
                               "assign to a name or an array element a[i]")
 
     def visit_AugAssign(self, node):
@@ -567,7 +567,7 @@ class _SubsetChecker(ast.NodeVisitor):
             return  # a string statement, e.g. a comment-like docstring in the middle: no effect
         if not isinstance(node.value, ast.Call):
             self.where.refuse(node, "an expression statement",
-                              f"`{ast.unparse(node.value)}` has no effect",
+                              f"`{_views.display(node.value)}` has no effect",
                               "remove it, or assign its value to a name")
         self.visit(node.value)
 
@@ -582,13 +582,13 @@ class _SubsetChecker(ast.NodeVisitor):
 
     def visit_For(self, node):
         if not isinstance(node.target, ast.Name):
-            self.where.refuse(node, "this loop target", ast.unparse(node.target),
+            self.where.refuse(node, "this loop target", _views.display(node.target),
                               "loop over one name: `for i in range(lo, hi):`")
         _check_identifier(node.target.id, node, self.where)
         it = node.iter
         if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
                 and 1 <= len(it.args) <= 3 and not it.keywords):
-            self.where.refuse(node, f"`for ... in {ast.unparse(it)}`",
+            self.where.refuse(node, f"`for ... in {_views.display(it)}`",
                               "only counted loops over range(...) can run on every device",
                               "loop over indices: `for i in range(lo, hi):` and read a[i]")
         for a in it.args:
@@ -626,7 +626,7 @@ class _SubsetChecker(ast.NodeVisitor):
         """``raise E(constant...)`` of a built-in class runs on every path (:mod:`hpu._raises`)."""
         why = raise_refusal(node)
         if why is not None:
-            shown = getattr(node, "hpu_shown", None) or ast.unparse(node)
+            shown = getattr(node, "hpu_shown", None) or _views.display(node)
             self.where.refuse(node, f"`{shown}`", why,
                               "raise one of Python's built-in exceptions with a constant "
                               "message, e.g. raise ValueError(\"hi < lo\"), and check the "
@@ -651,12 +651,12 @@ class _SubsetChecker(ast.NodeVisitor):
 
     def visit_Subscript(self, node):
         if not isinstance(node.value, ast.Name):
-            self.where.refuse(node, "this indexing", f"`{ast.unparse(node)}`",
+            self.where.refuse(node, "this indexing", f"`{_views.display(node)}`",
                               "index an array parameter directly: a[i]")
         if isinstance(node.slice, ast.Slice):
-            refuse_with(self.where, node, "slice", construct=f"slicing `{ast.unparse(node)}`")
+            refuse_with(self.where, node, "slice", construct=f"slicing `{_views.display(node)}`")
         if isinstance(node.slice, ast.Tuple):
-            self.where.refuse(node, f"multi-dimensional indexing `{ast.unparse(node)}`",
+            self.where.refuse(node, f"multi-dimensional indexing `{_views.display(node)}`",
                               "arrays are 1-D", "flatten the index: a[i * width + j]")
         self.visit(node.slice)
 
@@ -672,23 +672,23 @@ class _SubsetChecker(ast.NodeVisitor):
                 args = args[:1]
             if (f.id == "sum" and args and not node.keywords) or (
                     f.id in ("min", "max") and len(args) == 1 and not node.keywords):
-                shown = f"{f.id}({', '.join(ast.unparse(a) for a in args)})"
+                shown = f"{f.id}({', '.join(_views.display(a) for a in args)})"
                 _refuse_reduction(self.where, node, shown)
         elif isinstance(f, ast.Attribute):
             if not isinstance(f.value, ast.Name):
-                self.where.refuse(node, f"the call `{ast.unparse(node)}`",
+                self.where.refuse(node, f"the call `{_views.display(node)}`",
                                   "only functions of math and numpy can be called by attribute",
                                   "call a module-level helper instead")
         else:
-            self.where.refuse(node, f"the call `{ast.unparse(node)}`",
+            self.where.refuse(node, f"the call `{_views.display(node)}`",
                               "only named functions can be called", "call a helper by name")
         if node.keywords and not (isinstance(f, ast.Name) and f.id == self.recursive_name):
             self.where.refuse(node, "keyword arguments",
-                              f"`{ast.unparse(node)}` passes {node.keywords[0].arg}=...",
+                              f"`{_views.display(node)}` passes {node.keywords[0].arg}=...",
                               "pass every argument by position")
         for a in node.args:
             if isinstance(a, ast.Starred):
-                self.where.refuse(node, "starred arguments", f"`{ast.unparse(a)}`",
+                self.where.refuse(node, "starred arguments", f"`{_views.display(a)}`",
                                   "pass each argument by position")
             self.visit(a)
         for k in node.keywords:
@@ -696,12 +696,12 @@ class _SubsetChecker(ast.NodeVisitor):
 
     def visit_Attribute(self, node):
         if not isinstance(node.value, ast.Name):
-            self.where.refuse(node, f"the attribute `{ast.unparse(node)}`",
+            self.where.refuse(node, f"the attribute `{_views.display(node)}`",
                               "only constants of math and numpy can be read by attribute",
                               "use len(a) for an array's length")
 
     def visit_Tuple(self, node):
-        self.where.refuse(node, "a tuple", f"`{ast.unparse(node)}` outside a return or a swap",
+        self.where.refuse(node, "a tuple", f"`{_views.display(node)}` outside a return or a swap",
                           "tuples exist only to return several values (`return x, y`) "
                           "or to unpack them (`x, y = g(...)`)")
 
@@ -876,11 +876,11 @@ def _check_pure_prefix(stmt, where: _Where):
             for n in ast.walk(t):
                 if isinstance(n, ast.Subscript):
                     where.refuse(stmt, "writing an array before the base-case guard",
-                                 f"`{ast.unparse(stmt)}` runs again each time hpu evaluates "
+                                 f"`{_views.display(stmt)}` runs again each time hpu evaluates "
                                  "the guard", "move it after the last guard (into the divide), "
                                  "and into the base case too where a leaf must make it")
         return
-    where.refuse(stmt, f"`{ast.unparse(stmt).splitlines()[0]}` before the base-case guard",
+    where.refuse(stmt, f"`{_views.display(stmt).splitlines()[0]}` before the base-case guard",
                  "only assignments to names may come before or between guards (they are "
                  "evaluated again whenever hpu tests whether a task is a base case)",
                  "move it after the last guard, or into the guard's block, where that "
@@ -891,7 +891,7 @@ def _check_pure_prefix(stmt, where: _Where):
 def _map_call_args(call, params, name, where: _Where) -> tuple[ast.expr, ...]:
     for a in call.args:
         if isinstance(a, ast.Starred):
-            where.refuse(call, "starred arguments in a recursive call", f"`{ast.unparse(a)}`",
+            where.refuse(call, "starred arguments in a recursive call", f"`{_views.display(a)}`",
                          "pass each parameter explicitly")
     n = len(call.args) + len(call.keywords)
     if n != len(params) or len(call.args) > len(params):
@@ -901,7 +901,7 @@ def _map_call_args(call, params, name, where: _Where) -> tuple[ast.expr, ...]:
     args: list = list(call.args) + [None] * (len(params) - len(call.args))
     for k in call.keywords:
         if k.arg is None:
-            where.refuse(call, "**kwargs in a recursive call", f"`{ast.unparse(call)}`",
+            where.refuse(call, "**kwargs in a recursive call", f"`{_views.display(call)}`",
                          "pass each parameter explicitly")
         if k.arg not in params:
             where.refuse(call, f"the keyword {k.arg}=", f"{name} has no parameter {k.arg!r}",
@@ -953,17 +953,17 @@ def _check_call_arg(expr, where: _Where, results: set[str], call):
     for n in ast.walk(expr):
         if isinstance(n, ast.Subscript):
             where.refuse(call, "reading an array in a recursive call's argument",
-                         f"`{ast.unparse(expr)}` would be read before the earlier siblings ran",
+                         f"`{_views.display(expr)}` would be read before the earlier siblings ran",
                          "compute it into a name in the divide, before the calls")
         if isinstance(n, ast.Call):
             f = n.func
             if not ((isinstance(f, ast.Name) and f.id in _ARG_CALLS) or isinstance(f, ast.Attribute)):
                 where.refuse(call, "a helper call in a recursive call's argument",
-                             f"`{ast.unparse(n)}`",
+                             f"`{_views.display(n)}`",
                              "compute it into a name in the divide, before the calls")
         if isinstance(n, ast.Name) and n.id in results:
             where.refuse(call, "recursive calls that depend on each other",
-                         f"`{ast.unparse(expr)}` uses {n.id!r}, the result of an earlier call; "
+                         f"`{_views.display(expr)}` uses {n.id!r}, the result of an earlier call; "
                          "sibling subproblems must be independent",
                          "compute the children's parameters from the parent's values only")
 
@@ -1055,7 +1055,7 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
         call, target = cs
         if any(n is not call for n in _recursive_calls(call, name)):
             where.refuse(call, "a recursive call inside a recursive call's argument",
-                         f"`{ast.unparse(call)}`", "compute the argument into a name first")
+                         f"`{_views.display(call)}`", "compute the argument into a name first")
         if target is None:
             targets = ()
         elif isinstance(target, ast.Name):
@@ -1065,7 +1065,7 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
             targets = tuple(e.id for e in target.elts)
         else:
             where.refuse(body[j], "this assignment of a recursive call's result",
-                         f"`{ast.unparse(target)} = ...`",
+                         f"`{_views.display(target)} = ...`",
                          "assign the result to a name, or unpack it into names: x, y = f(...)")
         calls.append(CallSite(where.line(call), _map_call_args(call, params, name, where), targets))
         j += 1
@@ -1209,7 +1209,7 @@ def _root_defaults(tree: ast.FunctionDef, where: _Where) -> tuple[tuple[str, str
                              f"{p} is computed when it is None (line {st.lineno}), once, for "
                              "the call you make; each recursive call must pass it",
                              f"pass {p} to every recursive call")
-        out.append((p, ast.unparse(body.value), body.lineno))
+        out.append((p, _views.display(body.value), body.lineno))
         tree.body.pop(0)
         defaults[p] = ast.Constant(0)       # (one test per parameter)
     return tuple(out)
@@ -1386,7 +1386,7 @@ def _lower_reductions(tree, glb) -> list:
 
 
 def _refuse_conditional_reduction(where: _Where, node) -> None:
-    text = ast.unparse(node)
+    text = _views.display(node)
     where.refuse(node, f"`{text}` inside a condition",
                  "hpu computes a whole-array reduction by a loop before its statement, but "
                  "Python evaluates this one only when the condition around it asks for it "

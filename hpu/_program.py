@@ -175,11 +175,11 @@ def _compile(dispatcher, sig, spec: DCSpec, what: str):
                       f" at this call, and an array index must be an int (Python: "
                       f"IndexError, only integers ... are valid indices); pass int values. "
                       f"Numba: {detail}")
-        raise TranslationError(
+        raise _by_arguments(TranslationError(
             f"compiling {what} for arguments ({', '.join(str(t) for t in sig)}) is not "
             f"supported by Numba: {detail}", filename=spec.filename, lineno=spec.lineno,
             construct="Numba typing", hint="Check the argument types, or run .py_func to see "
-            "the error in plain Python") from None
+            "the error in plain Python")) from None
     return dispatcher.overloads[sig].signature.return_type
 
 
