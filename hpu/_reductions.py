@@ -503,11 +503,12 @@ class _Reductions(_Hoister):
                                                 for k in depth if k > 1],
         }
         text = _PAIRWISE
-        for key, lines in blocks.items():
-            at_ = text.index("{" + key + "}")
-            pad = at_ - text.rindex("\n", 0, at_) - 1
-            body = "\n".join(lines).replace("\n", "\n" + " " * pad)
-            text = text.replace("{" + key + "}", body)
+        for key, lines in [("block", [_BLOCK]), *blocks.items()]:
+            while "{" + key + "}" in text:      # each place at its own indentation
+                at_ = text.index("{" + key + "}")
+                pad = at_ - text.rindex("\n", 0, at_) - 1
+                body = "\n".join(lines).replace("\n", "\n" + " " * pad)
+                text = text[:at_] + body + text[at_ + len(key) + 2:]
         tree = ast.parse(text)
 
         class _Fill(ast.NodeTransformer):
@@ -525,7 +526,14 @@ class _Reductions(_Hoister):
                 m.id = names.get(m.id, m.id)
                 return m
 
-        return [_Fill().visit(st) for st in tree.body]
+        out = [_Fill().visit(st) for st in tree.body]
+        for node in (n for st in out for n in ast.walk(st)):
+            # every index here lies in [0, n): no wrapping of a negative one (a view's
+            # index is otherwise tested for one, which kept LLVM from vectorising the loop)
+            if isinstance(node, ast.Subscript) and names["J"] in {
+                    x.id for x in ast.walk(node.slice) if isinstance(x, ast.Name)}:
+                node.slice.hpu_nonneg = True
+        return out
 
     def target(self, e) -> bool:
         return self.kind(e) is not None
@@ -681,6 +689,11 @@ if N < 8 or N > 67108864:
     for I in range(N):
         J = I
         R = R + ITEM(J)
+elif N <= 128:
+    LO = 0
+    SZ = N
+    {block}
+    R = Z + X
 else:
     D = 0
     PATH = 0
@@ -693,19 +706,7 @@ else:
             SZ = 8 * (SZ // 16)
             D += 1
             PATH = PATH * 2
-        J = LO
-        {first}
-        I = 8
-        E = SZ - SZ % 8
-        while I < E:
-            J = LO + I
-            {more}
-            I += 8
-        X = ((A0 + A1) + (A2 + A3)) + ((A4 + A5) + (A6 + A7))
-        while I < SZ:
-            J = LO + I
-            X = X + ITEM(J)
-            I += 1
+        {block}
         while D > 0 and PATH % 2 == 1:
             {pop}
             PATH = PATH // 2
@@ -727,6 +728,21 @@ else:
                 SZ = H
             K -= 1
 """
+
+#: one block of 8 to 128 items, [LO, LO + SZ): eight running sums, then the rest in order
+_BLOCK = """J = LO
+{first}
+I = 8
+E = SZ - SZ % 8
+while I < E:
+    J = LO + I
+    {more}
+    I += 8
+X = ((A0 + A1) + (A2 + A3)) + ((A4 + A5) + (A6 + A7))
+while I < SZ:
+    J = LO + I
+    X = X + ITEM(J)
+    I += 1"""
 
 
 def _nested(gens, body: list) -> list:

@@ -217,8 +217,8 @@ def wrapped_index(i, n, as_index=None):
     use of ``i`` passed through ``as_index`` (a function name) when given (the CPU
     modules' unsigned index, :class:`hpu._codegen._Checked`)."""
     k = _int_const(i)
-    if k is not None and k >= 0:
-        return i
+    if (k is not None and k >= 0) or getattr(i, "hpu_nonneg", False):
+        return i        # (hpu_nonneg: an index hpu wrote, never negative: hpu._reductions)
     if k is not None:
         return _sub(n, _c(-k))
 

@@ -262,7 +262,7 @@ def sorted_and_summed(a):
 @pytest.mark.opencl
 @pytest.mark.parametrize("fn, span", [(leaf_sums, True), (squares_leaf, False),
                                       (sorted_and_summed, False)])
-@settings(COMPILES, max_examples=4)
+@settings(COMPILES, max_examples=3)
 @given(n=st.sampled_from([1, 7, 8, 9, 127, 128, 129, 300, 1000, 2500, 40_001]),
        scale=st.integers(0, 9), seed=st.integers(0, 2**32 - 1))
 def test_float_sums_are_numpys_bit_for_bit(fn, span, n, scale, seed):
@@ -274,7 +274,7 @@ def test_float_sums_are_numpys_bit_for_bit(fn, span, n, scale, seed):
     args = (lambda a: (a, 0, len(a))) if span else (lambda a: (a,))
     want = fn(*args(x.copy()))
     f = _DECORATED.setdefault(fn.__name__, hpu.divide_and_conquer(fn))
-    for device, alpha, y in PATHS:
+    for device, alpha, y in PATHS[:3]:     # (the others: test_every_path_matches...)
         opts = {"device": device} if device != "hybrid" else dict(device=device, alpha=alpha,
                                                                      y=y)
         with warnings.catch_warnings():
