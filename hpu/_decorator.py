@@ -376,8 +376,7 @@ class DivideAndConquer:
         runner = self._as_called(args, kwargs)
         if runner is not self:
             return runner.sequential(*args, **kwargs)
-        if self._truth_of_an_array(args, kwargs) is not None or (
-                self._functional is None and _empty_input(args, kwargs) == EMPTY_ARRAY_REASON):
+        if self._truth_of_an_array(args, kwargs) is not None:
             return self._plain_function()(*args, **kwargs)
         if self._int_results:
             from hpu._kinds import past_float
@@ -1710,12 +1709,11 @@ class DivideAndConquer:
         if _disabled():
             return self._python_run(args, kwargs)
         self._settle()
-        empty = _empty_input(args, kwargs, self._functional is None)
+        empty = _empty_input(args, kwargs)
         if empty is not None:
             # an empty list has no dtype but NumPy's guess (float64), which would make
             # `if not lst: return 0` a 0.0, and a functional sort's `return a.copy()` an
-            # array where Python gives []; an empty array's `return 0` beside `return a[0]`
-            # of floats is Numba's 0.0 too: the plain function answers exactly, and at once
+            # array where Python gives []; the plain function answers exactly, and at once
             return self._python_run(args, kwargs, reason=empty)
         truth = self._truth_of_an_array(args, kwargs)
         if truth is not None:           # Python's ValueError, or its answer for one element
@@ -2125,7 +2123,7 @@ class DivideAndConquer:
 
         o = check_options(options, f"{self.__name__}.plan")
         self._settle()
-        empty = _empty_input(args, kwargs, self._functional is None)
+        empty = _empty_input(args, kwargs)
         if empty is not None:
             # as the run does: the plain function, at once
             return self._one_call_plan(o, "python", args, kwargs, empty)
@@ -2402,27 +2400,12 @@ def _only_argument(converted):
 
 EMPTY_LIST_REASON = ("an empty list: the plain Python function runs (a list's dtype is its "
                      "items', and an empty one has none)")
-EMPTY_ARRAY_REASON = ("only empty arrays: the plain Python function runs, as one call (where "
-                      "it returns an int on an empty array and floats otherwise, as `return "
-                      "0` beside `return a[0]`, the compiled function's type is float64 on "
-                      "every path; Python's answer is its own)")
-
-
-def _empty_input(args, kwargs, arrays_too: bool = True) -> str | None:
-    """The reason the plain function answers a call at once, or None: an empty list, or
-    (``arrays_too``: a breadth-first function, whose scalar results Numba unifies) arrays
-    that are all empty (and at least one).  A functional function's empty array runs as
-    compiled: its results are arrays of the input's dtype."""
-    values = (*args, *kwargs.values())
-    if any(type(v) is list and not v for v in values):
+def _empty_input(args, kwargs) -> str | None:
+    """The reason the plain function answers a call at once, or None: an empty list."""
+    if any(type(v) is list and not v for v in (*args, *kwargs.values())):
         return EMPTY_LIST_REASON
-    if not arrays_too:
-        return None
-    arrays = [v for v in values if isinstance(v, np.ndarray)]
-    if arrays and all(v.size == 0 for v in arrays) and not any(
-            type(v) in (list, tuple) for v in values):
-        return EMPTY_ARRAY_REASON
     return None
+
 
 BOOL_ARRAY_REASON = (
     "{name} was given a NumPy bool array, which the breadth-first path does not take (its "

@@ -243,9 +243,12 @@ def _adds_an_array(a, lo, hi):
 def test_numbas_refusal_is_told_without_hpus_generated_module():
     """Numba's reason in the user's words: not the generated file, `f__d`, or IR names."""
     f = hpu.divide_and_conquer(_adds_an_array)
-    with pytest.raises(hpu.TranslationError) as info:
-        f.options(device="cpu")(np.arange(1, 18), 0, 17)
-    text = str(info.value)
+    x = np.arange(1, 18)
+    # a call Numba cannot type runs the plain function (Python's answer), warned with why
+    with pytest.warns(hpu.HpuPerformanceWarning) as info:
+        got = f.options(device="cpu")(x, 0, 17)
+    assert np.array_equal(got, _adds_an_array(x, 0, 17))
+    text = next(str(w.message) for w in info if "Numba" in str(w.message))
     assert "Can't unify return type" in text and "test_decorator.py" in text
     assert "generated" not in text and "__" not in text and "Return of" not in text, text
 

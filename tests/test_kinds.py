@@ -296,37 +296,3 @@ def test_only_the_callers_ints_are_checked_against_2_53(device, split, monkeypat
         run = sort3_by_sentinel.run(big, device=device, **split)
     assert run.device == "python" and list(run.value) == sorted(big.tolist())
 
-
-@hpu.divide_and_conquer
-def sum_or_zero(a, lo, hi):
-    if hi - lo <= 1:
-        return a[lo] if hi > lo else 0
-    mid = (lo + hi) // 2
-    return sum_or_zero(a, lo, mid) + sum_or_zero(a, mid, hi)
-
-
-@hpu.divide_and_conquer
-def halves_or_zero(a):
-    if len(a) == 0:
-        return 0
-    if len(a) == 1:
-        return a[0]
-    m = len(a) // 2
-    return halves_or_zero(a[:m]) + halves_or_zero(a[m:])
-
-
-@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
-def test_an_empty_arrays_int_beside_floats_is_pythons_int(device):
-    """``return 0`` for an empty range beside ``return a[lo]`` of floats: Numba types the
-    function float64 on every path; given only empty arrays the plain function answers, so
-    the 0 is Python's int (and the plan says so); given floats, floats."""
-    e = np.empty(0)
-    for f, args in [(sum_or_zero, (e, 0, 0)), (halves_or_zero, (e,))]:
-        run = f.options(device=device).run(*args)
-        assert run.value == 0 and type(run.value) is int and run.device == "python", run
-        assert f.options(device=device).plan(*args).device == "python"
-        assert type(f.sequential(*args)) is int
-        x = np.array([0.5, 1.25, 2.0])
-        got = f.options(device=device)(*((x,) + args[1:2] + (3,) if len(args) == 3
-                                         else (x,)))
-        assert got == 3.75 and isinstance(got, float)
