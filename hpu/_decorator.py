@@ -427,6 +427,9 @@ class DivideAndConquer:
                 return self._plain_function()(*args, **kwargs)
         if self._unfit_list(args, kwargs) is not None:     # see _run_any
             return self._plain_function()(*args, **kwargs)
+        if _bool_array(args, kwargs) or _unlaid_array(self.py_func, args, kwargs):
+            value, what = self._call_as_written(args, kwargs)     # see _run_bool_arrays
+            return value if what is None else self._plain_function()(*args, **kwargs)
         values = self._check_args(args, kwargs)
         program = self._program(values)
         from hpu._interrupt import call, raise_if_stopped
@@ -796,7 +799,7 @@ class DivideAndConquer:
 
     def _device_reason(self) -> str:
         """Why this functional function's run stays on the CPU (a sentence)."""
-        from hpu._functional import FALLBACK_REASON
+        from hpu._functional import FALLBACK_REASON, is_stepped_slice
 
         if self._shared_writes is not None:
             return self._shared_writes
@@ -829,7 +832,11 @@ class DivideAndConquer:
                 and "it allocates nothing" not in carved:
             # an index-form recursion that allocates: its carved form (guide §10) says more
             why = f"{why}; nor does its carved form: {carved}"
-        return FALLBACK_REASON.format(name=self.__name__, line=line, what=what, why=why)
+        does = ("takes a slice with a step, a strided view that hpu's contiguous views "
+                "(guide §3) are not" if is_stepped_slice(what) else
+                "allocates or returns arrays or lists")
+        return FALLBACK_REASON.format(name=self.__name__, does=does, line=line, what=what,
+                                      why=why)
 
     def _in_place_args(self, converted, rw):
         """``(given, lo, hi)`` of a call the in-place form takes: one array (or list), the
@@ -872,8 +879,8 @@ class DivideAndConquer:
         # a list: the argument of a function that builds lists (hpu._functional._as_list),
         # its numbers as NumPy infers them, as Numba types the list
         x = np.asarray(given) if isinstance(given, list) else given
-        if x.ndim != 1 or x.size == 0 or x.dtype.kind not in "iuf":
-            return None
+        if x.ndim != 1 or x.size == 0 or x.dtype not in ARRAY_DTYPES:
+            return None     # (float16, another byte order: as written, or the plain function)
         x = np.ascontiguousarray(x)
         from hpu._functional import quiet_reflection
 
@@ -1728,6 +1735,9 @@ class DivideAndConquer:
             return self._python_run(args, kwargs, warned=unfit)
         if _bool_array(args, kwargs):
             return self._run_bool_arrays(o, args, kwargs)
+        unlaid = _unlaid_array(self.py_func, args, kwargs)
+        if unlaid is not None:
+            return self._run_bool_arrays(o, args, kwargs, unlaid)
         values = self._check_args(args, kwargs)
         program = self._program(values)
         alone = self._shared_writes or self._aliased(args, kwargs)
@@ -1893,7 +1903,7 @@ class DivideAndConquer:
             items[:] = arr.tolist()
         return ran
 
-    def _run_bool_arrays(self, o, args, kwargs) -> Run:
+    def _run_bool_arrays(self, o, args, kwargs, reason=None) -> Run:
         """A NumPy bool array (a mask) given to a breadth-first function: its level arrays
         and kernels hold numbers, and bools as uint8 would change ``~`` and ``-``, so the
         function compiled by Numba as written, as one call on the CPU, with Numba's bools
@@ -1903,7 +1913,8 @@ class DivideAndConquer:
 
         from hpu._errors import HpuPerformanceWarning
 
-        reason = BOOL_ARRAY_REASON.format(name=self.__name__)
+        bools = reason is None
+        reason = reason or BOOL_ARRAY_REASON.format(name=self.__name__)
         fallbacks = []
         if o["device"] != "cpu" or o["cluster"] is not None:
             fallbacks.append(reason)
@@ -1912,8 +1923,10 @@ class DivideAndConquer:
         with self._kept_on_error(o, args, kwargs):
             value, what = self._call_as_written(args, kwargs)
         if what is not None:
+            given = "a bool array" if bools else reason.split(" as ", 1)[0].split(
+                " was given ", 1)[1]
             return self._python_run(args, kwargs, warned=(
-                f"{self.__name__} was given a bool array, and Numba cannot compile the call "
+                f"{self.__name__} was given {given}, and Numba cannot compile the call "
                 f"({what}): the plain Python function ran"))
         return _one_call_run(o, value, t0, fallbacks, reason)
 
@@ -2135,6 +2148,9 @@ class DivideAndConquer:
         if _bool_array(args, kwargs):
             return self._one_call_plan(o, "cpu", args, kwargs,
                                        BOOL_ARRAY_REASON.format(name=self.__name__))
+        unlaid = _unlaid_array(self.py_func, args, kwargs)
+        if unlaid is not None:
+            return self._one_call_plan(o, "cpu", args, kwargs, unlaid)
         values = self._check_args(args, kwargs)
         try:
             self._program(values)
@@ -2419,6 +2435,46 @@ def _bool_array(args, kwargs) -> bool:
     gives to the function compiled as written)."""
     return any(isinstance(v, np.ndarray) and v.dtype == np.bool_ and v.ndim == 1
                for v in (*args, *kwargs.values()))
+
+
+def _unlaid_array(fn, args, kwargs) -> str | None:
+    """Why an array argument is one the breadth-first path does not lay out -- a dtype its
+    level arrays and kernels do not hold (complex, float16, ...), another machine's byte
+    order, a strided view, two or more dimensions -- or None.  The plain function takes
+    any of them; so, mostly, does Numba: such a call runs the function compiled by Numba as
+    written, as one call on the CPU, on the caller's array itself (a strided view's writes
+    land in its base, as Python's do), and the plain function where Numba cannot compile it
+    (:meth:`DivideAndConquer._run_bool_arrays`).  Bool arrays have their own reason
+    (:data:`BOOL_ARRAY_REASON`); a 0-d array stays refused (not a sequence to Python)."""
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs).arguments
+    except TypeError:
+        return None
+    for p, v in bound.items():
+        if not isinstance(v, np.ndarray) or v.ndim == 0 or v.dtype == np.bool_:
+            continue
+        if v.ndim != 1:
+            what = (f"a {v.ndim}-D array of shape {v.shape}", "its tasks' arrays are 1-D",
+                    f"pass {p}.ravel() or one row")
+        elif v.dtype not in ARRAY_DTYPES and v.dtype.newbyteorder("=") in ARRAY_DTYPES:
+            what = (f"an array of dtype {v.dtype.str} (not this machine's byte order)",
+                    "Numba and OpenCL read numbers in native order",
+                    f"convert with {p}.astype({p}.dtype.newbyteorder('='))")
+        elif v.dtype not in ARRAY_DTYPES:
+            what = (f"an array of dtype {v.dtype}",
+                    f"its level arrays and kernels hold {dtype_name_list()}",
+                    f"convert with {p}.astype(np.float64) or a suitable integer type")
+        elif not v.flags.c_contiguous:
+            what = (f"a strided view (not C-contiguous: strides {v.strides})",
+                    "its tasks read contiguous arrays",
+                    f"pass np.ascontiguousarray({p}) and read the result from that copy")
+        else:
+            continue
+        return (f"{fn.__name__}() was given {what[0]} as {p!r}, which the breadth-first path "
+                f"does not take ({what[1]}): the function compiled by Numba as written, as one "
+                f"call on the CPU (the plain function where Numba cannot compile it); to run "
+                f"it breadth-first, {what[2]}")
+    return None
 
 
 def _one_call_run(o, value, t0, fallbacks, reason) -> Run:

@@ -315,7 +315,7 @@ ALLOCATORS = frozenset({"empty", "zeros", "ones", "full", "empty_like", "zeros_l
                         "sort", "argsort", "cumsum", "cumprod", "diff", "unique", "append",
                         "repeat", "linspace", "hstack"})
 
-FALLBACK_REASON = ("{name} allocates or returns arrays or lists (line {line}: {what}), and its "
+FALLBACK_REASON = ("{name} {does} (line {line}: {what}), and its "
                    "device form (guide §10) does not apply: {why}; it runs on the CPU (the "
                    "function compiled by Numba)")
 
@@ -359,6 +359,25 @@ def _allocation_in(tree, glb) -> tuple[int, str] | None:
                     and not (isinstance(f.value, ast.Name) and f.value.id in nps):
                 return n.lineno, ast.unparse(n)
     return None
+
+
+#: NumPy functions joining a sequence of arrays, which Numba takes as a tuple
+_JOINERS = frozenset({"concatenate", "hstack", "vstack", "stack", "column_stack", "dstack"})
+
+
+def _joins_as_tuples(tree, numpy_names) -> None:
+    """``np.concatenate([x, y])`` as users write it becomes ``np.concatenate((x, y))``, in
+    place: Numba takes the arrays to join as a tuple, and types no list of arrays.  The same
+    arrays in the same order: the same result.  Only a list display (no ``*rest``) given to
+    NumPy's own joining functions (``np``, however the module names NumPy)."""
+    for n in ast.walk(tree):
+        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                and n.func.attr in _JOINERS and isinstance(n.func.value, ast.Name)
+                and n.func.value.id in numpy_names and n.args
+                and isinstance(n.args[0], ast.List)
+                and not any(isinstance(e, ast.Starred) for e in n.args[0].elts)):
+            elts = n.args[0]
+            n.args[0] = ast.copy_location(ast.Tuple(elts.elts, ast.Load()), elts)
 
 
 def _tree_of(fn):
@@ -509,7 +528,35 @@ def find_allocation(fn) -> tuple[str, int, str] | None:
         r = next(r for r in ast.walk(tree) if isinstance(r, ast.Return) and r.value
                  and _piece_of(r.value, _sequence_params(tree)))
         return inspect.getsourcefile(fn) or "<unknown>", r.lineno, ast.unparse(r.value)
+    # no allocation, but a slice with a step (``fft(x[0::2])``, ``s(a[::2]) + s(a[1::2])``):
+    # NumPy's strided view, which Numba compiles as written; hpu's own views (hpu._views)
+    # are contiguous, so the function runs compiled as written, on the CPU
+    for f, tree in _trees(fn):
+        step = _stepped_slice(tree)
+        if step is not None:
+            return inspect.getsourcefile(f) or "<unknown>", step.lineno, ast.unparse(step)
     return None
+
+
+def _stepped_slice(tree):
+    """The first ``x[i:j:k]`` with a step in ``tree`` (read, not assigned), else None."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Slice) \
+                and n.slice.step is not None and isinstance(n.ctx, ast.Load) \
+                and not (isinstance(n.slice.step, ast.Constant) and n.slice.step.value == 1):
+            return n
+    return None
+
+
+def is_stepped_slice(what: str) -> bool:
+    """Whether a construct :func:`find_allocation` gave is a slice with a step."""
+    try:
+        node = ast.parse(what, mode="eval").body
+    except SyntaxError:
+        return False
+    return isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) \
+        and node.slice.step is not None and not (
+            isinstance(node.slice.step, ast.Constant) and node.slice.step.value == 1)
 
 
 def takes_lists(fn) -> bool:
@@ -724,6 +771,7 @@ def _clone(f, glb, is_main: bool, checker=None):
     tree.decorator_list = []
     lists_keep_kinds(tree, glb)         # [0] * n holds floats stored into it (_list_kinds)
     comprehensions_as_loops(tree)       # before Numba sees them: see hpu._comprehensions
+    _joins_as_tuples(tree, _numpy_names(f.__globals__))
     guard_unbound(tree)                 # a local read unassigned raises (hpu._unbound)
     if getattr(checker, "lists", False):  # `if not arr: return []`: a list Numba can type
         _empty_lists_typed(tree)

@@ -30,6 +30,7 @@ What each one computes, exactly as written
   pairwise (:meth:`_Reductions.pairwise`), so a float sum is NumPy's to the last bit (added
   in order, about half of the float64 sums of 8 or more items differed there).  Integers
   and booleans give NumPy's int64 sum in any order.
+* ``np.count_nonzero(a)``: ``0``, then ``+ (a[i] != 0)`` (a NaN counts), an int.
 * ``np.prod(a)``, ``a.prod()``: ``p = 1``, then ``p = p * a[i]``.
 * ``np.mean(a)``, ``a.mean()``: the items as float64 summed in NumPy's pairwise order,
   divided by the length (NumPy's mean to the last bit); ``nan`` for an empty array (NumPy warns too; hpu does not).
@@ -245,6 +246,14 @@ class _Reductions(_Hoister):
             prod = ast.BinOp(copy.deepcopy(a), ast.Mult(), copy.deepcopy(b))
             same = ast.dump(a) == ast.dump(b)
             return "sum", a, None, prod, (None if same else b), 1
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
+                and f.value.id in self.np and f.attr == "count_nonzero" and len(e.args) == 1:
+            arr = self.array(e.args[0])     # the number of items != 0 (NaN counts), an int
+            if arr is not None:
+                item = copy.deepcopy(arr[1] if arr[1] is not None else arr[0])
+                return ("sum", arr[0], None,
+                        ast.Compare(item, [ast.NotEq()], [ast.Constant(0)]), arr[2], 0)
+            return None
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
                 and f.value.id in self.np and f.attr in _NUMPY and len(e.args) == 1:
             arr = self.array(e.args[0])

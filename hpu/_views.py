@@ -451,11 +451,16 @@ class _Rewriter(ast.NodeTransformer):
         """The view ``node`` (a slice) of the view ``inner``."""
         s = node.slice
         if s.step is not None and _int_const(s.step) != 1:
+            # (a slice with a step that is read makes the function run as Numba compiles
+            # it, hpu._functional.find_allocation: only a store through one comes here)
+            name = ast.unparse(node.value)
+            lo = ast.unparse(s.lower) if s.lower is not None else "0"
+            hi = ast.unparse(s.upper) if s.upper is not None else f"len({name})"
             self.where.refuse(node, f"the slice `{ast.unparse(node)}` with a step",
                               "a view with a step is not contiguous; hpu views are "
                               "(array, offset, length)",
-                              "loop with the step instead: for i in range(lo, hi, step): "
-                              "... a[i]")
+                              f"loop with the step instead: for i in range({lo}, {hi}, "
+                              f"{ast.unparse(s.step)}): ... {name}[i]")
         for bound in (s.lower, s.upper):
             if bound is not None:
                 self._pure(bound, node, "a slice bound")

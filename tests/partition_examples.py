@@ -47,8 +47,7 @@ def qs_named(a):
 
 
 def qs_listcat(a):
-    """``np.concatenate`` of a list, which Numba does not compile: on the CPU the partition
-    form runs instead of the plain function."""
+    """``np.concatenate`` of a list, which Numba takes as a tuple (hpu writes it so)."""
     if a.size <= 1:
         return a.copy()
     pivot = a[a.size // 2]

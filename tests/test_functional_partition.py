@@ -195,9 +195,10 @@ def test_a_device_with_its_own_memory(discrete):
     assert discrete
 
 
-def test_on_the_cpu_the_form_runs_where_numba_cannot_compile_the_function():
-    """``np.concatenate([...])`` of a list: Numba refuses it, the partition form compiles --
-    so ``device="cpu"`` runs the form (no warning, no fallback), and its plan says so."""
+def test_a_concatenate_of_a_list_runs_compiled_on_the_cpu_and_on_the_device():
+    """``np.concatenate([...])`` of a list (Numba takes a tuple; hpu writes it as one): on
+    the CPU compiled, without a warning or a fallback, as its plan says; on the device the
+    partition form."""
     f = hpu.divide_and_conquer(ex.qs_listcat)
     x = np.random.default_rng(9).integers(0, 1000, 5000)
     with warnings.catch_warnings():
@@ -205,7 +206,9 @@ def test_on_the_cpu_the_form_runs_where_numba_cannot_compile_the_function():
         plan = f.plan(x, device="cpu")
         run = f.run(x, device="cpu")
     assert same(run.value, np.sort(x)) and run.fallbacks == [] and run.gpu_tasks == 0
-    assert plan.cutoff_level == run.K and plan.transfer_level is None
+    assert plan.K == run.K and plan.device == run.device != "python"
+    run, _ = run_checked("qs_listcat", x, device="gpu")
+    assert same(run.value, np.sort(x)) and run.fallbacks == [] and run.gpu_tasks >= 1
 
 
 def test_the_plan_is_the_runs():

@@ -284,3 +284,31 @@ def test_float_sums_are_numpys_bit_for_bit(fn, span, n, scale, seed):
             assert np.array_equal(got[0], want[0]) and got[1:] == want[1:], (device, n)
         else:
             assert got == want, (device, alpha, y, n, got, want)
+
+
+def count_between(a, low, high):
+    """np.count_nonzero of two comparisons joined by `&`, as users count a range."""
+    if len(a) <= 8:
+        return np.count_nonzero((a >= low) & (a < high)) + 100 * np.count_nonzero(a[:1])
+    m = len(a) // 2
+    return count_between(a[:m], low, high) + count_between(a[m:], low, high)
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("device, alpha, y", PATHS[:3])
+@settings(COMPILES, max_examples=10)
+@given(xs=st.lists(st.one_of(st.integers(-20, 20).map(float), st.just(math.nan)),
+                   max_size=200))
+def test_count_nonzero_counts_on_every_path(device, alpha, y, xs):
+    """``np.count_nonzero`` is the loop counting items != 0 (a NaN counts, as NumPy's):
+    NumPy's count on every path, the device's included, an int."""
+    a = np.array(xs, dtype=np.float64)
+    opts = {"device": device} | ({"alpha": alpha, "y": y} if device == "hybrid" else {})
+    f = hpu.divide_and_conquer(count_between).options(**opts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        run = f.run(a, -5.0, 5.0)
+    want = count_between(a, -5.0, 5.0)
+    assert run.value == want and isinstance(run.value, int), (run.value, want)
+    if device == "gpu" and len(xs) > 8:
+        assert run.gpu_tasks > 0, run.reason
