@@ -1462,7 +1462,28 @@ class DivideAndConquer:
             from hpu._kinds import restore
 
             run = dataclasses.replace(run, value=restore(run.value, args, kwargs))
+        if run.device != "python" and _floats_of_empty(run.value, args, kwargs):
+            import dataclasses
+
+            run = dataclasses.replace(run, value=self._empty_kinds(run.value, args, kwargs))
         return run
+
+    def _empty_kinds(self, value, args, kwargs):
+        """``value`` (a compiled result holding a float, of a call whose arrays are all
+        empty) with Python's int where the plain function returns one: ``return 0`` for an
+        empty range beside ``return a[lo]`` is typed float64 by Numba for a float array,
+        and ``0.0`` came back where Python gives ``0``.  With no element to read, the plain
+        function answers at once (the call's ints are small: :func:`_floats_of_empty`); an
+        item is replaced only by an equal int, and on an exception ``value`` stands."""
+        try:
+            plain = self._plain_function()(*args, **kwargs)
+        except Exception:  # noqa: BLE001 - the compiled run answered; its value stands
+            return value
+        if isinstance(value, tuple):
+            if not isinstance(plain, tuple) or len(plain) != len(value):
+                return value
+            return tuple(_int_if_equal(v, p) for v, p in zip(value, plain))
+        return _int_if_equal(value, plain)
 
     def _as_called(self, args, kwargs) -> "DivideAndConquer":
         """The object that runs a call on these arguments, the entry of every call, run,
@@ -2416,6 +2437,27 @@ def _only_argument(converted):
 
 EMPTY_LIST_REASON = ("an empty list: the plain Python function runs (a list's dtype is its "
                      "items', and an empty one has none)")
+def _floats_of_empty(value, args, kwargs) -> bool:
+    """Whether a compiled result holds a float while every array argument is empty and
+    every other argument a number of at most 64 in size (an empty array's bounds, a
+    threshold): see :meth:`DivideAndConquer._empty_kinds`."""
+    items = value if isinstance(value, tuple) else (value,)
+    if not any(type(v) is float for v in items):
+        return False
+    given = (*args, *kwargs.values())
+    arrays = [v for v in given if isinstance(v, np.ndarray)]
+    return bool(arrays) and all(a.size == 0 for a in arrays) and all(
+        isinstance(v, np.ndarray) or (isinstance(v, (int, float, np.integer, np.floating))
+                                      and abs(v) <= 64) for v in given)
+
+
+def _int_if_equal(compiled, plain):
+    """Python's int (or bool) for a compiled float that equals it, else the compiled value."""
+    if type(compiled) is float and type(plain) in (int, bool) and plain == compiled:
+        return plain
+    return compiled
+
+
 def _empty_input(args, kwargs) -> str | None:
     """The reason the plain function answers a call at once, or None: an empty list."""
     if any(type(v) is list and not v for v in (*args, *kwargs.values())):

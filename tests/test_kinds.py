@@ -296,3 +296,41 @@ def test_only_the_callers_ints_are_checked_against_2_53(device, split, monkeypat
         run = sort3_by_sentinel.run(big, device=device, **split)
     assert run.device == "python" and list(run.value) == sorted(big.tolist())
 
+
+
+def sum_or_zero(a, lo, hi):
+    if lo > hi:
+        return 0
+    if lo == hi:
+        return a[lo]
+    mid = (lo + hi) // 2
+    return sum_or_zero(a, lo, mid) + sum_or_zero(a, mid + 1, hi)
+
+
+def total_and_count(a):
+    if len(a) == 0:
+        return 0, 0
+    if len(a) == 1:
+        return a[0], 1
+    m = len(a) // 2
+    s1, c1 = total_and_count(a[:m])
+    s2, c2 = total_and_count(a[m:])
+    return s1 + s2, c1 + c2
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+def test_an_empty_float_array_gives_the_int_the_function_returns(device):
+    """``return 0`` beside ``return a[lo]``: Numba types both float64 for a float array;
+    for an empty one Python returns the int 0 (and ``(0, 0)``), and so does hpu; a
+    non-empty one gives floats as before."""
+    f = hpu.divide_and_conquer(sum_or_zero).options(device=device)
+    g = hpu.divide_and_conquer(total_and_count).options(device=device)
+    empty = np.array([])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        got = f(empty, 0, -1)
+        pair = g(empty)
+        full = f(np.array([1.5, 2.0, -0.5]), 0, 2)
+    assert got == 0 and type(got) is int
+    assert pair == (0, 0) and all(type(v) is int for v in pair)
+    assert full == 3.0 and type(full) is float
