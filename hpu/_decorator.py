@@ -580,7 +580,7 @@ class DivideAndConquer:
             warnings.warn(HpuPerformanceWarning(f"hpu: {ran}"), stacklevel=user_stacklevel())
         elif (o["device"] != "cpu" or o["cluster"] is not None) and self._not_compiled is None:
             # (where Numba cannot compile the function, the plain function runs, and says so)
-            reason = self._device_reason()
+            reason = self._device_reason(o)
             fallbacks.append(reason)
             warnings.warn(HpuPerformanceWarning(f"hpu: {reason}"), stacklevel=user_stacklevel())
         if converted is None:
@@ -797,14 +797,19 @@ class DivideAndConquer:
         return (found is not None and isinstance(found[0], np.ndarray)
                 and found[2] - found[1] >= FORM_ON_CPU_MIN)
 
-    def _device_reason(self) -> str:
-        """Why this functional function's run stays on the CPU (a sentence)."""
+    def _device_reason(self, o=None) -> str:
+        """Why this functional function's run stays on the CPU (a sentence); ``o``, the
+        run's options (a cluster asked for)."""
         from hpu._functional import FALLBACK_REASON, is_stepped_slice
 
         if self._shared_writes is not None:
             return self._shared_writes
         _, line, what = self._functional
         dc, why = self._in_place()
+        if o is not None and o.get("cluster") is not None:
+            dc, why = None, ("a Dask cluster runs the breadth-first levels of a function "
+                             "that writes its results into its arguments (guide §12); one "
+                             "that returns new arrays or lists runs on the client")
         if dc is not None:
             why = self._not_compiled or (
                 "it joins its children's results with `+`, which concatenates the lists it "
@@ -1466,6 +1471,8 @@ class DivideAndConquer:
             import dataclasses
 
             run = dataclasses.replace(run, value=self._empty_kinds(run.value, args, kwargs))
+        if (checked or options or {}).get("cluster") is not None and not hasattr(run, "cluster"):
+            run = _not_distributed(run)
         return run
 
     def _empty_kinds(self, value, args, kwargs):
@@ -2437,6 +2444,17 @@ def _only_argument(converted):
 
 EMPTY_LIST_REASON = ("an empty list: the plain Python function runs (a list's dtype is its "
                      "items', and an empty one has none)")
+def _not_distributed(run: Run) -> Run:
+    """A run asked for a cluster that ran on the client alone (a function that returns new
+    arrays or lists, a list or array the breadth-first path does not take: its ``reason``
+    says why), as the :class:`hpu._dask.ClusterRun` every cluster call returns, its
+    ``cluster`` None: the workers ran nothing."""
+    from hpu._dask import ClusterRun
+
+    return ClusterRun(**{f.name: getattr(run, f.name) for f in dataclasses.fields(run)},
+                      cluster=None)
+
+
 def _floats_of_empty(value, args, kwargs) -> bool:
     """Whether a compiled result holds a float while every array argument is empty and
     every other argument a number of at most 64 in size (an empty array's bounds, a
@@ -2452,9 +2470,14 @@ def _floats_of_empty(value, args, kwargs) -> bool:
 
 
 def _int_if_equal(compiled, plain):
-    """Python's int (or bool) for a compiled float that equals it, else the compiled value."""
-    if type(compiled) is float and type(plain) in (int, bool) and plain == compiled:
-        return plain
+    """Python's int (or bool) for a compiled float that is that int as float64 (rounded:
+    ``np.iinfo(np.int64).max`` is ``9.223372036854776e+18`` there), else the compiled
+    value."""
+    try:
+        if type(compiled) is float and type(plain) in (int, bool) and float(plain) == compiled:
+            return plain
+    except OverflowError:
+        pass
     return compiled
 
 
@@ -2488,6 +2511,10 @@ def _unlaid_array(fn, args, kwargs) -> str | None:
     land in its base, as Python's do), and the plain function where Numba cannot compile it
     (:meth:`DivideAndConquer._run_bool_arrays`).  Bool arrays have their own reason
     (:data:`BOOL_ARRAY_REASON`); a 0-d array stays refused (not a sequence to Python)."""
+    if not any(isinstance(v, np.ndarray) and v.ndim and v.dtype != np.bool_ and (
+            v.ndim != 1 or v.dtype not in ARRAY_DTYPES or not v.flags.c_contiguous)
+            for v in (*args, *kwargs.values())):
+        return None                     # (the common call: no signature bound)
     try:
         bound = inspect.signature(fn).bind(*args, **kwargs).arguments
     except TypeError:

@@ -1004,6 +1004,8 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
                                  f"({', '.join(params)}); pass two of its scalar parameters")
         span = tuple(span)
     tree = _functional.rewrite_values(_strip(node))  # float("inf"), `if not arr`
+    _functional.fold_module_constants(tree, fn.__globals__)  # sys.maxsize, np.iinfo(T).max
+    _functional.math_in_double(tree, fn.__globals__)  # math.sqrt(x32) in double, as Python
     guard_unbound(tree)  # a local read before any assignment raises (hpu._unbound)
     lower_raises(tree, fn.__globals__)  # assert -> if/raise; raise E("...") marked
     left = _lower_reductions(tree, fn.__globals__)  # a.sum(), np.max(a) -> loops
@@ -1766,6 +1768,8 @@ def resolve(fn, spec: DCSpec) -> Closure:
         where = _Where(filename, f"helper {getattr(obj, '__hpu_shown__', n)!r}")
         _check_params(hnode, where)
         tree = _functional.rewrite_values(_strip(hnode))
+        _functional.fold_module_constants(tree, obj.__globals__)
+        _functional.math_in_double(tree, obj.__globals__)
         guard_unbound(tree)
         lower_raises(tree, obj.__globals__)
         left = _lower_reductions(tree, obj.__globals__)

@@ -186,6 +186,104 @@ def rewrite_values(tree: ast.FunctionDef) -> ast.FunctionDef:
     return tree
 
 
+#: what ``np.iinfo(T)`` and ``np.finfo(T)`` say that is a number
+_INFO_FIELDS = frozenset({"max", "min", "bits", "eps", "tiny", "smallest_normal",
+                          "resolution", "epsneg"})
+
+
+def fold_module_constants(tree, glb: dict) -> None:
+    """Module constants written by attribute become their values, in place, as a module
+    constant by name is read (``LIMIT``): ``sys.maxsize`` (the sentinel ``-sys.maxsize - 1``
+    for an empty range), any module's int or float attribute outside math and NumPy (those
+    are the subset's own), and ``np.iinfo(np.int64).max``, ``np.finfo(np.float64).eps``
+    (``np.iinfo(T)`` of a NumPy type or a dtype name; ``min``, ``max``, ``eps``, ...).  Each
+    is a number for the life of the process; the breadth-first path and its kernels take
+    numbers, not modules."""
+    import builtins
+    import types
+
+    def module(e):
+        if isinstance(e, ast.Name):
+            v = glb.get(e.id, getattr(builtins, e.id, None))
+            return v if isinstance(v, types.ModuleType) else None
+        return None
+
+    def numpy_type(e):
+        if isinstance(e, ast.Constant) and isinstance(e.value, str):
+            return e.value
+        if isinstance(e, ast.Attribute) and module(e.value) is np:
+            v = getattr(np, e.attr, None)
+            return v if isinstance(v, type) and issubclass(v, np.generic) else None
+        if isinstance(e, ast.Name):
+            v = glb.get(e.id)
+            return v if isinstance(v, type) and issubclass(v, np.generic) else None
+        return None
+
+    class _Fold(ast.NodeTransformer):
+        def visit_Attribute(self, node):
+            if not isinstance(node.ctx, ast.Load):
+                return self.generic_visit(node)
+            mod = module(node.value)
+            if mod is not None and mod is not math and mod is not np:
+                v = getattr(mod, node.attr, None)
+                if type(v) in (int, float):
+                    return ast.copy_location(ast.Constant(v), node)
+            c = node.value
+            if (node.attr in _INFO_FIELDS and isinstance(c, ast.Call)
+                    and isinstance(c.func, ast.Attribute) and module(c.func.value) is np
+                    and c.func.attr in ("iinfo", "finfo") and len(c.args) == 1
+                    and not c.keywords and numpy_type(c.args[0]) is not None):
+                try:
+                    v = getattr(getattr(np, c.func.attr)(numpy_type(c.args[0])), node.attr)
+                except (TypeError, ValueError, AttributeError):
+                    return self.generic_visit(node)
+                v = v.item() if isinstance(v, np.generic) else v
+                if type(v) in (int, float):
+                    return ast.copy_location(ast.Constant(v), node)
+            return self.generic_visit(node)
+
+    _Fold().visit(tree)
+    ast.fix_missing_locations(tree)
+
+
+#: ``math`` functions Python computes in double precision whatever its argument: Numba
+#: (and OpenCL C) pick a float32 version for a float32 argument (``sqrtf``)
+_MATH_IN_DOUBLE = frozenset({
+    "sqrt", "exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "sin", "cos", "tan",
+    "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+    "hypot", "pow", "erf", "erfc", "gamma", "lgamma", "cbrt", "fmod", "degrees", "radians"})
+
+
+def math_in_double(tree, glb: dict) -> None:
+    """``math.sqrt(x)`` becomes ``math.sqrt(x * 1.0)``, in place, for the functions of
+    :data:`_MATH_IN_DOUBLE`: Python's ``math`` converts its argument to a double first, so a
+    float32 element's square root is the double one (``1.643167687025191`` for
+    ``np.float32(2.7)``), where Numba took ``sqrtf``'s (``1.6431677341461182``).  ``* 1.0``
+    is that conversion in Numba's types (``float(x)`` of a float32 stays a float32 there)
+    and changes no value: not -0.0, NaN or an infinity; an int becomes the float Python's
+    ``math`` makes of it."""
+    names = {k for k, v in glb.items() if v is math}
+    direct = {k: v.__name__ for k, v in glb.items()
+              if callable(v) and getattr(v, "__module__", None) == "math"
+              and getattr(v, "__name__", None) in _MATH_IN_DOUBLE}
+
+    def wrap(a):
+        if isinstance(a, ast.Starred) or (isinstance(a, ast.Constant)
+                                          and isinstance(a.value, (int, float))):
+            return a
+        return ast.copy_location(ast.BinOp(a, ast.Mult(), ast.Constant(1.0)), a)
+
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.Call) or n.keywords:
+            continue
+        f = n.func
+        if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+                and f.value.id in names and f.attr in _MATH_IN_DOUBLE) or (
+                isinstance(f, ast.Name) and f.id in direct):
+            n.args = [wrap(a) for a in n.args]
+    ast.fix_missing_locations(tree)
+
+
 def array_truths(fn) -> list[tuple[str, int]]:
     """``(file, line)`` of each place the function or a helper reads the truth of an array
     parameter (``if not arr``, ``while left and right``, ``bool(a)``): the emptiness a
@@ -772,6 +870,7 @@ def _clone(f, glb, is_main: bool, checker=None):
     lists_keep_kinds(tree, glb)         # [0] * n holds floats stored into it (_list_kinds)
     comprehensions_as_loops(tree)       # before Numba sees them: see hpu._comprehensions
     _joins_as_tuples(tree, _numpy_names(f.__globals__))
+    math_in_double(tree, f.__globals__)
     guard_unbound(tree)                 # a local read unassigned raises (hpu._unbound)
     if getattr(checker, "lists", False):  # `if not arr: return []`: a list Numba can type
         _empty_lists_typed(tree)

@@ -1816,3 +1816,47 @@ def test_a_store_through_a_slice_with_a_step_alone_is_refused_with_the_loop():
         hpu.divide_and_conquer(stores_every_other)
     text = str(info.value)
     assert "a[lo:hi:2]" in text and "for i in range(lo, hi, 2)" in text, text
+
+
+# ------------------------------------------------------------------ module constants
+import sys as _sys  # noqa: E402 - read by max_or_sys as users write it (`sys.maxsize`)
+
+
+def max_or_sys(a, lo, hi):
+    if lo >= hi:
+        return -_sys.maxsize - 1
+    if hi - lo == 1:
+        return a[lo]
+    mid = (lo + hi) // 2
+    return max(max_or_sys(a, lo, mid), max_or_sys(a, mid, hi))
+
+
+def min_or_iinfo(a, lo, hi):
+    if lo >= hi:
+        return np.iinfo(np.int64).max
+    if hi - lo == 1:
+        return a[lo] + np.finfo(np.float64).eps * 0
+    mid = (lo + hi) // 2
+    return min(min_or_iinfo(a, lo, mid), min_or_iinfo(a, mid, hi))
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+def test_module_constants_read_by_attribute_are_their_numbers(device):
+    """``sys.maxsize`` and ``np.iinfo(np.int64).max`` / ``np.finfo(...).eps`` as sentinels:
+    the numbers they are, on every path, the device's included; an empty array gives the
+    sentinel as Python does (an int)."""
+    f = hpu.divide_and_conquer(max_or_sys).options(device=device)
+    g = hpu.divide_and_conquer(min_or_iinfo).options(device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        for n in (0, 1, 5, 4000):
+            x = np.random.default_rng(n).integers(-10**6, 10**6, n)
+            run = f.run(x, 0, n)
+            assert run.value == max_or_sys(x, 0, n) and type(run.value) is int
+            if device == "gpu" and n == 4000:
+                assert run.gpu_tasks > 0, run.reason
+            xf = x.astype(np.float64)
+            got, want = g(xf, 0, n), min_or_iinfo(xf, 0, n)
+            assert got == want, (n, got, want)
+            assert type(got) is (int if n == 0 else float), (n, got)

@@ -534,3 +534,38 @@ def test_the_overflow_names_the_calls_as_written():
     assert (f"{os.path.basename(HERE)}:{_line('LINE_PRODUCT')}: iprod(a, lo, mid) * "
             "iprod(a, mid, hi): an integer result beyond int64") in run.reason
     assert any("plain Python function ran" in str(w.message) for w in seen)
+
+
+# ------------------------------------------------------------------ math of float32 values
+def root_sum(a, lo, hi):
+    if hi - lo == 1:
+        return math.sqrt(abs(a[lo]))
+    m = (lo + hi) // 2
+    return root_sum(a, lo, m) + root_sum(a, m, hi)
+
+
+def log_angle_sum(a, lo, hi):
+    if hi - lo <= 2:
+        s = 0.0
+        for i in range(lo, hi):
+            s += math.log1p(abs(a[i])) + math.atan2(a[i], 2.0) + math.hypot(a[i], 1)
+        return s
+    m = (lo + hi) // 2
+    return log_angle_sum(a, lo, m) + log_angle_sum(a, m, hi)
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+def test_math_of_a_float32_element_is_pythons_double(device):
+    """Python's math converts a float32 to a double first; Numba (and OpenCL C) took the
+    float32 function (``sqrtf``): a square root off by 5e-8.  ``math.sqrt`` (correctly
+    rounded everywhere) is now Python's to the last bit on every path, ``log1p``,
+    ``atan2`` and ``hypot`` on the CPU's."""
+    x = (np.random.default_rng(8).standard_normal(3001) * 50).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        opts = {"device": device} | ({"alpha": 0.5, "y": 2} if device == "hybrid" else {})
+        got = hpu.divide_and_conquer(root_sum).options(**opts)(x, 0, x.size)
+        assert got == root_sum(x, 0, x.size), (got, root_sum(x, 0, x.size))
+        if device == "cpu":
+            got = hpu.divide_and_conquer(log_angle_sum).options(device="cpu")(x, 0, x.size)
+            assert got == log_angle_sum(x, 0, x.size)
