@@ -739,6 +739,9 @@ class _Writer:
         #: (nested statements too, where a "# line N" comment names only the outermost)
         self.stmt_lines: dict[int, int] = {}
         self._last = None  # the user line last named in a comment
+        self._last_end = -1  # len(self.lines) after that statement: a comment is repeated
+        # where anything was emitted since (another function's statement on the same line
+        # got none, so its checks had no line and the device left them out)
         #: rewrite the user's ``//``, ``%``, ``int()``, ``round()`` into checked calls (CPU)
         self.checked = checked
 
@@ -751,7 +754,8 @@ class _Writer:
         """Emit (possibly transformed) user statements, each after a comment with its line."""
         for s in stmts:
             ln = getattr(s, "lineno", None)
-            if comment and ln is not None and ln != self._last:
+            if comment and ln is not None and (ln != self._last
+                                               or len(self.lines) != self._last_end):
                 text = self.spec.line(ln)
                 self(f"# line {ln}: {text}" if text else f"# line {ln}", indent)
             self._last = ln
@@ -766,6 +770,7 @@ class _Writer:
                 if getattr(mine, "lineno", 0) >= self.spec.lineno:  # not generated (line 1..)
                     self.stmt_lines.setdefault(first + theirs.lineno, mine.lineno)
             self(text, indent)
+            self._last_end = len(self.lines)
 
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"

@@ -142,6 +142,120 @@ def _unelse(body, name):
     return out
 
 
+def _uses_in_order(node) -> list:
+    """The names ``node`` reads, in Python's order of evaluation (fields left to right)."""
+    out = []
+
+    def walk(n):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            out.append(n.id)
+        for child in ast.iter_child_nodes(n):
+            walk(child)
+
+    walk(node)
+    return out
+
+
+def _one_expression(branch):
+    """The expression a branch returns when it is only ``x = e1; y = e2; return E`` (each
+    name assigned once and read once, in the order assigned), its names replaced by their
+    expressions (evaluated in the same order); else None."""
+    if not branch or not isinstance(branch[-1], ast.Return) or branch[-1].value is None:
+        return None
+    temps: dict = {}
+    order: list = []
+    for st in branch[:-1]:
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1
+                and isinstance(st.targets[0], ast.Name)) or st.targets[0].id in temps:
+            return None
+        temps[st.targets[0].id] = st.value
+        order.append(st.targets[0].id)
+    reads = [n for e in (*temps.values(), branch[-1].value) for n in _uses_in_order(e)
+             if n in temps]
+    if sorted(reads) != sorted(order) or reads != order:
+        return None                     # (read twice, never, or before another)
+    expr = copy.deepcopy(branch[-1].value)
+    for t in reversed(order):           # the last assigned may read the ones before it
+        expr = _Substitute({t: temps[t]}).visit(expr)
+    return expr if not (set(_uses_in_order(expr)) & set(temps)) else None
+
+
+_WRITING_METHODS = frozenset({"sort", "fill", "put", "resize", "append", "extend", "insert",
+                              "pop", "remove", "clear", "reverse", "itemset", "setfield"})
+
+
+def _may_write(body, name) -> bool:
+    """Whether statements ``body`` may write an array: a store into a subscript, a call of
+    anything but the function itself and pure builtins, or a method that writes."""
+    for n in (n for st in body for n in ast.walk(st)):
+        if isinstance(n, (ast.Subscript,)) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            return True
+        if isinstance(n, ast.Call):
+            f = n.func
+            if isinstance(f, ast.Name) and f.id not in _PURE_CALLS and f.id != name:
+                return True
+            if isinstance(f, ast.Attribute) and f.attr in _WRITING_METHODS:
+                return True
+    return False
+
+
+def _in_order(node) -> list:
+    """The nodes of ``node`` in Python's order of evaluation (fields left to right)."""
+    out = [node]
+    for child in ast.iter_child_nodes(node):
+        out.extend(_in_order(child))
+    return out
+
+
+class _ByIdentity(ast.NodeTransformer):
+    def __init__(self, names: dict):
+        self.names = names          # id(node) -> temporary name
+
+    def visit(self, node):
+        if id(node) in self.names:
+            return _located(ast.Name(id=self.names[id(node)], ctx=ast.Load()), node)
+        return super().visit(node)
+
+
+def _recursive_choice(stmt, name, body):
+    """``if c: return A`` / ``else: return B`` with the same self-calls in both (the naive
+    power by halves: ``power(x, n // 2) * power(x, n // 2)`` for an even ``n``, times ``x``
+    for an odd one; a combine chosen by a test) as ``hpu_pickc = c``, each call once into a
+    temporary, then ``return A' if hpu_pickc else B'``: Python's calls, each made once --
+    a conditional expression would make both branches' calls, twice the tree's branching.
+    Only where the function writes no array (``body``: its statements), so that no read
+    can see the order change.  None when a branch is more than assignments read once and a
+    return, when the branches call with different arguments, or when a call is nested in
+    another's argument."""
+    a, b = _one_expression(stmt.body), _one_expression(stmt.orelse)
+    if a is None or b is None or _has_rec(stmt.test, name) or _may_write(body, name):
+        return None
+    calls_a = [n for n in _in_order(a) if _is_rec(n, name)]
+    calls_b = [n for n in _in_order(b) if _is_rec(n, name)]
+    if sorted(ast.dump(c) for c in calls_a) != sorted(ast.dump(c) for c in calls_b):
+        return None
+    if any(_has_rec(arg, name) for c in calls_a + calls_b for arg in c.args):
+        return None
+    used = {n.id for st in body for n in ast.walk(st) if isinstance(n, ast.Name)}
+    fresh = (f"hpu_pick{k}" for k in range(10**6) if f"hpu_pick{k}" not in used)
+    test_name = next(fresh)
+    temps = [next(fresh) for _ in calls_a]
+    free = list(zip(temps, (ast.dump(c) for c in calls_a)))
+    in_b = {}
+    for c in calls_b:                   # b's k-th call of a text: a's k-th temporary of it
+        j = next(i for i, (t, d) in enumerate(free) if d == ast.dump(c))
+        in_b[id(c)] = free.pop(j)[0]
+    a = _ByIdentity({id(c): t for c, t in zip(calls_a, temps)}).visit(a)
+    b = _ByIdentity(in_b).visit(b)
+    out = [_located(ast.Assign(targets=[ast.Name(id=test_name, ctx=ast.Store())],
+                               value=stmt.test), stmt)]
+    out += [_located(ast.Assign(targets=[ast.Name(id=t, ctx=ast.Store())], value=c), c)
+            for t, c in zip(temps, calls_a)]
+    out.append(_located(ast.Return(value=_located(ast.IfExp(
+        test=ast.Name(id=test_name, ctx=ast.Load()), body=a, orelse=b), stmt)), stmt))
+    return out
+
+
 def _flatten_blocks(body, name, where):
     for _ in range(64):  # one round per if/elif level
         idx = next((i for i, s in enumerate(body) if _has_rec(s, name)), None)
@@ -164,9 +278,35 @@ def _flatten_blocks(body, name, where):
             return body
         in_body = any(_has_rec(s, name) for s in stmt.body)
         in_else = any(_has_rec(s, name) for s in stmt.orelse)
+        rest = body[idx + 1:]
+        if (in_body and not stmt.orelse and _always_returns(stmt.body)
+                and any(_has_rec(s, name) for s in rest)
+                and max(sum(_is_rec(n, name) for s in part for n in ast.walk(s))
+                        for part in (stmt.body, rest)) >= 2):
+            # `if c: return A` then `return B`, both recursing (twice, on one side at
+            # least: one call each is a loop, refused as one by the frontend): the rest is
+            # the else branch; where that is no choice of results, the frontend names the
+            # condition, with its advice
+            choice = _recursive_choice(
+                _located(ast.If(test=stmt.test, body=stmt.body, orelse=rest), stmt), name, body)
+            if choice is not None:
+                body = body[:idx] + choice
+                continue
         if in_body and in_else:
             counts = [sum(_is_rec(n, name) for s in part for n in ast.walk(s))
                       for part in (stmt.body, stmt.orelse)]
+            choice = _recursive_choice(stmt, name, body) if max(counts) >= 2 else None
+            if choice is not None:
+                body = body[:idx] + choice
+                continue
+            if max(counts) >= 2 and _one_expression(stmt.body) is not None \
+                    and _one_expression(stmt.orelse) is not None and not _may_write(body, name):
+                where.refuse(stmt, "recursion in both branches of an if, with other calls in "
+                             "each", "hpu makes a task's calls before its combine; calls that "
+                             "differ between the branches would all be made, and each "
+                             "branch's tree grow under the other's",
+                             "make the calls once before the `if` (`h = f(..)`, `k = "
+                             "f(..)`), then return a choice of their results")
             if max(counts) == 1:    # quickselect: one call down each branch
                 lines = sorted({n.lineno for part in (stmt.body, stmt.orelse) for s in part
                                 for n in ast.walk(s) if _is_rec(n, name)})

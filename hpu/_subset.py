@@ -114,7 +114,9 @@ RULES: dict[str, Rule] = {
         "recursion in both branches of an if",
         "hpu needs one base case and one recursive case to build the tree",
         "write the base case as a guard `if COND: ...; return` and the recursive case after it, "
-        "unindented", "if c: f(..); f(..) else: f(..); f(..)", "shape"),
+        "unindented; or end each branch in one `return` (`if c: return f(..) * f(..)` / "
+        "`else: return x * f(..) * f(..)` is read as `return ... if c else ...`)",
+        "if c: f(..); f(..) else: f(..); f(..)", "shape"),
     "loop-range": Rule(
         "a loop of recursive calls over a non-constant range",
         "the number of calls a task makes is the tree's branching factor and must be known "
@@ -223,6 +225,11 @@ ACCEPTED: tuple[tuple[str, str, str], ...] = (
     ("if base / else", "if hi - lo == 1: return a[lo]\nelse: ...", "guard + unindented else"),
     ("base case as a conditional expression", "return a[lo] if hi - lo == 1 else f(..) + f(..)",
      "guard + return"),
+    ("a return in each branch, both recursing",
+     "if n % 2 == 0: return p(x, n // 2) * p(x, n // 2)\nelse: return x * p(x, n // 2) * p(x, n // 2)",
+     "read as `return A if c else B` (the second return may follow the if; names assigned once "
+     "and read once may come before a return): the calls of both branches are made, as for any "
+     "conditional expression (below), and c chooses the result"),
     ("pure scalar code before the guard", "n = hi - lo\nif n <= 1: return", "as written"),
     ("raise and assert with constant messages",
      "if hi < lo: raise ValueError(\"empty range\")\nassert hi >= lo, \"empty range\"",

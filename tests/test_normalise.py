@@ -600,3 +600,84 @@ def test_an_exchange_before_the_base_case_runs_as_python(kw, xs, cut):
 
 
 _P_MERGE = hpu.divide_and_conquer(b=2, cost="1")(p_merge)
+
+
+def naive_power(x, n):
+    if n == 0:
+        return 1
+    if n % 2 == 0:
+        return naive_power(x, n // 2) * naive_power(x, n // 2)
+    else:
+        return x * naive_power(x, n // 2) * naive_power(x, n // 2)
+
+
+def naive_power_elif(x, n):
+    if n == 0:
+        return 1.0
+    elif n % 2 == 0:
+        half = naive_power_elif(x, n // 2)
+        other = naive_power_elif(x, n // 2)
+        return half * other
+    return x * naive_power_elif(x, n // 2) * naive_power_elif(x, n // 2)
+
+
+def sum_or_swap(a, lo, hi):
+    if hi - lo == 1:
+        return a[lo]
+    m = (lo + hi) // 2
+    if a[lo] > 0:
+        return sum_or_swap(a, lo, m) + sum_or_swap(a, m, hi)
+    return sum_or_swap(a, m, hi) - 2 * sum_or_swap(a, lo, m)
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+def test_recursion_returned_from_both_branches_is_a_conditional_expression(device):
+    """The textbook power by halves (two calls in each branch of an if, or an `if ...: return`
+    followed by a return) and a combine chosen by a test: read as `return A if c else B`,
+    the plain function's answer on every path (past int64: Python's int, exactly)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        p = hpu.divide_and_conquer(naive_power).options(device=device)
+        q = hpu.divide_and_conquer(naive_power_elif).options(device=device)
+        for x, n in ((3, 0), (3, 13), (-2, 31), (2, 70), (2.5, 7)):
+            assert p(x, n) == naive_power(x, n) and type(p(x, n)) is type(naive_power(x, n))
+            assert q(x, n) == naive_power_elif(x, n)
+        f = hpu.divide_and_conquer(sum_or_swap).options(device=device)
+        for size in (1, 2, 7, 3000):
+            a = np.random.default_rng(size).integers(-50, 50, size)
+            assert f(a, 0, size) == sum_or_swap(a, 0, size)
+
+
+def both_branches_loop(a, lo, hi):
+    if hi - lo == 1:
+        return a[lo]
+    m = (lo + hi) // 2
+    if a[lo] > 0:
+        s = 0
+        for i in range(2):
+            s += i
+        return both_branches_loop(a, lo, m) + both_branches_loop(a, m, hi) + s
+    else:
+        return both_branches_loop(a, lo, m) - both_branches_loop(a, m, hi)
+
+
+def test_branches_that_are_more_than_one_expression_stay_refused():
+    with pytest.raises(hpu.TranslationError, match="recursion in both branches"):
+        hpu.divide_and_conquer(both_branches_loop)
+
+
+def other_calls_each(x, n):
+    if n <= 1:
+        return 1
+    if n % 2 == 0:
+        return other_calls_each(x, n // 2) * other_calls_each(x, n // 2)
+    else:
+        return x * other_calls_each(x, n - 1) * other_calls_each(x, 1)
+
+
+def test_branches_calling_with_other_arguments_are_refused_with_the_rewrite():
+    """Read as a conditional expression, every task would make both branches' calls
+    (``n - 1`` under an even ``n`` too): the tree of one grows under the other's."""
+    with pytest.raises(hpu.TranslationError, match="other calls in each") as err:
+        hpu.divide_and_conquer(other_calls_each)
+    assert "Make the calls once before the `if`" in str(err.value)
