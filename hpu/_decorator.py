@@ -2444,6 +2444,8 @@ def _only_argument(converted):
 
 EMPTY_LIST_REASON = ("an empty list: the plain Python function runs (a list's dtype is its "
                      "items', and an empty one has none)")
+
+
 def _not_distributed(run: Run) -> Run:
     """A run asked for a cluster that ran on the client alone (a function that returns new
     arrays or lists, a list or array the breadth-first path does not take: its ``reason``
