@@ -424,11 +424,15 @@ def _numpy_names(glb: dict) -> set[str]:
 
 def _list_made(n) -> bool:
     """A new Python list: a comprehension, a list display read as a value (``[]``,
-    ``[pivot]``; not an unpacking target) or ``list(...)``."""
+    ``[pivot]``; not an unpacking target), ``list(...)``, or a ``return sorted(...)`` (a
+    hybrid sort's base case, ``if len(xs) <= 16: return sorted(xs)``; a ``sorted`` whose
+    list is only measured or indexed stays the subset's refusal, with its loop)."""
     return (isinstance(n, ast.ListComp)
             or (isinstance(n, ast.List) and isinstance(n.ctx, ast.Load))
             or (isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-                and n.func.id == "list"))
+                and n.func.id == "list")
+            or (isinstance(n, ast.Return) and isinstance(n.value, ast.Call)
+                and isinstance(n.value.func, ast.Name) and n.value.func.id == "sorted"))
 
 
 def _numpy_allocation(n, nps: set[str]) -> bool:

@@ -1860,3 +1860,34 @@ def test_module_constants_read_by_attribute_are_their_numbers(device):
             got, want = g(xf, 0, n), min_or_iinfo(xf, 0, n)
             assert got == want, (n, got, want)
             assert type(got) is (int if n == 0 else float), (n, got)
+
+
+# ------------------------------------------------------------------ return sorted(...)
+def hybrid_sort(xs):
+    if len(xs) <= 16:
+        return sorted(xs)
+    m = len(xs) // 2
+    left, right = hybrid_sort(xs[:m]), hybrid_sort(xs[m:])
+    out = []
+    i = j = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            out.append(left[i])
+            i += 1
+        else:
+            out.append(right[j])
+            j += 1
+    return out + left[i:] + right[j:]
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+@settings(COMPILES, max_examples=10)
+@given(xs=st.lists(st.integers(-10**6, 10**6), max_size=300), as_array=st.booleans())
+def test_a_base_case_returning_sorted_runs_as_written(device, xs, as_array):
+    """``return sorted(xs)`` for a small list (a hybrid sort's base case) makes a list, as a
+    comprehension does: the function runs compiled as written, a list out, Python's."""
+    given = np.array(xs, dtype=np.int64) if as_array else list(xs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        got = hpu.divide_and_conquer(hybrid_sort).options(device=device)(given)
+    assert isinstance(got, list) and got == sorted(xs) == hybrid_sort(given)
