@@ -1931,7 +1931,7 @@ class DivideAndConquer:
             items[:] = arr.tolist()
         return ran
 
-    def _run_bool_arrays(self, o, args, kwargs, reason=None) -> Run:
+    def _run_bool_arrays(self, o, args, kwargs, unlaid=None) -> Run:
         """A NumPy bool array (a mask) given to a breadth-first function: its level arrays
         and kernels hold numbers, and bools as uint8 would change ``~`` and ``-``, so the
         function compiled by Numba as written, as one call on the CPU, with Numba's bools
@@ -1941,8 +1941,7 @@ class DivideAndConquer:
 
         from hpu._errors import HpuPerformanceWarning
 
-        bools = reason is None
-        reason = reason or BOOL_ARRAY_REASON.format(name=self.__name__)
+        given, reason = unlaid or ("a bool array", BOOL_ARRAY_REASON.format(name=self.__name__))
         fallbacks = []
         if o["device"] != "cpu" or o["cluster"] is not None:
             fallbacks.append(reason)
@@ -1951,8 +1950,6 @@ class DivideAndConquer:
         with self._kept_on_error(o, args, kwargs):
             value, what = self._call_as_written(args, kwargs)
         if what is not None:
-            given = "a bool array" if bools else reason.split(" as ", 1)[0].split(
-                " was given ", 1)[1]
             return self._python_run(args, kwargs, warned=(
                 f"{self.__name__} was given {given}, and Numba cannot compile the call "
                 f"({what}): the plain Python function ran"))
@@ -2178,7 +2175,7 @@ class DivideAndConquer:
                                        BOOL_ARRAY_REASON.format(name=self.__name__))
         unlaid = _unlaid_array(self.py_func, args, kwargs)
         if unlaid is not None:
-            return self._one_call_plan(o, "cpu", args, kwargs, unlaid)
+            return self._one_call_plan(o, "cpu", args, kwargs, unlaid[1])
         values = self._check_args(args, kwargs)
         try:
             self._program(values)
@@ -2504,48 +2501,53 @@ def _bool_array(args, kwargs) -> bool:
                for v in (*args, *kwargs.values()))
 
 
-def _unlaid_array(fn, args, kwargs) -> str | None:
-    """Why an array argument is one the breadth-first path does not lay out -- a dtype its
-    level arrays and kernels do not hold (complex, float16, ...), another machine's byte
-    order, a strided view, two or more dimensions -- or None.  The plain function takes
-    any of them; so, mostly, does Numba: such a call runs the function compiled by Numba as
-    written, as one call on the CPU, on the caller's array itself (a strided view's writes
-    land in its base, as Python's do), and the plain function where Numba cannot compile it
-    (:meth:`DivideAndConquer._run_bool_arrays`).  Bool arrays have their own reason
-    (:data:`BOOL_ARRAY_REASON`); a 0-d array stays refused (not a sequence to Python)."""
-    if not any(isinstance(v, np.ndarray) and v.ndim and v.dtype != np.bool_ and (
-            v.ndim != 1 or v.dtype not in ARRAY_DTYPES or not v.flags.c_contiguous)
-            for v in (*args, *kwargs.values())):
-        return None                     # (the common call: no signature bound)
-    try:
-        bound = inspect.signature(fn).bind(*args, **kwargs).arguments
-    except TypeError:
+def _unlaid(v) -> tuple[str, str, str] | None:
+    """``(what v is, why the breadth-first path does not take it, the fix with {p} for the
+    parameter)`` for an array that path does not lay out, else None (not an array, a 0-d
+    one -- refused, not a sequence to Python -- a bool array, with its own reason, or one
+    it takes)."""
+    if not isinstance(v, np.ndarray) or v.ndim == 0 or v.dtype == np.bool_:
         return None
-    for p, v in bound.items():
-        if not isinstance(v, np.ndarray) or v.ndim == 0 or v.dtype == np.bool_:
-            continue
-        if v.ndim != 1:
-            what = (f"a {v.ndim}-D array of shape {v.shape}", "its tasks' arrays are 1-D",
-                    f"pass {p}.ravel() or one row")
-        elif v.dtype not in ARRAY_DTYPES and v.dtype.newbyteorder("=") in ARRAY_DTYPES:
-            what = (f"an array of dtype {v.dtype.str} (not this machine's byte order)",
-                    "Numba and OpenCL read numbers in native order",
-                    f"convert with {p}.astype({p}.dtype.newbyteorder('='))")
-        elif v.dtype not in ARRAY_DTYPES:
-            what = (f"an array of dtype {v.dtype}",
-                    f"its level arrays and kernels hold {dtype_name_list()}",
-                    f"convert with {p}.astype(np.float64) or a suitable integer type")
-        elif not v.flags.c_contiguous:
-            what = (f"a strided view (not C-contiguous: strides {v.strides})",
-                    "its tasks read contiguous arrays",
-                    f"pass np.ascontiguousarray({p}) and read the result from that copy")
-        else:
-            continue
-        return (f"{fn.__name__}() was given {what[0]} as {p!r}, which the breadth-first path "
-                f"does not take ({what[1]}): the function compiled by Numba as written, as one "
-                f"call on the CPU (the plain function where Numba cannot compile it); to run "
-                f"it breadth-first, {what[2]}")
+    if v.ndim != 1:
+        return (f"a {v.ndim}-D array of shape {v.shape}", "its tasks' arrays are 1-D",
+                "pass {p}.ravel() or one row")
+    if v.dtype not in ARRAY_DTYPES and v.dtype.newbyteorder("=") in ARRAY_DTYPES:
+        return (f"an array of dtype {v.dtype.str} (not this machine's byte order)",
+                "Numba and OpenCL read numbers in native order",
+                "convert with {p}.astype({p}.dtype.newbyteorder('='))")
+    if v.dtype not in ARRAY_DTYPES:
+        return (f"an array of dtype {v.dtype}",
+                f"its level arrays and kernels hold {dtype_name_list()}",
+                "convert with {p}.astype(np.float64) or a suitable integer type")
+    if not v.flags.c_contiguous:
+        return (f"a strided view (not C-contiguous: strides {v.strides})",
+                "its tasks read contiguous arrays",
+                "pass np.ascontiguousarray({p}) and read the result from that copy")
     return None
+
+
+def _unlaid_array(fn, args, kwargs) -> tuple[str, str] | None:
+    """``(what was given, the reason)`` for the first array argument the breadth-first path
+    does not lay out (:func:`_unlaid`: complex, float16, another byte order, a strided view,
+    two or more dimensions), or None.  The plain function takes any of them; so, mostly,
+    does Numba: such a call runs the function compiled by Numba as written, as one call on
+    the CPU, on the caller's array itself (a strided view's writes land in its base, as
+    Python's do), and the plain function where Numba cannot compile it
+    (:meth:`DivideAndConquer._run_bool_arrays`)."""
+    found = next(((k, u) for k, u in enumerate(map(_unlaid, (*args, *kwargs.values())))
+                  if u is not None), None)
+    if found is None:
+        return None                     # (the common call: no signature bound)
+    k, (what, why, fix) = found
+    try:
+        p = list(inspect.signature(fn).bind(*args, **kwargs).arguments)[k] \
+            if k < len(args) else list(kwargs)[k - len(args)]
+    except (TypeError, IndexError):
+        p = "the array"
+    return what, (f"{fn.__name__}() was given {what} as {p!r}, which the breadth-first path "
+                  f"does not take ({why}): the function compiled by Numba as written, as one "
+                  f"call on the CPU (the plain function where Numba cannot compile it); to "
+                  f"run it breadth-first, {fix.format(p=p)}")
 
 
 def _one_call_run(o, value, t0, fallbacks, reason) -> Run:

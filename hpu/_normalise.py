@@ -142,18 +142,18 @@ def _unelse(body, name):
     return out
 
 
-def _uses_in_order(node) -> list:
-    """The names ``node`` reads, in Python's order of evaluation (fields left to right)."""
-    out = []
-
-    def walk(n):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-            out.append(n.id)
-        for child in ast.iter_child_nodes(n):
-            walk(child)
-
-    walk(node)
+def _in_order(node) -> list:
+    """The nodes of ``node`` in Python's order of evaluation (fields left to right)."""
+    out = [node]
+    for child in ast.iter_child_nodes(node):
+        out.extend(_in_order(child))
     return out
+
+
+def _uses_in_order(node) -> list:
+    """The names ``node`` reads, in Python's order of evaluation (:func:`_in_order`)."""
+    return [n.id for n in _in_order(node) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)]
 
 
 def _one_expression(branch):
@@ -197,14 +197,6 @@ def _may_write(body, name) -> bool:
             if isinstance(f, ast.Attribute) and f.attr in _WRITING_METHODS:
                 return True
     return False
-
-
-def _in_order(node) -> list:
-    """The nodes of ``node`` in Python's order of evaluation (fields left to right)."""
-    out = [node]
-    for child in ast.iter_child_nodes(node):
-        out.extend(_in_order(child))
-    return out
 
 
 class _ByIdentity(ast.NodeTransformer):

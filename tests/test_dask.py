@@ -137,29 +137,12 @@ def test_user_function_sorts_exactly_on_the_cluster(client, opts):
     check()
 
 
-def sorted_copy(a):
-    """Returns a new array (guide §10): not distributed, run on the client."""
-    if len(a) <= 1:
-        return a.copy()
-    m = len(a) // 2
-    left, right = sorted_copy(a[:m]), sorted_copy(a[m:])
-    out = np.empty(len(a), a.dtype)
-    i = j = 0
-    for k in range(len(out)):
-        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
-            out[k] = left[i]
-            i += 1
-        else:
-            out[k] = right[j]
-            j += 1
-    return out
-
-
 def test_a_function_returning_new_arrays_runs_on_the_client_and_says_so(client):
     """A cluster call always returns a ClusterRun; here ``cluster`` is None (the workers ran
     nothing) and the warning says why, not that the array was of the wrong kind."""
+    from functional_examples import msort as f     # returns a new array (guide §10)
+
     x = np.random.default_rng(4).integers(-1000, 1000, 5000)
-    f = hpu.divide_and_conquer(sorted_copy)
     with pytest.warns(HpuPerformanceWarning, match="Dask cluster runs the breadth-first"):
         run = f.run(x, cluster=_at(client))
     assert np.array_equal(run.value, np.sort(x)) and run.cluster is None
