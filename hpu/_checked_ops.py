@@ -131,10 +131,28 @@ def _empty_message(f) -> str:
 
 
 _EMPTY = {0: _empty_message(min), 1: _empty_message(max)}
-ValueError = _as_python(builtins.ValueError, lambda v, e: (
-    _EMPTY.get(v, _EMPTY[1]) if e == -2 else
-    "cannot convert float NaN to integer" if e < 0 else
-    f"could not broadcast input array from shape ({v},) into shape ({e},)"))
+
+
+def _value_message(v: int, e: int) -> str:
+    """The text of a ValueError raised as ``(site, v, e)``: ``e`` says which -- -1 a NaN
+    made an int, -2 ``min``/``max`` of nothing (``v``: 0 min, 1 max), -3 a reduction of an
+    empty array (``v``: its kind, :data:`hpu._reductions.EMPTY_MESSAGES`), -4 or less two
+    arrays' lengths NumPy refuses (``v`` and ``(-4 - e) >> 1``; kind ``(-4 - e) & 1``,
+    :func:`hpu._reductions.pair_message`), else a slice copy's shapes ``v`` into ``e``."""
+    if e >= 0:
+        return f"could not broadcast input array from shape ({v},) into shape ({e},)"
+    if e == -1:
+        return "cannot convert float NaN to integer"
+    if e == -2:
+        return _EMPTY.get(v, _EMPTY[1])
+    from hpu._reductions import empty_message, pair_message
+
+    if e == -3:
+        return empty_message(v)
+    return pair_message((-4 - e) & 1, v, (-4 - e) >> 1)
+
+
+ValueError = _as_python(builtins.ValueError, _value_message)
 OverflowError = _as_python(builtins.OverflowError, lambda v, e: "cannot convert an infinite or "
                            "out-of-range float to a 64-bit integer")
 IndexError = _as_python(builtins.IndexError, lambda v, e: (
@@ -187,6 +205,16 @@ def _badconv(x, site):
 @njit(cache=True)
 def _empty(which, site):
     raise ValueError(site, which, -2)
+
+
+@njit(cache=True)
+def _empty_reduction(kind, site):   # min(a), np.argmax(a)... of an empty array
+    raise ValueError(site, kind, -3)
+
+
+@njit(cache=True)
+def _pair_mismatch(n1, n2, kind, site):   # np.dot(a, b), np.sum(a - b): lengths NumPy refuses
+    raise ValueError(site, n1, -4 - (2 * n2 + kind))
 
 
 @njit(cache=True)

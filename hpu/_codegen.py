@@ -209,6 +209,8 @@ class _Checked(ast.NodeTransformer):
     _OPS = {ast.FloorDiv: "hpu__floordiv", ast.Mod: "hpu__mod", ast.Div: "hpu__truediv",
             ast.Pow: "hpu__pow", ast.Mult: "hpu__mul", ast.LShift: "hpu__shl"}
     _CONV = {"int": "hpu__int", "round": "hpu__round"}
+    #: checks that only look for a zero divisor
+    _BY_NONZERO = ("hpu__floordiv", "hpu__mod", "hpu__truediv")
 
     def __init__(self, filename: str, line: int | None = None, context: str = "",
                  bounds: bool = False, arrays: tuple[str, ...] = (),
@@ -290,17 +292,19 @@ class _Checked(ast.NodeTransformer):
         return node
 
     def visit_BinOp(self, node):
+        fn = self._OPS.get(type(node.op))
+        if fn is None or (fn in self._BY_NONZERO and _nonzero_number(node.right)):
+            # nothing to check (`x + y`), or a division by a constant that is not 0
+            # (`(lo + hi) // 2`): the operator itself, no call to type and compile
+            return self.generic_visit(node)
         where = self._where(node)
         self.generic_visit(node)
-        fn = self._OPS.get(type(node.op))
-        if fn is None:
-            return node
         return ast.copy_location(ast.Call(ast.Name(fn, ast.Load()),
                                           [node.left, node.right, where], []), node)
 
     def visit_AugAssign(self, node):
         fn = self._OPS.get(type(node.op))
-        if fn is None:
+        if fn is None or (fn in self._BY_NONZERO and _nonzero_number(node.value)):
             return self.generic_visit(node)
         where = self._where(node)
         self.generic_visit(node)
@@ -341,6 +345,14 @@ class _Checked(ast.NodeTransformer):
         return node
 
 
+def _nonzero_number(e) -> bool:
+    """An int or float constant other than 0 (``-2`` too): a divisor no run makes 0."""
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+        e = e.operand
+    return (isinstance(e, ast.Constant) and type(e.value) in (int, float)
+            and e.value != 0)
+
+
 #: the checked module's array of its site numbers (``hpu__SITE_IDS[k]`` is k, typed int64)
 SITE_IDS = "hpu__SITE_IDS"
 
@@ -365,6 +377,8 @@ from hpu._checked_ops import _badconv as hpu__badconv
 from hpu._checked_ops import _grows as hpu__grows
 from hpu._checked_ops import _broadcast as hpu__broadcast
 from hpu._checked_ops import _outofbounds as hpu__outofbounds
+from hpu._checked_ops import _empty_reduction as hpu__empty_reduction
+from hpu._checked_ops import _pair_mismatch as hpu__pair_mismatch
 from hpu._checked_ops import _truezerodiv as hpu__truezerodiv
 from hpu._checked_ops import _zerodiv as hpu__zerodiv
 from hpu._checked_ops import register_sites as hpu__register_sites
@@ -485,25 +499,10 @@ def hpu__slice_copy_chk(nd, ns, site__):  # dst[...] = src[...] (hpu/_views.py):
 
 
 @njit(cache=True)
-def hpu__empty_reduction(kind, site__):
-    raise ValueError(hpu__SITES[site__ & hpu__SITE_MASK] + ": " + hpu__EMPTY[kind])
-
-
-@njit(cache=True)
 def hpu__reduce_first_chk(n, kind, site__):  # min(a), np.max(a) (hpu/_reductions.py)
     if n == 0:
         hpu__empty_reduction(kind, site__)
     return 0
-
-
-@njit(cache=True)
-def hpu__pair_mismatch(n1, n2, kind, site__):
-    if kind == 1:
-        raise ValueError(hpu__SITES[site__ & hpu__SITE_MASK] + ": shapes (" + str(n1)
-                         + ",) and (" + str(n2) + ",) not aligned: " + str(n1) + " (dim 0) != " + str(n2)
-                         + " (dim 0)")
-    raise ValueError(hpu__SITES[site__ & hpu__SITE_MASK] + ": operands could not be broadcast "
-                     "together with shapes (" + str(n1) + ",) (" + str(n2) + ",) ")
 
 
 @njit(cache=True)
@@ -516,10 +515,6 @@ def hpu__reduce_pair_chk(n1, n2, kind, site__):  # np.dot(a, b), np.sum(a - b)
         return n1
     hpu__pair_mismatch(n1, n2, kind, site__)
     return 0
-""" + f"""
-
-hpu__EMPTY = {EMPTY_MESSAGES!r}
-hpu__SITE_MASK = {(1 << SITE_BITS) - 1}
 """
 
 _REDUCE_FIRST_DEF = f"""

@@ -404,6 +404,8 @@ class DivideAndConquer:
 
     def _sequential(self, args, kwargs):
         self._settle()
+        if self._big_int(args, kwargs) is not None:      # see _run_any
+            return self._plain_function()(*args, **kwargs)
         if self._functional is not None:
             from hpu._functional import convert_arguments, on_big_stack, quiet_reflection
 
@@ -427,7 +429,8 @@ class DivideAndConquer:
                 return self._plain_function()(*args, **kwargs)
         if self._unfit_list(args, kwargs) is not None:     # see _run_any
             return self._plain_function()(*args, **kwargs)
-        if _bool_array(args, kwargs) or _unlaid_array(self.py_func, args, kwargs):
+        if (_bool_array(args, kwargs) or _unlaid_array(self.py_func, args, kwargs)
+                or self._changed_array(args, kwargs)):
             value, what = self._call_as_written(args, kwargs)     # see _run_bool_arrays
             return value if what is None else self._plain_function()(*args, **kwargs)
         values = self._check_args(args, kwargs)
@@ -1753,6 +1756,10 @@ class DivideAndConquer:
         truth = self._truth_of_an_array(args, kwargs)
         if truth is not None:           # Python's ValueError, or its answer for one element
             return self._python_run(args, kwargs, reason=truth)
+        big = self._big_int(args, kwargs)
+        if big is not None:         # Python's int grows: the plain function, exactly
+            with self._kept_on_error(o, args, kwargs):
+                return self._python_run(args, kwargs, warned=big)
         if self._functional is not None:
             return self._run_functional(o, args, kwargs)
         written = self._written_list(args, kwargs)
@@ -1763,7 +1770,7 @@ class DivideAndConquer:
             return self._python_run(args, kwargs, warned=unfit)
         if _bool_array(args, kwargs):
             return self._run_bool_arrays(o, args, kwargs)
-        unlaid = _unlaid_array(self.py_func, args, kwargs)
+        unlaid = _unlaid_array(self.py_func, args, kwargs) or self._changed_array(args, kwargs)
         if unlaid is not None:
             return self._run_bool_arrays(o, args, kwargs, unlaid)
         values = self._check_args(args, kwargs)
@@ -1780,6 +1787,53 @@ class DivideAndConquer:
                                        fallbacks=[*run.fallbacks, alone]
                                        if o["device"] != "cpu" else run.fallbacks)
         return self._run_checked(o, values, program)
+
+    def _changed_array(self, args, kwargs) -> tuple[str, str] | None:
+        """``(what was given, the reason)`` where an array reaches a parameter the recursive
+        calls change (Sedgewick's merge sort that passes ``dst, src`` down where it was given
+        ``src, dst``: the arrays swap roles at each level), else None.  The breadth-first
+        path passes each array down unchanged; such a call runs as written, as one call
+        on the CPU (:meth:`_run_bool_arrays`), Python's answer."""
+        spec = self._parse()
+        try:
+            bound = self._signature.bind(*args, **kwargs).arguments
+        except TypeError:
+            return None                 # (Python's TypeError, raised where it is checked)
+        def array(q):
+            return isinstance(bound.get(q), np.ndarray) and bound[q].ndim >= 1
+
+        for p in bound:
+            if not array(p) or p in spec.passthrough or p not in spec.params:
+                continue
+            k = spec.params.index(p)
+            # (an array where an index goes, `f(a, t, 0, x)`, keeps _check_value's TypeError)
+            call = next((c for c in spec.calls if k < len(c.args)
+                         and isinstance(c.args[k], ast.Name) and c.args[k].id != p
+                         and array(c.args[k].id)), None)
+            if call is not None:
+                at = f" (line {call.lineno}: `{call.args[k].id}` in its place)"
+                return (f"an array as {p!r}", (
+                    f"{self.__name__}() was given an array as {p!r}, which its recursive calls "
+                    f"change{at}: the breadth-first path passes each array down unchanged, so "
+                    "the function compiled by Numba as written ran, as one call on the CPU "
+                    "(arrays that swap roles between levels, as a merge sort that alternates "
+                    "src and dst, stay one call)"))
+        return None
+
+    def _big_int(self, args, kwargs) -> str | None:
+        """Why an int argument beyond 64 bits (Karatsuba's operands, ``hanoi(2**70)``) runs
+        the plain function, whose ints grow as compiled code's cannot, else None."""
+        for k, v in enumerate((*args, *kwargs.values())):
+            if isinstance(v, int) and not isinstance(v, bool) and not -2**63 <= v < 2**63:
+                try:
+                    p = list(self._signature.bind(*args, **kwargs).arguments)[k] \
+                        if k < len(args) else list(kwargs)[k - len(args)]
+                except (TypeError, IndexError):
+                    p = "an argument"
+                return (f"{self.__name__} was given {p} = {v}, an int beyond 64 bits: the "
+                        "plain Python function ran, exactly (compiled code computes ints in "
+                        "64 bits)")
+        return None
 
     def _unfit_list(self, args, kwargs) -> str | None:
         """Why a list argument runs the plain function (:func:`hpu._functional.unfit_list`:
@@ -2168,12 +2222,15 @@ class DivideAndConquer:
         truth = self._truth_of_an_array(args, kwargs)
         if truth is not None:
             return self._one_call_plan(o, "python", args, kwargs, truth)
+        big = self._big_int(args, kwargs)
+        if big is not None:
+            return self._one_call_plan(o, "python", args, kwargs, big)
         if self._functional is not None:
             return self._plan_functional(o, args, kwargs)
         if _bool_array(args, kwargs):
             return self._one_call_plan(o, "cpu", args, kwargs,
                                        BOOL_ARRAY_REASON.format(name=self.__name__))
-        unlaid = _unlaid_array(self.py_func, args, kwargs)
+        unlaid = _unlaid_array(self.py_func, args, kwargs) or self._changed_array(args, kwargs)
         if unlaid is not None:
             return self._one_call_plan(o, "cpu", args, kwargs, unlaid[1])
         values = self._check_args(args, kwargs)

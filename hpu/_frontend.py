@@ -792,7 +792,33 @@ def _most_calls(stmts, name: str) -> int:
     return total
 
 
-def _describe_nesting(stmt, call) -> tuple[str, str]:
+def _guarded_call_hint(node, call, params) -> str | None:
+    """For ``if TEST: f(...)`` (the competitive programmer's quicksort: ``if lo < j:
+    qsort(a, lo, j)``), the rewrite that runs: the test as the function's own base case, in
+    its parameters' names where every name the test reads is one of the call's arguments
+    (``j`` is passed as ``hi``), and the calls made unconditionally; else None."""
+    # (the body may go on: the normaliser moves what follows an `if` into its branches)
+    if not (isinstance(node, ast.If) and isinstance(node.body[0], ast.Expr)
+            and ast.dump(node.body[0].value) == ast.dump(call)):
+        return None
+    own = {}
+    for k, arg in enumerate(call.args[:len(params)]):
+        if isinstance(arg, ast.Name):
+            own.setdefault(arg.id, params[k])
+    test = copy.deepcopy(node.test)
+    names = [n for n in ast.walk(test) if isinstance(n, ast.Name)]
+    if not names or any(n.id not in own for n in names):
+        return ("a call made only when a test holds: make the test the function's base "
+                "case instead (`if <the test, in the parameters' names> is false: return` "
+                "first), and make the calls unconditionally")
+    for n in names:
+        n.id = own[n.id]
+    return (f"make the test the function's base case instead -- begin it with `if not "
+            f"({ast.unparse(test)}): return` -- and make each call unconditionally "
+            f"(`{ast.unparse(call)}`): a call that would be skipped returns at once")
+
+
+def _describe_nesting(stmt, call, params=()) -> tuple[str, str]:
     """What encloses ``call`` inside the top-level statement ``stmt``: construct and hint."""
     path = []
 
@@ -814,6 +840,9 @@ def _describe_nesting(stmt, call) -> tuple[str, str]:
                     "make the calls top-level statements, one per subproblem, or loop over "
                     "range(K) with K an int constant; the number of calls a is fixed (2 to 8)")
         if isinstance(n, (ast.If, ast.IfExp)):
+            guarded = _guarded_call_hint(n, call, params)
+            if guarded is not None:
+                return "a recursive call inside a condition", guarded
             return ("a recursive call inside a condition",
                     "write the base case as a guard `if COND: ...; return` first, then the "
                     "divide and the calls unindented after it; where the branches make the "
@@ -884,8 +913,40 @@ def _check_pure_prefix(stmt, where: _Where):
                  "only assignments to names may come before or between guards (they are "
                  "evaluated again whenever hpu tests whether a task is a base case)",
                  "move it after the last guard, or into the guard's block, where that "
-                 "computes the same (a write every task makes before its base case, as "
-                 "stooge sort's swap, also belongs in the base case: write it into both)")
+                 "computes the same (a write every task makes before its base case belongs "
+                 "in the base case too: write it into both -- unless the calls then repeat "
+                 "one another's ranges, as stooge sort's do, whose order hpu cannot keep: "
+                 "run such a function as plain Python, f.py_func)")
+
+
+def _defaults_passed(tree, fn) -> None:
+    """A recursive call that leaves out a parameter with a number as its default (``def
+    dsum(a, cut=CUTOFF)`` called as ``dsum(a[:m])``) passes the default, in place: the value
+    Python bound when the function was defined (a later ``CUTOFF = 4`` does not change it,
+    in Python either), as a keyword.  Other defaults (``hi=None``, computed in the body) are
+    left for the call's refusal, which says to pass them."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    defaults = {p.name: p.default for p in sig.parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                and type(p.default) in (int, float, bool)
+                and (type(p.default) is not float or math.isfinite(p.default))}
+    if not defaults:
+        return
+    names = list(sig.parameters)
+    for c in ast.walk(tree):
+        if not (isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                and c.func.id == tree.name) or any(
+                isinstance(a, ast.Starred) for a in c.args) or any(
+                k.arg is None for k in c.keywords):
+            continue
+        given = set(names[:len(c.args)]) | {k.arg for k in c.keywords}
+        for p in names[len(c.args):]:
+            if p not in given and p in defaults:
+                c.keywords.append(ast.copy_location(
+                    ast.keyword(p, ast.copy_location(ast.Constant(defaults[p]), c)), c))
 
 
 def _map_call_args(call, params, name, where: _Where) -> tuple[ast.expr, ...]:
@@ -895,9 +956,13 @@ def _map_call_args(call, params, name, where: _Where) -> tuple[ast.expr, ...]:
                          "pass each parameter explicitly")
     n = len(call.args) + len(call.keywords)
     if n != len(params) or len(call.args) > len(params):
-        where.refuse(call, f"a recursive call with {n} arguments",
-                     f"{name} takes {len(params)} ({', '.join(params)}); every call must pass "
-                     "all of them", f"write {name}({', '.join(params)}) with the child's values")
+        # (named as the user wrote them: a slice parameter's hidden a__o, a__n left out)
+        shown = [p for p in params
+                 if not any(p in _views.hidden_names(q) for q in params)]
+        where.refuse(call, "a recursive call that does not pass each parameter once",
+                     f"{name} takes ({', '.join(shown)}); every call must pass all of them "
+                     "(a parameter whose default is a number may be left out)",
+                     f"write {name}({', '.join(shown)}) with the child's values")
     args: list = list(call.args) + [None] * (len(params) - len(call.args))
     for k in call.keywords:
         if k.arg is None:
@@ -1006,6 +1071,8 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
     tree = _functional.rewrite_values(_strip(node))  # float("inf"), `if not arr`
     _functional.fold_module_constants(tree, fn.__globals__)  # sys.maxsize, np.iinfo(T).max
     _functional.math_in_double(tree, fn.__globals__)  # math.sqrt(x32) in double, as Python
+    _functional.pow_as_operator(tree, fn.__globals__)  # pow(x, n): x ** n, checked as it is
+    _defaults_passed(tree, fn)  # f(a[:m]) of def f(a, cut=8): f(a[:m], cut=8), as Python
     guard_unbound(tree)  # a local read before any assignment raises (hpu._unbound)
     lower_raises(tree, fn.__globals__)  # assert -> if/raise; raise E("...") marked
     left = _lower_reductions(tree, fn.__globals__)  # a.sum(), np.max(a) -> loops
@@ -1057,7 +1124,13 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
         call, target = cs
         if any(n is not call for n in _recursive_calls(call, name)):
             where.refuse(call, "a recursive call inside a recursive call's argument",
-                         f"`{_views.display(call)}`", "compute the argument into a name first")
+                         f"`{_views.display(call)}`: the outer call needs the inner one's "
+                         "result, and hpu computes every call's arguments before any call "
+                         "runs (a level's calls run side by side)",
+                         "a nested recursion (McCarthy's 91, Ackermann) is sequential by "
+                         "nature: run it as plain Python (f.py_func); where the inner call "
+                         "does not need the outer's level, pass it a value computed before "
+                         "the calls")
         if target is None:
             targets = ()
         elif isinstance(target, ast.Name):
@@ -1073,7 +1146,7 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
         j += 1
     if first == j:  # the first statement with a recursive call is not a plain call statement
         call = _recursive_calls(body[first], name)[0]
-        construct, hint = _describe_nesting(body[first], call)
+        construct, hint = _describe_nesting(body[first], call, params)
         where.refuse(call, construct, "hpu needs the calls as top-level statements after the "
                      "base-case guard, so that it can run them level by level", hint)
     for i in rec:
@@ -1083,7 +1156,7 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
                 where.refuse(call, "statements between the recursive calls",
                              f"line {where.line(body[j])} separates this call from the others",
                              "move it before the first call (divide) or after the last (combine)")
-            construct, hint = _describe_nesting(body[i], call)
+            construct, hint = _describe_nesting(body[i], call, params)
             where.refuse(call, construct, "hpu needs the calls as consecutive top-level "
                          "statements", hint)
     if len(calls) < 2:
@@ -1770,6 +1843,7 @@ def resolve(fn, spec: DCSpec) -> Closure:
         tree = _functional.rewrite_values(_strip(hnode))
         _functional.fold_module_constants(tree, obj.__globals__)
         _functional.math_in_double(tree, obj.__globals__)
+        _functional.pow_as_operator(tree, obj.__globals__)
         guard_unbound(tree)
         lower_raises(tree, obj.__globals__)
         left = _lower_reductions(tree, obj.__globals__)

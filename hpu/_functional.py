@@ -284,6 +284,30 @@ def math_in_double(tree, glb: dict) -> None:
     ast.fix_missing_locations(tree)
 
 
+def pow_as_operator(tree, glb: dict) -> None:
+    """The builtin ``pow(x, y)`` (two arguments) becomes ``x ** y``, in place: the same
+    operation in Python, where hpu's checks and rules of ``**`` apply to it on every path
+    (an int to a negative power is Python's float or ValueError, past int64 Python's int)
+    -- compiled as a call, it was Numba's integer power (``pow(2, -1)`` gave 1)."""
+    import builtins
+
+    if glb.get("pow", builtins.pow) is not builtins.pow:
+        return                          # a module's own pow
+    for n in ast.walk(tree):
+        for field, value in ast.iter_fields(n):
+            items = value if isinstance(value, list) else [value]
+            for k, c in enumerate(items):
+                if (isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                        and c.func.id == "pow" and len(c.args) == 2 and not c.keywords
+                        and not any(isinstance(a, ast.Starred) for a in c.args)):
+                    op = ast.copy_location(ast.BinOp(c.args[0], ast.Pow(), c.args[1]), c)
+                    if isinstance(value, list):
+                        value[k] = op
+                    else:
+                        setattr(n, field, op)
+    ast.fix_missing_locations(tree)
+
+
 def array_truths(fn) -> list[tuple[str, int]]:
     """``(file, line)`` of each place the function or a helper reads the truth of an array
     parameter (``if not arr``, ``while left and right``, ``bool(a)``): the emptiness a
@@ -875,6 +899,7 @@ def _clone(f, glb, is_main: bool, checker=None):
     comprehensions_as_loops(tree)       # before Numba sees them: see hpu._comprehensions
     _joins_as_tuples(tree, _numpy_names(f.__globals__))
     math_in_double(tree, f.__globals__)
+    pow_as_operator(tree, f.__globals__)
     guard_unbound(tree)                 # a local read unassigned raises (hpu._unbound)
     if getattr(checker, "lists", False):  # `if not arr: return []`: a list Numba can type
         _empty_lists_typed(tree)

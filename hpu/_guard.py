@@ -341,12 +341,18 @@ def _register() -> None:
                 return False
             if p > _SURE_GROWS:
                 return True
-            x, y = np.int64(a), np.int64(b)      # near 2**63: exactly
-            if x == 0:
+            # near 2**63: exactly, in magnitudes as uint64 (|int64 min| is 2**63), with
+            # no product that could wrap: LLVM takes a signed product for one that does
+            # not overflow, and folded the test ``(x * y) // x != y`` to False
+            x, y = np.int64(a), np.int64(b)
+            ux = np.uint64(x) if x >= 0 else np.uint64(-(x + 1)) + np.uint64(1)
+            uy = np.uint64(y) if y >= 0 else np.uint64(-(y + 1)) + np.uint64(1)
+            if uy == np.uint64(0):
                 return False
-            if x == -1:
-                return y == -9223372036854775807 - 1
-            return (x * y) // x != y
+            # the largest magnitude a product of these signs may have
+            most = (np.uint64(9223372036854775807) if (x < 0) == (y < 0)
+                    else np.uint64(9223372036854775808))
+            return ux > most // uy
         return grows
 
     @overload(power_grows, jit_options={"cache": True})

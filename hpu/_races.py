@@ -102,8 +102,10 @@ class _Function:
                 it = n.iter
                 if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
                         and it.func.id == "range" and isinstance(n.target, ast.Name)):
+                    # its values lie between its start and its stop: a step (2 * m, a
+                    # width) says how far apart they are, not whose they are
                     assigned.setdefault(n.target.id, []).append(
-                        ast.Call(ast.Name("min", ast.Load()), list(it.args), []))
+                        ast.Call(ast.Name("min", ast.Load()), list(it.args[:2]), []))
                 else:
                     for t in ast.walk(n.target):
                         if isinstance(t, ast.Name):

@@ -566,8 +566,13 @@ class _Reductions(_Hoister):
         strides: dict = {}                    # a second array's views: (name, stride)
 
         def element(v, i):
+            # i is a loop's index in [0, n) (or the first one's, 0): never negative, so no
+            # wrapping of a negative index; a broadcast array (stride k = 0) reads element
+            # 0 -- a choice, not a product, which the checks of the user's products would
+            # take for one of theirs (each a call, costing compile time)
             k = strides.get(v)
-            at_i = name(i) if k is None else ast.BinOp(name(i), ast.Mult(), name(k))
+            at_i = name(i) if k is None else ast.IfExp(name(k), name(i), ast.Constant(0))
+            at_i.hpu_nonneg = True
             return ast.Subscript(name(v), at_i, ast.Load())
 
         def item(v, i):

@@ -135,7 +135,9 @@ class Snapshot:
                 # word it (file:line: expression), where the function as written gives
                 # Numba's or NumPy's bare text
                 again = self.rerun(program, values)
-                if again is not None and type(again) is type(err):
+                # (the same exception: Python's, or hpu._checked_ops's subclass of it)
+                if again is not None and (isinstance(again, type(err))
+                                          or isinstance(err, type(again))):
                     return again, None
             return err.with_traceback(None), None
         except BaseException:

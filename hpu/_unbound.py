@@ -124,6 +124,7 @@ def guard_unbound(tree: ast.FunctionDef) -> ast.FunctionDef:
     if not local or any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(tree)):
         return tree
     risky: dict[int, set] = {}          # id(statement) -> names it may read unbound
+    breaks: list[list] = []             # per enclosing loop: what is assigned at each break
 
     def check(st, parts, defined):
         if defined is _ALL:
@@ -144,7 +145,11 @@ def guard_unbound(tree: ast.FunctionDef) -> ast.FunctionDef:
         if isinstance(st, (ast.Return, ast.Raise)):
             check(st, [st], defined)
             return _ALL
-        if isinstance(st, (ast.Break, ast.Continue)):
+        if isinstance(st, ast.Break):
+            if breaks:                  # what the loop's code after it may rely on
+                breaks[-1].append(set(defined))
+            return _ALL
+        if isinstance(st, ast.Continue):
             return _ALL
         if isinstance(st, ast.If):
             check(st, [st.test], defined)
@@ -154,8 +159,14 @@ def guard_unbound(tree: ast.FunctionDef) -> ast.FunctionDef:
             inner = set(defined)
             if isinstance(st, ast.For):
                 inner |= _stores(st.target)
+            breaks.append([])
             block(st.body, inner)
+            broke = breaks.pop()
+            # after the loop: its else ran (the loop ended), or a break left it -- with
+            # what was assigned before that break (`found = True; break`), not the else's
             after = block(st.orelse, set(defined))
+            for b in broke:
+                after = _meet(after, b)
             return defined if after is _ALL else after
         if isinstance(st, ast.With):
             check(st, _header(st), defined)

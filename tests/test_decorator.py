@@ -193,11 +193,62 @@ def test_bad_arrays_are_refused_naming_parameter_value_and_fix():
     assert listed == sorted(x.tolist())
     _untouched(E.mergesort, (x, t, 0, 20.5), TypeError, r"'hi' is named in span")
     _untouched(E.mergesort, (x, t, 0, x), TypeError, r"parameter 'hi' received an array")
-    _untouched(E.mergesort, (x, t, 0, 2**70), ValueError, "does not fit in int64")
+    with pytest.warns(hpu.HpuPerformanceWarning, match="beyond 64 bits"):
+        # the plain function, as Python's ints need: its IndexError, the arrays put back
+        _untouched(E.mergesort, (x, t, 0, 2**70), IndexError, "index 20 is out of bounds")
     _untouched(E.mergesort, (x, t, np.array(0), 20), ValueError, r"0-d array.*item\(\)")
     _untouched(E.mergesort, (x, t, 0), TypeError, r"mergesort\(\): missing")
     _untouched(E.mergesort, (x, t, 0, 20, 5), TypeError, r"mergesort\(\): too many")
     _untouched(E.mergesort, (x, t, 0, "20"), TypeError, r"received str")
+
+
+def _merge_to(src, dst, lo, mid, hi):
+    i, j = lo, mid + 1
+    for k in range(lo, hi + 1):
+        if i > mid:
+            dst[k] = src[j]; j += 1
+        elif j > hi:
+            dst[k] = src[i]; i += 1
+        elif src[j] < src[i]:
+            dst[k] = src[j]; j += 1
+        else:
+            dst[k] = src[i]; i += 1
+
+
+@hpu.divide_and_conquer
+def sedgewick_sort(src, dst, lo, hi):
+    """Sedgewick's merge sort without copies: src and dst swap roles at each level."""
+    if hi <= lo:
+        return
+    mid = lo + (hi - lo) // 2
+    sedgewick_sort(dst, src, lo, mid)
+    sedgewick_sort(dst, src, mid + 1, hi)
+    _merge_to(src, dst, lo, mid, hi)
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 1001])
+def test_arrays_that_swap_roles_between_calls_run_as_written(device, n):
+    """Arrays a recursive call passes in each other's places (the breadth-first path passes
+    each one down unchanged): the function compiled as written, one call on the CPU --
+    Python's sorted dst, never the TypeError every call raised before -- and, asked for
+    another device, the warning naming the parameter and the line."""
+    x = np.random.default_rng(n).integers(-50, 50, n)
+    want_src, want_dst = x.copy(), x.copy()
+    sedgewick_sort.py_func(want_src, want_dst, 0, n - 1)
+    src, dst = x.copy(), x.copy()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = sedgewick_sort.options(device=device).run(src, dst, 0, n - 1)
+    assert run.value is None and run.gpu_tasks == 0
+    assert np.array_equal(src, want_src) and np.array_equal(dst, want_dst)
+    assert dst.tolist() == sorted(x.tolist())
+    assert "'src', which its recursive calls change (line" in run.reason
+    assert (device == "cpu") != any("swap roles" in str(w.message) for w in caught)
+    src, dst = x.copy(), x.copy()
+    sedgewick_sort.sequential(src, dst, 0, n - 1)
+    assert np.array_equal(dst, want_dst)
+    assert sedgewick_sort.plan(src, dst, 0, n - 1).device == "cpu"
 
 
 def test_read_only_arrays_are_fine_when_never_written():

@@ -465,7 +465,7 @@ MALFORMED = [
     (bad_loop_exit, "break, continue or return in a loop of recursive calls"),
     (bad_array_reassigned, "reassigning the array parameter"),
     (bad_array_moved, "as the array parameter 'a'"),
-    (bad_arity, "recursive call with 2 arguments"),
+    (bad_arity, "recursive call that does not pass each parameter once"),
     (bad_with, "with"),
     (bad_try, "try"),
     (bad_import, "import"),
@@ -949,6 +949,105 @@ def test_calls_in_a_return_inside_an_if_are_named_as_a_condition_with_advice_tha
     assert f.run(3, 13, device="cpu").value == 3 ** 13
     g = hpu.divide_and_conquer(power_in_branches)
     assert g(3, 13) == 3 ** 13 and g.run(3, 13, device="cpu").level_sizes[:3] == (1, 2, 4)
+
+
+def quicksort_guarded(a, lo, hi):
+    i, j = lo, hi
+    pivot = a[(lo + hi) // 2]
+    while i <= j:
+        while a[i] < pivot:
+            i += 1
+        while a[j] > pivot:
+            j -= 1
+        if i <= j:
+            a[i], a[j] = a[j], a[i]
+            i += 1
+            j -= 1
+    if lo < j:
+        quicksort_guarded(a, lo, j)
+    if i < hi:
+        quicksort_guarded(a, i, hi)
+
+
+def quicksort_as_advised(a, lo, hi):
+    if not (lo < hi):
+        return
+    i, j = lo, hi
+    pivot = a[(lo + hi) // 2]
+    while i <= j:
+        while a[i] < pivot:
+            i += 1
+        while a[j] > pivot:
+            j -= 1
+        if i <= j:
+            a[i], a[j] = a[j], a[i]
+            i += 1
+            j -= 1
+    quicksort_as_advised(a, lo, j)
+    quicksort_as_advised(a, i, hi)
+
+
+def test_a_call_guarded_by_its_own_test_gets_the_base_case_as_advice():
+    """The competitive programmer's quicksort (`if lo < j: qsort(a, lo, j)`) was told to
+    make calls shared by both branches once before the `if`, which does not fit it; the
+    advice is now its test as the base case, in the function's own names (`j` is passed
+    as `hi`), and the calls unconditional -- which runs, and sorts."""
+    with pytest.raises(hpu.TranslationError, match="inside a condition") as err:
+        hpu.divide_and_conquer(quicksort_guarded)
+    assert "begin it with `if not (lo < hi): return`" in str(err.value), err.value
+    f = hpu.divide_and_conquer(quicksort_as_advised)
+    x = np.random.default_rng(3).integers(-99, 99, 500)
+    y = x.copy()
+    f.run(y, 0, len(y) - 1, device="cpu")
+    assert y.tolist() == sorted(x.tolist())
+
+
+CUT = 8
+
+
+def sum_by_default_cut(a, cut=CUT):
+    if len(a) <= cut:
+        s = 0
+        for v in a:
+            s += v
+        return s
+    m = len(a) // 2
+    return sum_by_default_cut(a[:m]) + sum_by_default_cut(a[m:])
+
+
+def sum_of_range_by_default_cut(a, lo, hi, cut=4):
+    if hi - lo <= cut:
+        s = 0
+        for i in range(lo, hi):
+            s += a[i]
+        return s
+    mid = (lo + hi) // 2
+    return sum_of_range_by_default_cut(a, lo, mid) + sum_of_range_by_default_cut(a, mid, hi)
+
+
+def scaled_without_scale(a, scale):
+    if len(a) <= 1:
+        return a[0] * scale
+    m = len(a) // 2
+    return scaled_without_scale(a[:m]) + scaled_without_scale(a[m:])
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+def test_a_recursive_call_may_leave_out_a_parameter_whose_default_is_a_number(device):
+    """`def f(a, cut=CUT)` called back as `f(a[:m])`: Python passes the default (bound when
+    the function was defined); it was refused, naming hpu's hidden a__o, a__n.  A root
+    call may pass another cut, its children take the default, as in Python."""
+    x = np.random.default_rng(5).integers(-9, 9, 1001)
+    for fn, args in [(sum_by_default_cut, (x,)), (sum_by_default_cut, (x, 3)),
+                     (sum_of_range_by_default_cut, (x, 0, 1001)),
+                     (sum_of_range_by_default_cut, (x, 0, 1001, 2))]:
+        f = hpu.divide_and_conquer(fn)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+            assert f.options(device=device).run(*args).value == fn(*args) == x.sum()
+    with pytest.raises(hpu.TranslationError, match=r"does not pass each parameter") as err:
+        hpu.divide_and_conquer(scaled_without_scale)
+    assert "takes (a, scale)" in str(err.value) and "a__o" not in str(err.value)
 
 
 def height(a, lo, hi):

@@ -44,6 +44,27 @@ def _store(out, k, v):
     out[k] = v
 
 
+def _half_cleaners(a, lo, n):
+    """A bitonic merge's pass: compare-exchange at distance m in blocks of 2m (a stepped
+    loop, its step a width)."""
+    m = n // 2
+    for start in range(lo, lo + n, 2 * m):
+        for i in range(start, start + m):
+            if a[i] > a[i + m]:
+                a[i], a[i + m] = a[i + m], a[i]
+
+
+@hpu.divide_and_conquer
+def stepped_passes(a, lo, n):
+    """Both halves, then the pass over the block (a bitonic sorter's shape)."""
+    if n <= 1:
+        return
+    m = n // 2
+    stepped_passes(a, lo, m)
+    stepped_passes(a, lo + m, m)
+    _half_cleaners(a, lo, n)
+
+
 def _cases():
     """(function, the lines flagged): written as users write them."""
     def via_helper(a, h, lo, hi):
@@ -221,7 +242,8 @@ def _cases():
             (last_slot, ["out[n - 1] = a[lo]"]),
             (cursor, ["out[pos[0]] = a[lo]", "pos[0] += 1"]),
             (histogram.py_func, ["h[a[lo]] += 1"]), (count_leaves.py_func, ["cnt[0] += 1"]),
-            (own_loop, []), (partition, []), (tree_build, []), (helper_store, [])]
+            (own_loop, []), (partition, []), (tree_build, []), (helper_store, []),
+            (stepped_passes.py_func, [])]
 
 
 @pytest.mark.parametrize("fn, flagged", _cases(), ids=lambda v: getattr(v, "__name__", ""))
@@ -232,6 +254,26 @@ def test_which_writes_are_shared(fn, flagged):
     found = shared_writes(dc._parse(), dc._resolve())
     assert sorted(w.text for w in found) == sorted(flagged)
     assert (dc._shared_writes is None) == (not flagged)
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+def test_a_stepped_loop_over_the_tasks_own_block_runs_in_parallel(device):
+    """`for start in range(lo, lo + n, 2 * m)`: the loop's step is a width, not whose the
+    elements are -- it was taken for one, so the sorter ran as one task with advice to
+    "return a count"; its tasks now run side by side, the answer Python's."""
+    assert hpu.divide_and_conquer(stepped_passes.py_func)._shared_writes is None
+    for n in (1, 2, 64, 1024):
+        x = np.random.default_rng(n).integers(0, 100, n)
+        want = x.copy()
+        stepped_passes.py_func(want, 0, n)
+        y = x.copy()
+        opts = {"alpha": 0.5, "y": 2} if device == "hybrid" else {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+            run = stepped_passes.options(device=device, **opts).run(y, 0, n)
+        assert np.array_equal(y, want), (device, n)
+        assert "other tasks may write" not in (run.reason or ""), run.reason
+        assert device == "cpu" or n < 64 or len(run.level_sizes) > 1, run
 
 
 @pytest.mark.parametrize("dc", [mergesort.mergesort, mergesort3.mergesort3, sum_alg.dc_sum,

@@ -485,6 +485,84 @@ def test_an_int_product_past_int64_gives_pythons_int(path, kw):
 
 
 @pytest.mark.parametrize("path, kw", ALL_PATHS + COMBINE_PATHS)
+def test_a_product_just_past_int64_is_caught_too(path, kw):
+    """Products between 2**63 and 9.25e18, where the float estimate cannot decide and the
+    exact test runs (compiled, a test ``(x * y) // x != y`` was folded to False and these
+    wrapped to negative numbers): Python's ints, each sign; their neighbours inside int64
+    stay compiled and exact."""
+    pairs = [(2 ** 32, 2 ** 31), (3037000500, 3037000500), (-3037000500, 3037000500),
+             (2, 2 ** 62), (-2, -2 ** 62), (3, 3074457345618258603),
+             (-2 ** 32, 2 ** 31 + 1), (-7, -1317624576693539402)]
+    for x, y in pairs:
+        assert not -2 ** 63 <= x * y < 2 ** 63
+        assert _same_answer(iprod, ([x, y], 0, 2), path, kw) == x * y
+    for x, y in [(3037000499, 3037000499), (-2 ** 32, 2 ** 31), (3, 3074457345618258602),
+                 (7, -1317624576693539401)]:
+        assert _same_answer(iprod, ([x, y], 0, 2), path, kw) == x * y
+
+
+@hpu.divide_and_conquer(b=2, cost="1")
+def pow_sum(a, lo, hi, e):
+    if hi - lo == 1:
+        return pow(a[lo], e)
+    mid = (lo + hi) // 2
+    return pow_sum(a, lo, mid, e) + pow_sum(a, mid, hi, e)
+
+
+@pytest.mark.parametrize("path, kw", ALL_PATHS + COMBINE_PATHS)
+def test_the_builtin_pow_is_the_power_operator(path, kw):
+    """`pow(x, e)` is `x ** e` in Python, and now on every path: an int list to a negative
+    power is Python's float sum, an int64 array's NumPy's ValueError, past int64 Python's
+    int (compiled as a call it was Numba's integer power: 1 for pow(2, -1))."""
+    assert _same_answer(pow_sum, ([1, 2, 3, 4], 0, 4, -1), path, kw) == 1 + 1 / 2 + 1 / 3 + 1 / 4
+    assert _same_answer(pow_sum, ([3, 5, 7], 0, 3, 40), path, kw) == 3 ** 40 + 5 ** 40 + 7 ** 40
+    assert _same_answer(pow_sum, ([1.5, 2.0, -3.0], 0, 3, -2), path, kw) > 0
+    with pytest.raises(ValueError, match="negative integer powers"):
+        _call(pow_sum, [np.arange(1, 5), 0, 4, -1], path, kw)
+
+
+def _ndigits(x):
+    d = 1
+    while x >= 10:
+        x //= 10
+        d += 1
+    return d
+
+
+@hpu.divide_and_conquer
+def karatsuba(x, y):
+    if x < 10 or y < 10:
+        return x * y
+    m = max(_ndigits(x), _ndigits(y)) // 2
+    p = 10 ** m
+    high1, low1 = divmod(x, p)
+    high2, low2 = divmod(y, p)
+    z0 = karatsuba(low1, low2)
+    z1 = karatsuba(low1 + high1, low2 + high2)
+    z2 = karatsuba(high1, high2)
+    return z2 * 10 ** (2 * m) + (z1 - z2 - z0) * p + z0
+
+
+@pytest.mark.parametrize("path, kw", ALL_PATHS[:1] + COMBINE_PATHS)
+def test_an_int_argument_beyond_int64_runs_the_plain_function(path, kw):
+    """Karatsuba's operands past int64 (its whole purpose): Python's product, the plain
+    function run and said (it raised ValueError at the call before); within int64 it
+    runs compiled."""
+    for x, y in [(10 ** 20 + 3, 7), (10 ** 20 + 3, 10 ** 19 + 7), (-2 ** 64, 3)]:
+        with pytest.warns(hpu.HpuPerformanceWarning, match="beyond 64 bits"):
+            run = karatsuba.options(device="cpu" if path == "sequential" else path,
+                                    **kw).run(x, y)
+        assert run.value == x * y and run.device == "python", run
+        assert karatsuba.sequential(x, y) == x * y
+        assert karatsuba.plan(x, y).device == "python"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        run = karatsuba.options(device="cpu" if path == "sequential" else path,
+                                **kw).run(1234, 5678)
+    assert run.value == 1234 * 5678 and run.device != "python"
+
+
+@pytest.mark.parametrize("path, kw", ALL_PATHS + COMBINE_PATHS)
 def test_powers_shifts_and_cubes_past_int64_in_the_leaves(path, kw):
     """A leaf's ``x * x * x``, ``1 << k`` and ``x ** -1`` (a float in Python): each gives
     Python's answer (leaves on the device included); small values stay compiled."""

@@ -82,3 +82,26 @@ def test_a_functional_function_raises_where_python_does(device, K):
         ex.last_of_loop(y)
     with pytest.raises(UnboundLocalError, match="'last'"):
         f.run(y, device=device, K=K) if K is not None else f.run(y, device=device)
+
+
+@pytest.mark.parametrize("config", PATHS, ids=IDS)
+def test_a_loops_else_and_its_breaks_are_pythons_assignments(config):
+    """`for ... else` assigning `found` at the break and in the else: assigned on every
+    way out, so the device runs it (its flow analysis, which cannot follow the flag hpu
+    makes of the else, sent it to the CPU saying `found` "may be used before it is
+    assigned"); where the break path leaves it unassigned, Python's UnboundLocalError on
+    every path (a break was taken for the else's assignment, and compiled code returned 0)."""
+    has_pair = hpu.divide_and_conquer(ex.has_pair)
+    unset = hpu.divide_and_conquer(ex.unset_at_break)
+    for x in (np.arange(50), np.repeat(np.arange(40), 2), np.arange(3)):
+        run = has_pair.options(**config).run(x, 0, len(x))
+        assert run.value is ex.has_pair(x, 0, len(x))
+        if config["device"] == "gpu":
+            assert run.gpu_tasks > 0 and run.reason is None, run.reason
+    x = np.arange(50)
+    assert unset.options(**config).run(x, 0, 50).value == 0 == ex.unset_at_break(x, 0, 50)
+    x[20] = x[21]
+    with pytest.raises(UnboundLocalError) as err:
+        unset.options(**config).run(x, 0, 50)
+    assert f"unbound_examples.py:{_line(ex.unset_at_break, 'break-here')}" in str(err.value) \
+        or "found" in str(err.value), err.value

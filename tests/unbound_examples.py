@@ -29,3 +29,30 @@ def last_of_loop(a):
     out = np.concatenate((left, right))
     out[0] = last  # loop-here
     return out
+
+
+def has_pair(a, lo, hi):
+    """A for ... else that assigns its flag on each way out: at the break, and in the else."""
+    if hi - lo <= 8:
+        for i in range(lo, hi - 1):
+            if a[i] == a[i + 1]:
+                found = True
+                break
+        else:
+            found = False
+        return found
+    mid = (lo + hi) // 2
+    return has_pair(a, lo, mid) or has_pair(a, mid, hi)
+
+
+def unset_at_break(a, lo, hi):
+    """The else assigns, the break does not: Python raises where a block breaks."""
+    if hi - lo <= 8:
+        for i in range(lo, hi - 1):
+            if a[i] == a[i + 1]:
+                break
+        else:
+            found = 0
+        return found  # break-here
+    mid = (lo + hi) // 2
+    return unset_at_break(a, lo, mid) + unset_at_break(a, mid, hi)

@@ -208,7 +208,7 @@ def translate_levels(program, shared: Mapping[str, Any], depth: int) -> Translat
     try:
         result = translate(entries, kernels={LEAF: "leaf_task_iter", COMBINE: "combine_task"},
                            private_arrays=True, checked=sites if ERROR_CHANNEL else None,
-                           bounds=bounds_checked(program))
+                           bounds=bounds_checked(program), unbound_checked=True)
     except TranslationError as err:
         raise _at_user_line(err, program, depth) from None
     result = dataclasses.replace(result, sites=tuple(sites.texts))

@@ -1143,7 +1143,7 @@ _KERNEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 def translate(entries, kernels: Mapping[str, str] | None = None,
               private_arrays: bool = False, checked=None,
-              bounds: bool = False) -> TranslatedProgram:
+              bounds: bool = False, unbound_checked: bool = False) -> TranslatedProgram:
     """Translate entry functions (and every helper they call) to one OpenCL C program.
 
     ``entries`` is a list of ``(function or FunctionSource, argument types)``;
@@ -1151,6 +1151,9 @@ def translate(entries, kernels: Mapping[str, str] | None = None,
     whose first parameter is the int64 task index; ``private_arrays`` allows
     ``x = np.empty(N, dtype)`` with a constant ``N`` (a private C array).
     Raises :class:`hpu.TranslationError` for anything outside the subset.
+    ``unbound_checked``: the code came through hpu's frontend (:mod:`hpu._unbound` checks
+    every read of a local Python may find unassigned), so a local assigned on some path
+    only is not refused.
 
     ``checked`` (the error channel): a callable ``(typing, node) -> int | None``
     giving the site index of each ``//``, ``%``, ``int()``, ``round()``, float
@@ -1162,7 +1165,7 @@ def translate(entries, kernels: Mapping[str, str] | None = None,
     out-of-range float -> int ``OverflowError``, 4 ``IndexError`` (value: the
     index, extra: the length).
     """
-    ctx = Context(private_arrays=private_arrays)
+    ctx = Context(private_arrays=private_arrays, unbound_checked=unbound_checked)
     typings: list[FunctionTyping] = []
     for entry in entries:
         try:

@@ -279,8 +279,11 @@ def aug_key(node: ast.AugAssign):
 class Context:
     """Translation-wide state: options, caches, and the call stack (to refuse recursion)."""
 
-    def __init__(self, private_arrays: bool = False):
+    def __init__(self, private_arrays: bool = False, unbound_checked: bool = False):
         self.private_arrays = private_arrays
+        #: the source came through hpu's frontend, whose hpu._unbound put a check before
+        #: every read of a user's local that Python may find unassigned
+        self.unbound_checked = unbound_checked
         self._sources: dict[Any, FunctionSource] = {}
         self._folded: dict[int, tuple[FunctionSource, ast.FunctionDef]] = {}
         self._typings: dict[tuple, Any] = {}
@@ -956,7 +959,13 @@ class _Analysis:
         defs = self.reach.get(key)
         if defs is None:  # unreachable use
             self._soft()
-        if UNDEF in defs and not (name.startswith(LATE) and len(defs) > 1):
+        # (a user's local assigned on some path: the frontend's definite assignment, which
+        # knows Python's rules -- a loop's else, its breaks -- put a check before any read
+        # that may find it unassigned, raising UnboundLocalError, hpu._unbound; a flag this
+        # flow analysis cannot follow, `for ... else` made a flag by hpu._iteration, would
+        # keep the function off the device for nothing)
+        users = self.ctx.unbound_checked and not name.startswith("hpu_")
+        if UNDEF in defs and not ((name.startswith(LATE) or users) and len(defs) > 1):
             raise self.error(node, f"variable {name} may be used before it is assigned",
                              "unassigned variable",
                              f"Assign {name} before this line on every path (for example "
