@@ -428,6 +428,7 @@ class _Rewriter(ast.NodeTransformer):
         #                                          copied element by element, else stored
         self.copies = 0                          # slice assignments lowered so far
         self.generated: set[str] = set()         # the names they introduced
+        self.library_calls: list = []            # the np.f(...) calls being visited
 
     # ---- views
     def view_of(self, node) -> _View:
@@ -552,8 +553,22 @@ class _Rewriter(ast.NodeTransformer):
         return self.generic_visit(node)
 
     def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Load) and node.id in self.views and self.library_calls:
+            call = self.library_calls[-1]
+            fname = ast.unparse(call.func)
+            self.where.refuse(node, f"`{fname}` of the view `{node.id}` "
+                              f"(`{ast.unparse(call)}`)",
+                              "hpu computes on a view's elements: it writes the loops of the "
+                              "reductions it knows (sum, min, max, mean, argmin, argmax, prod, "
+                              "any, all, count_nonzero, dot, as np.f(v) or v.f()), and "
+                              f"{fname} is not one of them",
+                              f"write the loop over `{node.id}`'s elements (`for x in "
+                              f"{node.id}: ...`), or make an array of it first (`b = "
+                              f"{node.id}.copy()`, then {fname}(b)): a function that makes "
+                              "arrays runs compiled by Numba as written, on the CPU "
+                              "(guide §10)")
         if isinstance(node.ctx, ast.Load) and node.id in self.views:
-            self.where.refuse(node, f"the view {node.id!r} used as a value",
+            self.where.refuse(node, f"the view `{node.id}` used as a value",
                               "a view can be indexed, measured (len, .size, .shape[0]), "
                               "passed to the function or a helper, or bound to a name",
                               "return or store its elements instead")
@@ -681,6 +696,14 @@ class _Rewriter(ast.NodeTransformer):
             self.where.refuse(node, f"the method call `{ast.unparse(node)}`",
                               "methods of arrays are not in the numeric subset",
                               "write the loop out over range(len(...))")
+        if isinstance(f, ast.Attribute):
+            # a library function given a view (`np.where(a > 0, 1, 0)`, `np.median(a)`):
+            # visit_Name's refusal names it
+            self.library_calls.append(node)
+            try:
+                return self.generic_visit(node)
+            finally:
+                self.library_calls.pop()
         if not isinstance(f, ast.Name) or f.id in _PURE_CALLS:
             return self.generic_visit(node)
         cv = self.callee_views.get(f.id)

@@ -261,7 +261,21 @@ def view_in_arithmetic(a):
 
 
 def test_a_view_used_as_a_value_is_refused():
-    _refused(view_in_arithmetic, "# marker", "the view 'a' used as a value")
+    _refused(view_in_arithmetic, "# marker", "the view `a` used as a value")
+
+
+def positives_by_where(a):
+    if len(a) <= 4:
+        return int(np.sum(np.where(a > 0, 1, 0)))  # where-marker
+    m = len(a) // 2
+    return positives_by_where(a[:m]) + positives_by_where(a[m:])
+
+
+def test_a_library_function_of_a_view_is_refused_by_its_name():
+    """np.where / np.median of a view: the refusal named only "the view 'a' used as a
+    value"; it names the function, the reductions hpu writes as loops, and two rewrites."""
+    _refused(positives_by_where, "# where-marker", "`np.where` of the view `a`",
+             "`np.where(a > 0, 1, 0)`", "for x in a", "b = a.copy()")
 
 
 # ---------------------------------------------------------------- transfers
