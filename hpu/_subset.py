@@ -89,7 +89,10 @@ RULES: dict[str, Rule] = {
                   "it allocates memory, which tasks cannot", _ALLOC, "t = np.zeros(n)"),
     # ---- expressions
     "list": Rule("a list literal", "it allocates memory, which tasks cannot", _ALLOC, "[0] * n"),
-    "dict": Rule("a dict literal", "it allocates memory, which tasks cannot", _ALLOC, "{}"),
+    "dict": Rule("a dict literal", "it allocates memory, which tasks cannot",
+                 "return several values as a tuple (`return total, count`: hpu returns "
+                 "tuples of numbers), or pass a preallocated array as a parameter (like "
+                 "`tmp` in mergesort)", "{}"),
     "set": Rule("a set literal", "it allocates memory, which tasks cannot", _ALLOC, "{1, 2}"),
     "comprehension": Rule("a list, set or dict comprehension",
                           "it allocates memory, which tasks cannot", _ALLOC,
