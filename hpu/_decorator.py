@@ -1799,6 +1799,7 @@ class DivideAndConquer:
             bound = self._signature.bind(*args, **kwargs).arguments
         except TypeError:
             return None                 # (Python's TypeError, raised where it is checked)
+
         def array(q):
             return isinstance(bound.get(q), np.ndarray) and bound[q].ndim >= 1
 
