@@ -155,6 +155,8 @@ def _profile_machine(cl_device, *, autocalibrate: bool):
         hit = _from_file.get(fast_key)
     except TypeError:  # an unhashable device argument: no fast path
         fast_key, hit = None, None
+    if _profile._calibrating:   # built-in values, neither read from nor kept for a file
+        fast_key, hit = None, None
     if hit is not None:
         path, stamp, answer = hit
         try:

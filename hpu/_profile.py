@@ -35,6 +35,7 @@ so a crash or a second process never leaves half a profile behind.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import functools
 import hashlib
@@ -817,6 +818,23 @@ def set_calibrator(calibrate, full_seconds: int) -> None:
     _calibrator = (calibrate, full_seconds)
 
 
+_calibrating = 0
+
+
+@contextlib.contextmanager
+def calibrating():
+    """While a calibration measures (:func:`hpu.calibrate.calibrate`), the plans of the
+    runs it times use :meth:`Profile.builtin`: the stored profile is the one being replaced,
+    and a corrupt or stale one -- which every other call refuses, telling the user to run
+    ``hpu calibrate`` -- must not stop its own replacement."""
+    global _calibrating
+    _calibrating += 1
+    try:
+        yield
+    finally:
+        _calibrating -= 1
+
+
 def active_profile(device=None, *, autocalibrate: bool = True, quick: bool = True) -> Profile:
     """The profile the planner should use for ``device`` (None, a device string,
     a ``DeviceInfo`` or a ``pyopencl.Device``).
@@ -831,6 +849,8 @@ def active_profile(device=None, *, autocalibrate: bool = True, quick: bool = Tru
        compile kernels), warn on stderr and fall back to step 3.
     3. Otherwise :meth:`Profile.builtin`, conservative values (``source="builtin"``).
     """
+    if _calibrating:
+        return Profile.builtin(device)
     key = current_key(device)
     stored = load_profile(key)
     if stored is not None:

@@ -92,6 +92,7 @@ profile's raw sweeps, in a notebook or to PNG files.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import math
@@ -689,16 +690,19 @@ def calibrate(device=None, quick: bool = False, progress=None, *,
 
     from hpu._opencl._device import use_remaining_cores
 
+    from hpu._profile import calibrating
+
     bench = _OpenCLBench(device)
-    try:
+    # (the runs it times plan with built-in values: the stored profile is the one being
+    # replaced, and a corrupt or stale one must not stop its own replacement)
+    with calibrating(), contextlib.ExitStack() as done:
+        done.callback(bench.close)
         if hasattr(bench, "solver_ratio"):
             _prime_cpu_code()
         # p is what a run on this device will use: beside a CPU sub-device, the other cores
         dev = getattr(bench, "device", None)
         p = use_remaining_cores(dev) if dev is not None else numba.get_num_threads()
         profile = _measure(bench, settings, quick=bool(quick), progress=progress, p=int(p))
-    finally:
-        bench.close()
     message = busy_message(profile)
     if message:
         import warnings

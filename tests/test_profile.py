@@ -359,6 +359,29 @@ def test_active_profile_never_replaces_a_bad_profile(monkeypatch, kind):
     assert path.read_bytes() == before
 
 
+@pytest.mark.parametrize("kind", ["corrupt", "stale"])
+def test_a_calibration_plans_its_runs_without_the_profile_it_replaces(kind):
+    """`hpu calibrate`, the fix every refusal of a bad profile names, itself failed on the
+    bad profile: a run it times planned from the stored one.  While calibrating, the plans
+    use the built-in values, and the bad profile is refused again afterwards (until the
+    calibration saves a new one)."""
+    from hpu import _plan
+
+    dev = _device_or_skip()
+    key = _profile.current_key(dev)
+    path = default_path(key)
+    if kind == "corrupt":
+        path.parent.mkdir(parents=True)
+        path.write_text('{"p": 4')
+    else:
+        _profile.save_profile(make_profile(dataclasses.replace(key, hpu_version="0.0.1")), path)
+    with _profile.calibrating():
+        assert _profile.active_profile(dev).source == "builtin"
+        _plan._profile_machine(dev, autocalibrate=False)     # the planner's own reading
+    with pytest.raises(ProfileError, match=kind):
+        _profile.active_profile(dev)
+
+
 # ------------------------------------------------------- physical bounds, malformed numbers
 
 @pytest.mark.parametrize("field, value", [
