@@ -36,6 +36,7 @@ Errors and warnings
     HpuRecursionError    compiled recursion deeper than HPU_MAX_DEPTH (also a RecursionError)
     ArrayMismatchError   an array copied into one of a dtype too narrow for it (also a TypeError)
     HistoryError         the store of measured rates (strategy="adaptive") is unreadable
+    SettingError         an HPU_* variable's value or an output path hpu cannot use (also a ValueError)
     HpuPerformanceWarning a device asked for was not used, or failed and its share was redone on the CPU
 
 Everything else (modules starting with ``_``) is private and may change.
@@ -102,6 +103,7 @@ _CATALOG: dict[str, tuple[str, str | None]] = {
     "HpuRecursionError": ("hpu._errors", "HpuRecursionError"),
     "ArrayMismatchError": ("hpu._errors", "ArrayMismatchError"),
     "HistoryError": ("hpu._errors", "HistoryError"),
+    "SettingError": ("hpu._errors", "SettingError"),
 }
 
 __all__ = sorted(_CATALOG) + ["__version__"]

@@ -18,6 +18,7 @@ __all__ = [
     "HpuPerformanceWarning",
     "HpuRecursionError",
     "ArrayMismatchError",
+    "SettingError",
 ]
 
 
@@ -116,3 +117,9 @@ class ArrayMismatchError(HpuError, TypeError):
     Raised before anything runs, naming both arrays, their dtypes, the user's
     line and the fix.
     """
+
+
+class SettingError(HpuError, ValueError):
+    """A setting hpu cannot use: an ``HPU_*`` environment variable's value, or a path to
+    write to that is not a file (a folder, a device).  Also a :class:`ValueError`, what
+    hpu raised for these before; the ``hpu`` command reports it in one line."""

@@ -102,7 +102,9 @@ def _env_depth() -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise ValueError(f"{ENV_MAX_DEPTH}={raw!r}: expected an integer >= 1 (the depth at "
+        from hpu._errors import SettingError
+
+        raise SettingError(f"{ENV_MAX_DEPTH}={raw!r}: expected an integer >= 1 (the depth at "
                          f"which compiled recursion raises RecursionError); unset it for "
                          f"{DEFAULT_MAX_DEPTH}")
     return value
@@ -136,7 +138,9 @@ def boundscheck_default() -> bool:
         return False
     if raw in ("1", "true", "yes", "on"):
         return True
-    raise ValueError(f"{ENV_BOUNDSCHECK}={raw!r}: expected 1 or 0")
+    from hpu._errors import SettingError
+
+    raise SettingError(f"{ENV_BOUNDSCHECK}={raw!r}: expected 1 or 0 (unset it for 0)")
 
 
 def native_errors(method):

@@ -136,13 +136,38 @@ def _plan_events(run, plan, info) -> list[dict]:
 
 
 def write_trace(run, path) -> Path:
-    """Write :func:`trace_events` of ``run`` to ``path`` (parents created); return the path."""
+    """Write :func:`trace_events` of ``run`` to ``path`` (parents created); return the path.
+
+    Written beside it and renamed over it (a reader never sees half a file); a path that
+    names something other than a file -- a folder, ``/dev/null`` -- is refused, never
+    replaced, and a symbolic link is written through; nothing is left behind on an error."""
+    from hpu._errors import SettingError
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if str(path) in ("", "."):
+        raise SettingError("the trace's path is empty; give a file name, e.g. run.json")
+    if path.is_symlink():
+        path = path.resolve()
+    if path.exists() and not path.is_file():
+        what = "a folder" if path.is_dir() else "not a regular file"
+        raise SettingError(f"the trace's path {str(path)!r} is {what}; give a file name "
+                           f"(e.g. {str(path / 'run.json') if path.is_dir() else 'run.json'!r})")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise SettingError(f"the trace's folder {str(path.parent)!r} cannot be made "
+                           f"({err.strerror or err}); give a path in a folder you can write")
     data = trace_events(run)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)
+    except OSError as err:
+        raise SettingError(f"the trace cannot be written to {str(path)!r} "
+                           f"({err.strerror or err}); give a path you can write") from None
+    finally:
+        if tmp.exists():
+            tmp.unlink()
     return path
 
 
@@ -151,6 +176,11 @@ def trace_env(run, name: str) -> Path | None:
     folder = os.environ.get(ENV_TRACE, "").strip()
     if not folder or run.started is None:
         return None
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        from hpu._errors import SettingError
+
+        raise SettingError(f"{ENV_TRACE}={folder!r} is not a folder: set it to a folder to "
+                           "write every run's trace into (made if missing), or unset it")
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name) or "run"
     stamp = time.strftime("%Y%m%dT%H%M%S")
     return write_trace(run, Path(folder) / f"{safe}-{stamp}-{os.getpid()}-{next(_counter)}.json")

@@ -128,6 +128,8 @@ def test_other_algorithms_and_dtypes(capsys, algorithm, dtype, rows):
     (["mergesort", "--n", "100", "--device", "cpu", "--alpha", "0.5"], "--alpha"),
     (["mergesort", "--n", "100", "--cl-device", "no-such-device-xyz"], "--cl-device"),
     (["quicksort", "--n", "100"], "quicksort"),
+    (["sum", "--n", "100", "--cluster", "local:0"], "--cluster"),     # (was a traceback)
+    (["sum", "--n", "100", "--cluster", "local:abc"], "--cluster"),
 ])
 def test_bad_values_exit_2_with_one_line(capsys, argv, flag):
     code = main(["run", *argv])
@@ -349,3 +351,51 @@ def test_without_the_child_the_process_compiles_it_itself(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["used"] and any(got["misses"].values())
+
+
+@pytest.mark.parametrize("where", ["folder", "device", "empty"])
+def test_a_trace_path_that_is_not_a_file_is_refused_and_never_replaced(capsys, tmp_path, where):
+    """`--trace /dev/full` replaced the device with a regular file (written beside it and
+    renamed over it), `--trace DIR` left its temporary file behind, `--trace ""` wrote
+    nothing and said nothing: each is an error naming the path, and nothing is written."""
+    target = {"folder": str(tmp_path), "device": "/dev/null", "empty": ""}[where]
+    before = sorted(p.name for p in tmp_path.parent.iterdir())
+    code = main(["run", "sum", "--n", "1000", "--repeat", "1", "--device", "cpu",
+                 "--trace", target])
+    err = capsys.readouterr().err
+    assert code == 2 and "--trace" in err and "cannot write the trace" in err, err
+    assert sorted(p.name for p in tmp_path.parent.iterdir()) == before
+    import os
+    import stat
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_hpu_disable_is_said_not_crashed_on(capsys, monkeypatch):
+    """HPU_DISABLE=1 made every run plain Python, and the report's split crashed on its
+    alpha of None (the JSON report called the plain runs hpu's): one line, exit 2."""
+    monkeypatch.setenv("HPU_DISABLE", "1")
+    assert main(["run", "sum", "--n", "1000", "--repeat", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "HPU_DISABLE='1'" in err and "unset HPU_DISABLE" in err
+
+
+@pytest.mark.parametrize("name, value", [("HPU_MAX_DEPTH", "abc"), ("HPU_BOUNDSCHECK", "abc")])
+def test_a_bad_environment_value_is_one_line_not_a_traceback(name, value):
+    """In a new process, as a user meets it (this one read the variables long ago)."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "hpu", "run", "sum", "--n", "1000",
+                           "--repeat", "1", "--device", "cpu"], capture_output=True,
+                          text=True, env={**os.environ, name: value,
+                                          "HPU_RUN_COMPILE_IN_CHILD": "0"}, timeout=600)
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.startswith("hpu run: error:") and f"{name}='{value}'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_size_numpy_cannot_allocate_is_not_enough_memory(capsys):
+    """2^62 keys: NumPy's "array is too big" ValueError was a traceback."""
+    assert main(["run", "sum", "--n", "2^62", "--device", "cpu", "--repeat", "1"]) == 3
+    assert "not enough memory" in capsys.readouterr().err

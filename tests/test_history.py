@@ -112,6 +112,13 @@ def test_cli_list_show_plot_reset(store, tmp_path, capsys):
     out = tmp_path / "h.png"
     assert cli.main(["history", "plot", "merge", "--out", str(out)]) == 0
     assert out.read_bytes()[:4] == b"\x89PNG"
+    # a folder (it wrote FOLDER.png, saying FOLDER), another format, a missing folder:
+    # one line each, exit 2, nothing written
+    for bad in (tmp_path, tmp_path / "h.txt", tmp_path / "no" / "such" / "h.png"):
+        capsys.readouterr()
+        assert cli.main(["history", "plot", "merge", "--out", str(bad)]) == 2
+        assert capsys.readouterr().err.startswith("hpu history: error: --out")
+    assert not (tmp_path.parent / (tmp_path.name + ".png")).exists()
     assert cli.main(["history", "show", "nothing-like-this"]) == 2
     assert "hpu history list" in capsys.readouterr().err
     assert cli.main(["history", "reset", "mergesort"]) == 0

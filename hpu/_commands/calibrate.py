@@ -154,14 +154,26 @@ def main(args) -> int:
         return _cluster_main(args)
     from hpu import calibrate as cal
 
+    if args.plot:
+        # the folder checked before the measuring, not after it
+        out = Path(args.plot)
+        if out.exists() and not out.is_dir():
+            print(f"hpu calibrate: error: --plot {args.plot!r} is a file; pass a folder to "
+                  "write g_sweep.png, gamma.png and transfers.png into (made if missing)",
+                  file=sys.stderr)
+            return 2
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            print(f"hpu calibrate: error: --plot {args.plot!r}: the folder cannot be made "
+                  f"({err.strerror or err}); pass a folder you can write", file=sys.stderr)
+            return 2
     t0 = time.perf_counter()
     profile = cal.calibrate(args.device, quick=args.quick)
     wall = time.perf_counter() - t0
     path = cal.save_profile(profile)
     plots = []
     if args.plot:
-        out = Path(args.plot)
-        out.mkdir(parents=True, exist_ok=True)
         for name, fn in (("g_sweep.png", cal.plot_g_sweep), ("gamma.png", cal.plot_gamma),
                          ("transfers.png", cal.plot_transfers)):
             fn(profile, out / name)

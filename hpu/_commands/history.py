@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 __all__ = ["NAME", "HELP", "add_arguments", "main"]
 
@@ -131,6 +132,17 @@ def main(args) -> int:
         right.set_ylim(-0.05, 1.05)
         right.set_ylabel("alpha (CPU share)")
         right.set_xlabel("run")
-    fig.savefig(args.out)
-    print(f"wrote {args.out}")
+    out = Path(args.out)
+    if out.is_dir() or out.suffix.lower() not in (".png", ".pdf", ".svg"):
+        print(f"hpu history: error: --out {args.out!r} is not a .png, .pdf or .svg file's "
+              "name; pass e.g. --out history.png", file=sys.stderr)
+        return 2
+    try:
+        fig.savefig(out)
+    except OSError as err:
+        print(f"hpu history: error: --out {args.out!r}: cannot write it "
+              f"({err.strerror or err}); pass a path in a folder you can write",
+              file=sys.stderr)
+        return 2
+    print(f"wrote {out}")
     return 0

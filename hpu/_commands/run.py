@@ -27,6 +27,7 @@ import json
 import math
 import re
 import statistics
+import os
 import sys
 import time
 import warnings
@@ -163,7 +164,7 @@ def parse_options(args) -> Options:
         raise _BadValue(f"algorithm {args.algorithm!r} is unknown: expected one of "
                         f"{', '.join(algorithm_names())}; pass e.g. `hpu run mergesort --n "
                         "1000000`")
-    n = _parse_int(args.n, "--n", "an integer >= 1 (number of keys)", "1000000", 1)
+    n = _parse_int(args.n, "--n", "an integer >= 1 below 2^63 (number of keys)", "1000000", 1)
     if n >= 2**63:      # (NumPy's largest array; the plan's n is an int64 too)
         raise _bad("--n", args.n, "an integer >= 1 below 2^63 (number of keys)", "1000000")
     device = str(args.device).strip().lower()
@@ -199,6 +200,11 @@ def parse_options(args) -> Options:
     if cluster is not None and not (str(cluster).startswith(("local:", "tcp://", "tls://",
                                                              "inproc://", "ucx://"))):
         raise _bad("--cluster", cluster, "local:N or a scheduler address", "local:2")
+    if cluster is not None and str(cluster).startswith("local:"):
+        workers = str(cluster)[len("local:"):]
+        if not (workers.isdigit() and int(workers) >= 1):
+            raise _bad("--cluster", cluster, "local:N with N >= 1 worker processes, or a "
+                       "scheduler address", "local:2")
     level = getattr(args, "cluster_level", None)
     if level is not None:
         if cluster is None:
@@ -526,6 +532,8 @@ def _bytes_text(n: int) -> str:
 def _split_text(run) -> str:
     if run is None:
         return ""
+    if run.device == "python" or run.alpha is None:
+        return "the plain Python function"
     if run.device == "cpu" or (run.alpha == 1.0 and run.gpu_tasks == 0):
         return f"K={run.K}, all on the CPU"
     y = "-" if run.y is None else run.y
@@ -651,6 +659,14 @@ def _opencl_device(o: Options, skipped: dict) -> str | None:
 
 
 def main(args) -> int:
+    from hpu._decorator import ENV_DISABLE, _disabled
+
+    if _disabled():
+        # every decorated function is its plain Python self: no split, no device to measure
+        print(f"hpu run: error: {ENV_DISABLE}={os.environ.get(ENV_DISABLE)!r} makes every "
+              "decorated function run as plain Python, so there is no hpu run to measure; "
+              f"unset {ENV_DISABLE} (or set it to 0)", file=sys.stderr)
+        return 2
     try:
         o = parse_options(args)
     except _BadValue as err:
@@ -671,7 +687,11 @@ def main(args) -> int:
         print(f"hpu run: error: wrong result for {o.algorithm} with n={o.n}, --dtype {o.dtype}, "
               f"--seed {o.seed}: {err}", file=sys.stderr)
         return 1
-    except MemoryError:
+    except (MemoryError, ValueError) as err:
+        # (NumPy refuses an array of more bytes than an address holds with a ValueError)
+        if isinstance(err, ValueError) and "too big" not in str(err) \
+                and "Maximum allowed size" not in str(err):
+            raise
         print(f"hpu run: error: not enough memory for n={o.n} {o.dtype} keys (the run needs "
               f"several copies of the data); pass a smaller --n", file=sys.stderr)
         return 3
@@ -688,7 +708,7 @@ def main(args) -> int:
     report = _Report(report.options, report.rows, report.skipped, report.opencl_device,
                      report.threads, report.reference, report.data, tuple(seen))
     trace = getattr(args, "trace", None)
-    if trace:
+    if trace is not None:
         run = report.main_run()
         if run is None:
             print(f"hpu run: error: --trace {trace}: no hpu device ran (all were skipped: "
@@ -696,9 +716,9 @@ def main(args) -> int:
             return 3
         try:
             written = run.trace(trace)
-        except OSError as err:
-            print(f"hpu run: error: --trace {trace}: cannot write the trace ({err}); pass a "
-                  "writable path", file=sys.stderr)
+        except (OSError, ValueError) as err:    # (hpu.SettingError: a folder, a device)
+            print(f"hpu run: error: --trace {trace!r}: cannot write the trace ({err}); pass "
+                  "a writable file's path", file=sys.stderr)
             return 2
         print(f"hpu run: trace of the {run.device} run written to {written}", file=sys.stderr)
     if o.json:
