@@ -1863,6 +1863,10 @@ def given_plan(problem: Problem, machine: Machine, *, alpha: float, y: int | Non
     if K is not None:
         K = min(int(K), D)   # the model's tree ends at D; a deeper K is kept as given below
         yy = min(yy, K)
+    if y is not None and int(y) > yy:
+        # (said: the report beside it names the y given)
+        reason += (f"; y = {int(y)} is below the tree's last level, so the transfer is at "
+                   f"level {yy}")
     cpu = tasks_on_cpu(alpha, problem.a ** yy)
     chosen = _simulate(problem, machine, cpu, yy, K, eb, c, chunks)
     cpu_only = _simulate(problem, machine, 1, 0, K, eb, c)

@@ -100,6 +100,7 @@ def test_basic_strategy_reports_log_a_p_over_gamma(capsys):
     (["--n", "2^70"], "n = 1180591620717411303424"),
     (["--cost", "n^40", "--n", "2^40"], "'n^40'"),
     (["quicksort"], "'quicksort'"),
+    (["--cl-device", "foo", "--n", "1000"], "'foo'"),   # (read by no plan: was ignored)
 ])
 def test_bad_values_give_one_line_and_exit_2(capsys, args, shown):
     assert main(["plan", *args]) == 2

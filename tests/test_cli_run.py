@@ -129,6 +129,8 @@ def test_other_algorithms_and_dtypes(capsys, algorithm, dtype, rows):
     (["mergesort", "--n", "100", "--cl-device", "no-such-device-xyz"], "--cl-device"),
     (["quicksort", "--n", "100"], "quicksort"),
     (["sum", "--n", "100", "--cluster", "local:0"], "--cluster"),     # (was a traceback)
+    (["sum", "--n", "100", "--strategy", "minmax", "--alpha", "0.5"], "--strategy"),  # ignored
+    (["sum", "--n", "100", "--device", "cpu", "--strategy", "adaptive"], "--strategy"),
     (["sum", "--n", "100", "--cluster", "local:abc"], "--cluster"),
 ])
 def test_bad_values_exit_2_with_one_line(capsys, argv, flag):
@@ -399,3 +401,9 @@ def test_a_size_numpy_cannot_allocate_is_not_enough_memory(capsys):
     """2^62 keys: NumPy's "array is too big" ValueError was a traceback."""
     assert main(["run", "sum", "--n", "2^62", "--device", "cpu", "--repeat", "1"]) == 3
     assert "not enough memory" in capsys.readouterr().err
+
+
+def test_info_exits_3_for_a_cluster_it_cannot_reach(capsys):
+    """`hpu info --cluster foo` printed the error and exited 0."""
+    assert main(["info", "--cluster", "foo"]) == 3
+    assert "hpu info: error: --cluster 'foo'" in capsys.readouterr().err

@@ -118,6 +118,8 @@ def main(args) -> int:
     failed = 3 if args.device is not None and info["device"] is None else 0
     if getattr(args, "cluster", None):
         info["cluster"] = _cluster(args.cluster)
+        if "error" in info["cluster"]:
+            failed = 3      # asked for and not there, as a device asked for by name
     if args.json:
         print(json.dumps(info, indent=2))
         return failed
@@ -135,7 +137,7 @@ def main(args) -> int:
     w(f"threads     {info['numba_threads']} (Numba)")
     if info["device"] is None:
         w(f"device      none: {info['device_error']}")
-        if failed:
+        if failed and args.device is not None:
             print(f"hpu info: error: --device {args.device!r}: {info['device_error']}",
                   file=sys.stderr)
         return failed
@@ -155,4 +157,7 @@ def main(args) -> int:
         w(f"  {prof['message']}")
     if prof.get("from_env"):
         w("  (the path comes from HPU_PROFILE)")
-    return 0
+    if failed:
+        print(f"hpu info: error: --cluster {args.cluster!r}: {info['cluster']['error']}",
+              file=sys.stderr)
+    return failed

@@ -172,6 +172,10 @@ def _inputs(args) -> tuple[model.Problem, model.Machine, str]:
         raise _BadValue(f"--cost {cost_text!r} is not understood: expected one of "
                         f"{model.ACCEPTED_COSTS}; pass e.g. --cost n") from None
     n = _integer(args.n, "--n", "an integer >= 1 (input size)", "16777216", 1)
+    if args.device is not None and (args.algorithm is None or args.paper):
+        raise _BadValue(f"--cl-device {args.device!r} chooses the device whose profile an "
+                        "ALGORITHM's plan reads; this plan reads none (the model's, with the "
+                        "--p, --g and --gamma given): name an algorithm, or drop --cl-device")
     prof = _profile(args) if args.algorithm is not None and not args.paper else None
     extra = {}
     if prof is not None:

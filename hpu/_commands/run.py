@@ -82,7 +82,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--y", default=None, metavar="Y",
                         help="the hybrid's transfer level, an integer >= 0 "
                              "(default: the HPU model's choice)")
-    parser.add_argument("--strategy", default="advanced", metavar="S",
+    parser.add_argument("--strategy", default=None, metavar="S",
                         help="how the hybrid split is chosen: advanced (004 5.2, default), "
                              "basic (5.1), minmax (sampled c(k), g(k)) or adaptive (the "
                              "rates of earlier runs, see `hpu history`)")
@@ -187,9 +187,17 @@ def parse_options(args) -> Options:
         flag = "--alpha" if alpha is not None else "--y"
         raise _BadValue(f"{flag} sets the hybrid split, but --device {device} runs no hybrid; "
                         f"pass --device hybrid (or all), or drop {flag}")
-    strategy = str(args.strategy).strip().lower()
+    given = getattr(args, "strategy", None)
+    strategy = "advanced" if given is None else str(given).strip().lower()
     if strategy not in STRATEGIES:
-        raise _bad("--strategy", args.strategy, f"one of {', '.join(STRATEGIES)}", "advanced")
+        raise _bad("--strategy", given, f"one of {', '.join(STRATEGIES)}", "advanced")
+    if given is not None and (alpha is not None or y is not None):
+        flag = "--alpha" if alpha is not None else "--y"
+        raise _BadValue(f"--strategy {given} chooses the hybrid split, and {flag} gives it "
+                        f"(the strategy would be ignored); pass one of them")
+    if given is not None and "hybrid" not in devices:
+        raise _BadValue(f"--strategy {given} chooses the hybrid split, but --device {device} "
+                        "runs no hybrid; pass --device hybrid (or all), or drop --strategy")
     dtype = str(args.dtype).strip().lower()
     if dtype not in DTYPES:
         raise _bad("--dtype", args.dtype, f"one of {', '.join(DTYPES)}", "int32")
