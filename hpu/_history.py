@@ -86,7 +86,12 @@ class History:
         except FileNotFoundError:
             return {"version": VERSION, "entries": {}}
         except OSError as err:
-            raise self._refuse(f"cannot be read ({err})") from None
+            # a path problem (a file where its folder should be, no permission), not a
+            # damaged history: `hpu history reset` could not mend it
+            raise HistoryError(
+                f"the rate history {self.path} cannot be read ({err.strerror or err}): its "
+                f"folder is {str(self.path.parent)!r} (HPU_HISTORY_DIR, or the user's data "
+                "folder); make that a folder you can read and write") from None
         try:
             data = json.loads(text)
         except ValueError as err:

@@ -132,6 +132,7 @@ def test_other_algorithms_and_dtypes(capsys, algorithm, dtype, rows):
     (["sum", "--n", "100", "--strategy", "minmax", "--alpha", "0.5"], "--strategy"),  # ignored
     (["sum", "--n", "100", "--device", "cpu", "--strategy", "adaptive"], "--strategy"),
     (["sum", "--n", "100", "--cluster", "local:abc"], "--cluster"),
+    (["sum", "--n", "100", "--cl-device", ""], "--cl-device"),        # (was ignored)
 ])
 def test_bad_values_exit_2_with_one_line(capsys, argv, flag):
     code = main(["run", *argv])

@@ -140,3 +140,13 @@ def test_cli_reports_a_damaged_file_and_exits_3(store, capsys):
 def test_cli_without_an_action_exits_2(capsys):
     assert cli.main(["history"]) == 2
     assert "hpu history list" in capsys.readouterr().err
+
+
+def test_a_history_folder_that_is_a_file_names_the_folder_not_a_reset(tmp_path):
+    """HPU_HISTORY_DIR naming a file: the advice was `hpu history reset`, which cannot
+    mend a path; it names the folder to make."""
+    blocker = tmp_path / "afile"
+    blocker.write_text("")
+    with pytest.raises(HistoryError, match="make that a folder") as err:
+        History(blocker / "history.json").load()
+    assert "history reset" not in str(err.value) and str(blocker) in str(err.value)

@@ -187,6 +187,9 @@ def parse_options(args) -> Options:
         flag = "--alpha" if alpha is not None else "--y"
         raise _BadValue(f"{flag} sets the hybrid split, but --device {device} runs no hybrid; "
                         f"pass --device hybrid (or all), or drop {flag}")
+    if args.cl_device is not None and not str(args.cl_device).strip():
+        raise _bad("--cl-device", args.cl_device, "a device as `hpu devices` lists them "
+                   "('gpu', 'cpu', 'P:D' or part of a name)", "gpu")
     given = getattr(args, "strategy", None)
     strategy = "advanced" if given is None else str(given).strip().lower()
     if strategy not in STRATEGIES:
