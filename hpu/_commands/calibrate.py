@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+from hpu._errors import HpuPerformanceWarning
+
 __all__ = ["NAME", "HELP", "add_arguments", "main", "format_summary"]
 
 NAME = "calibrate"
@@ -168,9 +170,18 @@ def main(args) -> int:
             print(f"hpu calibrate: error: --plot {args.plot!r}: the folder cannot be made "
                   f"({err.strerror or err}); pass a folder you can write", file=sys.stderr)
             return 2
+    import warnings
+
     t0 = time.perf_counter()
-    profile = cal.calibrate(args.device, quick=args.quick)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", HpuPerformanceWarning)
+        profile = cal.calibrate(args.device, quick=args.quick)
     wall = time.perf_counter() - t0
+    for w in said:      # (one line each, not Python's warning with this file's source line)
+        if issubclass(w.category, HpuPerformanceWarning):
+            print(f"hpu calibrate: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     path = cal.save_profile(profile)
     plots = []
     if args.plot:
