@@ -519,7 +519,10 @@ class _Rewriter(ast.NodeTransformer):
             self.where.refuse(node, f"the view `{ast.unparse(node)}` used here",
                               "a view can be indexed, measured (len, .size, .shape[0]), "
                               "passed to the function or a helper, or bound to a name",
-                              "index it element by element, or pass it to a helper")
+                              "index it element by element, or pass it to a helper (a slice "
+                              "assigned an expression, `out[lo:hi] = a[lo:hi] * w`: copy it, "
+                              "then update in place -- `out[lo:hi] = a[lo:hi]`, then "
+                              "`out[lo:hi] *= w` -- or write the loop)")
         if isinstance(node.slice, ast.Tuple):
             return self.generic_visit(node)  # refused by the subset checker
         if not self._is_array_expr(node.value):
