@@ -425,8 +425,11 @@ def test_hpu_info_shows_the_cluster(client, capsys):
     info = json.loads(capsys.readouterr().out)
     assert info["cluster"]["scheduler"] == client.scheduler.address
     assert len(info["cluster"]["workers"]) == 2 and len(info["cluster"]["nodes"]) == 2
-    assert main(["info", "--cluster", "local:x"]) == 0  # info never fails: it says why
-    assert "local:N" in capsys.readouterr().out
+    # info says everything and why, and exits 3: a cluster asked for and not reached is an
+    # error, as a device asked for by name and not there (it exited 0)
+    assert main(["info", "--cluster", "local:x"]) == 3
+    captured = capsys.readouterr()
+    assert "local:N" in captured.out and "hpu info: error: --cluster 'local:x'" in captured.err
 
 
 def test_hpu_calibrate_refuses_a_bad_cluster(capsys):
