@@ -338,8 +338,8 @@ def test_failed_autocalibration_falls_back_to_builtin_once(monkeypatch, capsys):
     assert _profile.active_profile(dev).source == "builtin" and calls == [1]
 
 
-@pytest.mark.parametrize("kind", ["corrupt", "stale"])
-def test_active_profile_never_replaces_a_bad_profile(monkeypatch, kind):
+def _bad_profile(kind):
+    """This device and the path of its stored profile, made ``corrupt`` or ``stale``."""
     dev = _device_or_skip()
     key = _profile.current_key(dev)
     path = default_path(key)
@@ -348,6 +348,12 @@ def test_active_profile_never_replaces_a_bad_profile(monkeypatch, kind):
         path.write_text('{"p": 4')
     else:
         _profile.save_profile(make_profile(dataclasses.replace(key, hpu_version="0.0.1")), path)
+    return dev, path
+
+
+@pytest.mark.parametrize("kind", ["corrupt", "stale"])
+def test_active_profile_never_replaces_a_bad_profile(monkeypatch, kind):
+    dev, path = _bad_profile(kind)
     before = path.read_bytes()
     import hpu.calibrate as cal
     monkeypatch.setattr(cal, "calibrate", lambda *a, **k: pytest.fail("must not calibrate"))
@@ -367,14 +373,7 @@ def test_a_calibration_plans_its_runs_without_the_profile_it_replaces(kind):
     calibration saves a new one)."""
     from hpu import _plan
 
-    dev = _device_or_skip()
-    key = _profile.current_key(dev)
-    path = default_path(key)
-    if kind == "corrupt":
-        path.parent.mkdir(parents=True)
-        path.write_text('{"p": 4')
-    else:
-        _profile.save_profile(make_profile(dataclasses.replace(key, hpu_version="0.0.1")), path)
+    dev, path = _bad_profile(kind)
     with _profile.calibrating():
         assert _profile.active_profile(dev).source == "builtin"
         _plan._profile_machine(dev, autocalibrate=False)     # the planner's own reading
