@@ -197,14 +197,20 @@ class DivideAndConquer:
                 return
             try:
                 self._parse()
-            except TranslationError:
+            except TranslationError as err:
+                if self._as_written(err):
+                    return
                 if not _calls_undefined(fn):
                     raise
                 # it calls a helper defined further down the file (guide §8): whether the
                 # helper allocates (a functional function) is known at the first call
                 self._pending = True
                 return
-            self._resolve(deferrable=True)
+            try:
+                self._resolve(deferrable=True)
+            except TranslationError as err:
+                if not self._as_written(err):
+                    raise
 
     def _settle(self):
         """At the first use of a function whose helper was not defined at its decoration:
@@ -217,8 +223,12 @@ class DivideAndConquer:
                 return
             if not self._found_functional():
                 self._spec = None
-                self._parse()
-                self._resolve()
+                try:
+                    self._parse()
+                    self._resolve()
+                except TranslationError as err:
+                    if not self._as_written(err):
+                        raise
             self._pending = False
 
     def _found_functional(self) -> bool:
@@ -232,6 +242,27 @@ class DivideAndConquer:
             return False
         check_shape(fn, (inspect.getsourcefile(fn), fn.__code__.co_firstlineno))
         self._functional = alloc
+        self._builds_lists = takes_lists(fn)
+        self._lists = self._builds_lists or joins_pieces(fn)
+        return True
+
+    def _as_written(self, err: TranslationError) -> bool:
+        """Whether the breadth-first refusal ``err`` names only NumPy functions of arrays it
+        has no loop for (``np.median(a[lo:hi])``, ``np.where(a > 0, 1, 0)``): Numba
+        compiles those as written, so the function runs functionally -- compiled as written,
+        on the CPU (guide §10) -- rather than being refused.  Its shape is checked as any
+        functional function's is."""
+        from hpu._functional import check_shape, joins_pieces, takes_lists
+
+        errors = getattr(err, "errors", None) or (err,)
+        if not all(getattr(e, "as_written", None) for e in errors):
+            return False
+        fn = self.py_func
+        check_shape(fn, (inspect.getsourcefile(fn), fn.__code__.co_firstlineno))
+        self._spec = None
+        self._closure = None
+        self._functional = (err.filename, err.lineno, errors[0].as_written)
+        self._library_call = True
         self._builds_lists = takes_lists(fn)
         self._lists = self._builds_lists or joins_pieces(fn)
         return True
@@ -842,6 +873,8 @@ class DivideAndConquer:
             why = f"{why}; nor does its carved form: {carved}"
         does = ("takes a slice with a step, a strided view that hpu's contiguous views "
                 "(guide §3) are not" if is_stepped_slice(what) else
+                "calls a NumPy function on an array that hpu's breadth-first levels have no "
+                "loop for" if self.__dict__.get("_library_call") else
                 "allocates or returns arrays or lists")
         return FALLBACK_REASON.format(name=self.__name__, does=does, line=line, what=what,
                                       why=why)

@@ -1423,13 +1423,32 @@ def rewrite(dc) -> Rewritten:
     (:mod:`hpu._functional_partition`); else :class:`NotRewritable` with the reason."""
     try:
         return _rewrite_slices(dc)
-    except NotRewritable as first:
+    except NotRewritable as err:
+        first = _in_user_names(err, dc.py_func)
         from hpu._functional_partition import NotPartition, rewrite_partition
 
         try:
             return rewrite_partition(dc)
         except NotPartition:
             raise first from None
+
+
+def _in_user_names(err: NotRewritable, fn) -> NotRewritable:
+    """``err`` in the user's names: the span form ``f(arr, lo, hi)`` is read on hpu's one
+    slice ``hpu_s`` (:func:`_span_form`), which a reason says as ``arr[lo:hi]``."""
+    import re
+
+    text = str(err)
+    if not re.search(rf"\b{SLICE}\b", text):
+        return err
+    try:
+        params = [p.arg for p in _tree(fn)[0].args.args]
+    except Exception:  # noqa: BLE001 - no source: the reason stays as it is
+        return err
+    if len(params) != 3:
+        return err
+    arr, lo, hi = params
+    return NotRewritable(re.sub(rf"\b{SLICE}\b", f"{arr}[{lo}:{hi}]", text))
 
 
 def _rewrite_slices(dc) -> Rewritten:

@@ -83,6 +83,7 @@ import ast
 import copy
 from dataclasses import dataclass, field
 
+from hpu._errors import TranslationError
 from hpu._functional import used_as_arrays
 
 __all__ = ["ViewInfo", "ViewIndex", "VIEW_INDEX", "SLICE_COPY", "shown_as", "view_index",
@@ -515,6 +516,8 @@ class _Rewriter(ast.NodeTransformer):
                 self.where.refuse(node, f"`{ast.unparse(node)}`",
                                   "hpu arrays are 1-D: their shape has one entry",
                                   f"use {ast.unparse(v)}[0] or len(...)")
+        if _is_slice(node) and self.library_calls and isinstance(node.ctx, ast.Load):
+            self._refuse_library_call(node, ast.unparse(node))
         if _is_slice(node):
             self.where.refuse(node, f"the view `{ast.unparse(node)}` used here",
                               "a view can be indexed, measured (len, .size, .shape[0]), "
@@ -555,21 +558,30 @@ class _Rewriter(ast.NodeTransformer):
                               f"use {ast.unparse(node)}[0] or len(...)")
         return self.generic_visit(node)
 
-    def visit_Name(self, node):
-        if isinstance(node.ctx, ast.Load) and node.id in self.views and self.library_calls:
-            call = self.library_calls[-1]
-            fname = ast.unparse(call.func)
-            self.where.refuse(node, f"`{fname}` of the view `{node.id}` "
-                              f"(`{ast.unparse(call)}`)",
-                              "hpu computes on a view's elements: it writes the loops of the "
-                              "reductions it knows (sum, min, max, mean, argmin, argmax, prod, "
-                              "any, all, count_nonzero, dot, as np.f(v) or v.f()), and "
-                              f"{fname} is not one of them",
-                              f"write the loop over `{node.id}`'s elements (`for x in "
-                              f"{node.id}: ...`), or make an array of it first (`b = "
-                              f"{node.id}.copy()`, then {fname}(b)): a function that makes "
+    def _refuse_library_call(self, node, view: str):
+        """A NumPy (or other library) function given the view ``view``: refused here, and
+        tagged ``as_written`` -- Numba compiles such a call as written, so the decorator runs
+        the function so, on the CPU, rather than refusing it (hpu._decorator._as_written)."""
+        call = self.library_calls[-1]
+        fname = ast.unparse(call.func)
+        try:
+            self.where.refuse(node, f"`{fname}` of the view `{view}` (`{ast.unparse(call)}`)",
+                              "hpu computes on a view's elements: it writes the loops of "
+                              "the reductions it knows (sum, min, max, mean, argmin, "
+                              "argmax, prod, any, all, count_nonzero, dot, as np.f(v) or "
+                              f"v.f()), and {fname} is not one of them",
+                              f"write the loop over `{view}`'s elements (`for x in "
+                              f"{view}: ...`), or make an array of it first (`b = "
+                              f"{view}.copy()`, then {fname}(b)): a function that makes "
                               "arrays runs compiled by Numba as written, on the CPU "
                               "(guide §10)")
+        except TranslationError as err:
+            err.as_written = ast.unparse(call)
+            raise
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Load) and node.id in self.views and self.library_calls:
+            self._refuse_library_call(node, node.id)
         if isinstance(node.ctx, ast.Load) and node.id in self.views:
             self.where.refuse(node, f"the view `{node.id}` used as a value",
                               "a view can be indexed, measured (len, .size, .shape[0]), "

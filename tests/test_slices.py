@@ -271,11 +271,56 @@ def positives_by_where(a):
     return positives_by_where(a[:m]) + positives_by_where(a[m:])
 
 
-def test_a_library_function_of_a_view_is_refused_by_its_name():
-    """np.where / np.median of a view: the refusal named only "the view 'a' used as a
-    value"; it names the function, the reductions hpu writes as loops, and two rewrites."""
-    _refused(positives_by_where, "# where-marker", "`np.where` of the view `a`",
-             "`np.where(a > 0, 1, 0)`", "for x in a", "b = a.copy()")
+def median_of_medians(a, lo, hi):
+    if hi - lo <= 8:
+        return np.median(a[lo:hi])  # median-marker
+    m = (lo + hi) // 2
+    return max(median_of_medians(a, lo, m), median_of_medians(a, m, hi))
+
+
+def _spread(v):
+    return float(np.ptp(v))  # ptp-marker
+
+
+def widest(a):
+    if len(a) <= 8:
+        return _spread(a)
+    m = len(a) // 2
+    return max(widest(a[:m]), widest(a[m:]))
+
+
+@pytest.mark.parametrize("fn, marker, call", [
+    (positives_by_where, "# where-marker", "np.where(a > 0, 1, 0)"),
+    (median_of_medians, "# median-marker", "np.median(a[lo:hi])"),
+    (widest, None, "np.ptp(v)"),
+])
+def test_a_library_function_of_a_view_runs_as_written(fn, marker, call):
+    """np.where / np.median / np.ptp of a view (in the function or a helper): hpu has no
+    loop for them, Numba compiles them as written -- so the function is accepted at
+    decoration and runs compiled as written on the CPU, with Python's answer on every
+    device (it was refused, with the rewrite `b = a.copy()` that does the same)."""
+    dc = hpu.divide_and_conquer(fn)
+    assert repr(dc).endswith(": functional>")
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 7, 9, 1001, 40_000):
+        x = rng.integers(-50, 50, n).astype(np.float64)
+        args = (x, 0, n) if fn is median_of_medians else (x,)
+        want = fn(*(v.copy() if isinstance(v, np.ndarray) else v for v in args))
+        for device in ("cpu", "gpu", "hybrid"):
+            given = tuple(v.copy() if isinstance(v, np.ndarray) else v for v in args)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                run = dc.options(device=device).run(*given)
+            # a NumPy float64 comes back as Numba boxes it, a float (guide §10)
+            kind = float if isinstance(want, np.float64) else type(want)
+            assert run.value == want and isinstance(run.value, kind), (n, device)
+            assert np.array_equal(given[0], x)
+            if device != "cpu" and n >= 40_000:
+                said = " ".join(run.fallbacks)
+                assert call in said, said
+                assert "hpu_" not in said, said
+                if marker is not None:
+                    assert f"line {_line_of(fn, marker)}" in said, said
 
 
 # ---------------------------------------------------------------- transfers
