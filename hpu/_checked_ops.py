@@ -153,8 +153,11 @@ def _value_message(v: int, e: int) -> str:
 
 
 ValueError = _as_python(builtins.ValueError, _value_message)
-OverflowError = _as_python(builtins.OverflowError, lambda v, e: "cannot convert an infinite or "
-                           "out-of-range float to a 64-bit integer")
+#: v = 1: an infinity (Python's and NumPy's text); 0: a finite float past int64 stored into
+#: an int64 array (NumPy's text)
+OverflowError = _as_python(builtins.OverflowError, lambda v, e: (
+    "cannot convert float infinity to integer" if v == 1 else
+    "Python int too large to convert to C long"))
 IndexError = _as_python(builtins.IndexError, lambda v, e: (
     "list index out of range" if e == -1 else "list assignment index out of range" if e == -2
     else f"index {v} is out of bounds for length {e}"))
@@ -197,9 +200,24 @@ def _truezerodiv(site):
 
 @njit(cache=True)
 def _badconv(x, site):
+    """A float that cannot be stored into an int64 array (NumPy's exceptions): NaN, ±inf,
+    or past ±2**63."""
     if x != x:
         raise ValueError(site, 0, -1)
-    raise OverflowError(site, 0, 0)
+    raise OverflowError(site, 1 if x - x != x - x else 0, 0)
+
+
+@njit(cache=True)
+def _badconv_grows(x, site):
+    """A float that ``int()``, ``round()``, ``math.floor``/``ceil``/``trunc`` cannot make an
+    int64: NaN and ±inf raise as in Python; a finite float past ±2**63 is an int Python
+    has (``int(1e19)``) -- :class:`IntOverflowError`, so the call runs again as the plain
+    function, whose answer is exact."""
+    if x != x:
+        raise ValueError(site, 0, -1)
+    if x - x != x - x:
+        raise OverflowError(site, 1, 0)
+    raise IntOverflowError(site, 0, 0)
 
 
 @njit(cache=True)
@@ -508,8 +526,17 @@ def ix(i, n, site):
 @njit(inline="always")
 def to_int(x, site):
     if bad_float(x):
-        _badconv(x, site)
+        _badconv_grows(x, site)
     return int(x)
+
+
+@njit(inline="always")
+def finite(x, site):
+    """``x`` for ``math.floor(x)``, ``math.ceil(x)``, ``math.trunc(x)``: a float that has
+    no int64 raises as :func:`to_int` does."""
+    if bad_float(x):
+        _badconv_grows(x, site)
+    return x
 
 
 @njit(inline="always")
@@ -522,7 +549,7 @@ def store(a, x, site):
 @njit(inline="always")
 def to_round(x, site):
     if bad_float(x):
-        _badconv(x, site)
+        _badconv_grows(x, site)
     return round(x)
 
 
@@ -585,7 +612,7 @@ def slice_ix(x, site):
 #: the names :class:`hpu._codegen._Checked` writes -> the checks here
 OPERATIONS = {"hpu__floordiv": floordiv, "hpu__mod": mod, "hpu__truediv": truediv,
               "hpu__pow": pow_, "hpu__mpow": mpow, "hpu__mul": mul, "hpu__shl": shl,
-              "hpu__ix": ix, "hpu__int": to_int, "hpu__store": store, "hpu__round": to_round,
+              "hpu__ix": ix, "hpu__int": to_int, "hpu__finite": finite, "hpu__store": store, "hpu__round": to_round,
               "hpu__fit": fit,
               "hpu__slice_ix": slice_ix, "hpu__lix": list_ix, "hpu__lsix": list_set_ix,
               "hpu__cix": const_ix,

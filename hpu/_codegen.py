@@ -342,7 +342,20 @@ class _Checked(ast.NodeTransformer):
                 and len(node.args) == 1 and not node.keywords):
             return ast.copy_location(ast.Call(ast.Name(self._CONV[node.func.id], ast.Load()),
                                               [node.args[0], where], []), node)
+        if _math_rounding(node):
+            # math.floor(x): Python's int, so NaN, inf and past int64 as int(x) (Numba
+            # would give int64's minimum silently)
+            node.args = [ast.Call(ast.Name("hpu__finite", ast.Load()), [node.args[0], where],
+                                  [])]
         return node
+
+
+def _math_rounding(node) -> bool:
+    """``math.floor(x)``, ``math.ceil(x)``, ``math.trunc(x)``: an int from a float."""
+    f = node.func
+    return (isinstance(f, ast.Attribute) and f.attr in ("floor", "ceil", "trunc")
+            and isinstance(f.value, ast.Name) and f.value.id == "math"
+            and len(node.args) == 1 and not node.keywords)
 
 
 def _nonzero_number(e) -> bool:
@@ -374,6 +387,7 @@ _CHECKED_PRELUDE = """
 import numpy as hpu__numpy
 
 from hpu._checked_ops import _badconv as hpu__badconv
+from hpu._checked_ops import _badconv_grows as hpu__badconv_grows
 from hpu._checked_ops import _grows as hpu__grows
 from hpu._checked_ops import _broadcast as hpu__broadcast
 from hpu._checked_ops import _outofbounds as hpu__outofbounds
@@ -473,8 +487,15 @@ def hpu__vix(i, n, site__):  # a view's index (hpu/_views.py): against the view'
 @njit(cache=True)
 def hpu__int(x, site__):
     if hpu__bad_float(x):
-        hpu__badconv(x, site__)
+        hpu__badconv_grows(x, site__)
     return int(x)
+
+
+@njit(cache=True)
+def hpu__finite(x, site__):  # math.floor(x), math.ceil(x), math.trunc(x): as int(x)
+    if hpu__bad_float(x):
+        hpu__badconv_grows(x, site__)
+    return x
 
 
 @njit(cache=True)
@@ -487,7 +508,7 @@ def hpu__store(a, x, site__):
 @njit(cache=True)
 def hpu__round(x, site__):
     if hpu__bad_float(x):
-        hpu__badconv(x, site__)
+        hpu__badconv_grows(x, site__)
     return round(x)
 
 

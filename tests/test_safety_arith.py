@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -85,6 +86,22 @@ def ints(x, out, lo, hi):
     mid = (lo + hi) // 2
     ints(x, out, lo, mid)
     ints(x, out, mid, hi)
+
+
+@hpu.divide_and_conquer(b=2, cost="1")
+def floors(x, lo, hi):
+    if hi - lo == 1:
+        return math.floor(x[lo]) + math.ceil(x[lo] / 2)   # LINE_FLOOR
+    mid = (lo + hi) // 2
+    return floors(x, lo, mid) + floors(x, mid, hi)
+
+
+@hpu.divide_and_conquer
+def floors_functional(x):
+    if len(x) == 1:
+        return np.zeros(1, np.int64) + math.trunc(x[0])   # LINE_TRUNC
+    mid = len(x) // 2
+    return np.concatenate((floors_functional(x[:mid]), floors_functional(x[mid:])))
 
 
 @hpu.divide_and_conquer(b=2, cost="1")
@@ -346,7 +363,55 @@ def test_nan_and_out_of_range_floats_to_int_raise(path, kw, bad, f, tag):
     assert python in (ValueError, OverflowError)  # NaN: ValueError; too large: OverflowError
     with pytest.raises(python) as err:
         _call(f, (x, out, 0, 33), path, kw)
-    assert f"{HERE}:{_line(tag)}:" in str(err.value)
+    if math.isfinite(bad):
+        # int(1e19) is an int in Python, whose store into int64 fails: compiled code has no
+        # such int, so the call runs again as the plain function, which raises Python's own
+        # error (its text, and its traceback at the line)
+        assert str(err.value) == "Python int too large to convert to C long"
+        assert any(e.path == Path(HERE) and e.lineno + 1 == _line(tag) for e in err.traceback)
+    else:
+        assert f"{HERE}:{_line(tag)}:" in str(err.value)
+
+
+@pytest.mark.parametrize("path, kw", ALL_PATHS)
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, 1e19, -1e300, 2.0 ** 63])
+def test_math_floor_of_a_float_without_an_int64_is_python_s(path, kw, bad):
+    """math.floor/ceil of NaN and inf raise Python's ValueError and OverflowError at the
+    line (Numba gave int64's minimum, silently); of 1e19, Python's int -- the call runs
+    again as the plain function, whose ints grow."""
+    x = np.linspace(-50.5, 50.5, 33)
+    assert _call(floors, (x, 0, 33), path, kw) == floors.py_func(x, 0, 33)
+    x[5] = bad
+    try:
+        want = floors.py_func(x, 0, 33)
+    except (ValueError, OverflowError) as err:
+        with pytest.raises(type(err)) as got:
+            _call(floors, (x, 0, 33), path, kw)
+        assert str(got.value) == f"{HERE}:{_line('LINE_FLOOR')}: math.floor(x[lo]): {err}"
+    else:
+        assert _call(floors, (x, 0, 33), path, kw) == want
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, 1e19])
+@pytest.mark.parametrize("n", [1, 7, 40_000])
+def test_math_trunc_in_a_functional_function_is_python_s(bad, n):
+    x = np.linspace(-50.5, 50.5, n)
+    x[n // 2] = bad
+    try:
+        want = floors_functional.py_func(x)
+    except (ValueError, OverflowError) as err:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(type(err)) as got:
+                floors_functional(x)
+        if math.isfinite(bad):
+            # trunc(1e19) is Python's int, which NumPy cannot add to int64: the plain
+            # function's own error, raised by the call run again as the plain function
+            assert str(got.value) == str(err)
+        else:
+            assert str(got.value) == f"{HERE}:{_line('LINE_TRUNC')}: math.trunc(x[0]): {err}"
+    else:
+        raise AssertionError(f"the plain function returned {want!r}")
 
 
 @pytest.mark.parametrize("path, kw", ALL_PATHS + COMBINE_PATHS)
@@ -361,9 +426,13 @@ def test_a_bad_float_stored_into_an_int_array_raises(path, kw, bad):
     x[7] = bad
     python = _python_error(stores, (x, np.zeros(33, np.int64), 0, 33))
     assert python in (ValueError, OverflowError)
+    with pytest.raises(python) as plain:
+        stores.py_func(x, np.zeros(33, np.int64), 0, 33)
     with pytest.raises(python) as err:
         _call(stores, (x, out, 0, 33), path, kw)
-    assert str(err.value).startswith(f"{HERE}:{_line('LINE_STORE')}: out[lo]: cannot convert")
+    # NumPy's own text: "cannot convert float NaN to integer", "cannot convert float
+    # infinity to integer", "Python int too large to convert to C long"
+    assert str(err.value) == f"{HERE}:{_line('LINE_STORE')}: out[lo]: {plain.value}"
 
 
 def test_bad_float_in_plain_python():

@@ -667,9 +667,9 @@ def device_error(err: np.ndarray, sites) -> Exception | None:
             value, "integer division or modulo by zero"))
     if code == 2:
         return ValueError(where + ": cannot convert float NaN to integer")
-    if code == 3:
-        return OverflowError(where + ": cannot convert an infinite or out-of-range float to a "
-                         "64-bit integer")
+    if code == 3:   # texts: hpu._checked_ops.OverflowError's
+        return OverflowError(where + (": cannot convert float infinity to integer" if value
+                                      else ": Python int too large to convert to C long"))
     if code == 4:
         return IndexError(where + f": index {value} is out of bounds for length {extra}")
     if code == 5:

@@ -502,13 +502,20 @@ def _templated(name: str):
                 f"for b == 0. */\n{t} {name}({t} b, long site, __global long *err)\n{{\n"
                 f"    if (b == 0) {{\n        hpu_raise(err, 1, site, {v}L, 0L);\n"
                 f"        return 1;\n    }}\n    return b;\n}}\n", ("hpu_raise",), code == "d")
-    if base == "toint" and code in ("f", "d"):
+    if base in ("toint", "tointg") and code in ("f", "d"):
+        # toint: a store into an int array (NumPy: ValueError for NaN, OverflowError for
+        # inf -- value 1 -- and past +-2**63 -- value 0); tointg: int(), round(),
+        # math.floor/ceil/trunc, where a finite float past int64 is an int Python has:
+        # code 10, the call runs again as the plain function (hpu._checked_ops)
         bound = "9.223372036854775808e18" + ("f" if code == "f" else "")
-        return (f"/* A float about to become an int64 (int(), round(), a store into an int array): "
+        past = "10, site, 0L" if base == "tointg" else "3, site, 0L"
+        return (f"/* A float about to become an int64 ({'int(), round(), math.floor' if base == 'tointg' else 'a store into an int array'}): "
                 f"x, or 0 after recording\n   ValueError (NaN) or OverflowError (inf, beyond "
                 f"+-2**63). */\n{t} {name}({t} x, long site, __global long *err)\n{{\n"
                 f"    if (!(x >= -{bound} && x < {bound})) {{\n"
-                f"        hpu_raise(err, x != x ? 2 : 3, site, 0L, 0L);\n        return 0;\n"
+                f"        if (x != x) hpu_raise(err, 2, site, 0L, 0L);\n"
+                f"        else if (isinf(x)) hpu_raise(err, 3, site, 1L, 0L);\n"
+                f"        else hpu_raise(err, {past}, 0L);\n        return 0;\n"
                 f"    }}\n    return x;\n}}\n", ("hpu_raise",), code == "d")
     raise PreludeError(name)
 

@@ -1011,6 +1011,9 @@ class _FunctionEmitter:
             return _call(info.name, self._conv(a, at, info.target))
         if info.kind == "mathround":
             if at.is_float:
+                site = self._site(node)
+                if site is not None:  # checked mode: NaN, inf, out of range as int(x)
+                    a = _call(self._helper(f"hpu_tointg_{at.code}"), a, site, _E("hpu_err"))
                 return _E(f"({info.target.c}){_call(info.name, a).text}", UNARY)
             return self._conv(a, at, info.target)
         if info.kind == "mathpred":
@@ -1053,12 +1056,12 @@ class _FunctionEmitter:
             x = self._conv(a, at, ft)
             site = self._site(node)
             if site is not None:  # checked mode: NaN, inf, out of range raise
-                x = _call(self._helper(f"hpu_toint_{ft.code}"), x, site, _E("hpu_err"))
+                x = _call(self._helper(f"hpu_tointg_{ft.code}"), x, site, _E("hpu_err"))
             return _E(f"(long){_call('rint', x).text}", UNARY)
         if name == "int" and at.is_float:
             site = self._site(node)
             if site is not None:
-                a = _call(self._helper(f"hpu_toint_{at.code}"), a, site, _E("hpu_err"))
+                a = _call(self._helper(f"hpu_tointg_{at.code}"), a, site, _E("hpu_err"))
         return self._conv(a, at, res)  # int, float, bool
 
 
