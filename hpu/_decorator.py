@@ -2685,9 +2685,16 @@ _CONSTANT_TYPES = (bool, int, float, complex, np.number, np.bool_)
 
 
 def _constant_refs(fn) -> tuple:
-    """``(globals, name)`` of each module constant that ``fn`` and the plain functions it
-    calls (found through its globals, as its helpers are) read; the names of attributes
-    are among a code object's names too, which at worst adds a name to watch."""
+    """``(globals, name)`` of each module-level name that ``fn`` and the plain functions it
+    calls (found through its globals, as its helpers are) read, whose value the compiled
+    code freezes: constants (ints, floats, bools: Numba freezes a global's value), helper
+    functions (hpu compiles the one bound at decoration: a helper defined again in a
+    notebook cell is another function), NumPy arrays (a functional function's Numba
+    freezes their contents), and names not bound yet (a helper or a constant defined
+    further down, or later: when it is, the function starts again).  Builtins are not
+    watched; the names of attributes are among a code object's names too, which at worst
+    adds a name to watch."""
+    import builtins
     import types
 
     from hpu._functional import _code_names
@@ -2701,17 +2708,46 @@ def _constant_refs(fn) -> tuple:
             continue
         seen.add(id(code))
         for name in sorted(_code_names(code)):
-            v = glb.get(name)
-            if isinstance(v, _CONSTANT_TYPES):
+            if name not in glb:
+                if not hasattr(builtins, name):
+                    refs.append((glb, name))
+                continue
+            v = glb[name]
+            if isinstance(v, (*_CONSTANT_TYPES, np.ndarray)):
                 refs.append((glb, name))
             elif isinstance(v, types.FunctionType):
+                refs.append((glb, name))
                 todo.append(v)
     return tuple(refs)
 
 
 def _constant_values(refs) -> tuple:
-    """The constants' ``(type, value)`` now (a deleted one reads as None)."""
-    return tuple((type(v), v) for v in (g.get(n) for g, n in refs))
+    """What each watched name holds now (:func:`_constant_refs`): a constant's type and
+    value, a function itself (compared by identity), an array's identity, shape, dtype and
+    a digest of its bytes, another object's type and identity; None for a name not bound."""
+    return tuple(_value_key(g.get(n, _UNBOUND)) for g, n in refs)
+
+
+_UNBOUND = object()
+
+
+def _value_key(v):
+    import types
+
+    if v is _UNBOUND:
+        return None
+    if isinstance(v, _CONSTANT_TYPES):
+        return (type(v), v)
+    if isinstance(v, types.FunctionType):
+        return (types.FunctionType, v)
+    if isinstance(v, np.ndarray):
+        import hashlib
+
+        data = np.ascontiguousarray(v).view(np.uint8) if v.dtype != object else None
+        digest = None if data is None else hashlib.blake2b(data.reshape(-1),
+                                                            digest_size=16).digest()
+        return (np.ndarray, id(v), v.shape, v.dtype.str, digest)
+    return (type(v), id(v))
 
 
 def _list_as_array(items: list) -> np.ndarray | None:
