@@ -2708,6 +2708,8 @@ def _constant_refs(fn) -> tuple:
             continue
         seen.add(id(code))
         for name in sorted(_code_names(code)):
+            if f is fn and name == fn.__name__:
+                continue        # itself: bound to the decorated function once decorated
             if name not in glb:
                 if not hasattr(builtins, name):
                     refs.append((glb, name))
