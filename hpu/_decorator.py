@@ -1544,6 +1544,16 @@ class DivideAndConquer:
         and checks the arrays it makes of them (its list forms)."""
         if _disabled():
             return self
+        try:
+            self._signature.bind(*args, **kwargs)
+        except TypeError as err:      # as Python refuses the call (a functional function's
+            # compiled call would have dropped an extra argument); an unknown keyword first,
+            # as Python names it
+            params = self._signature.parameters
+            unknown = [k for k in kwargs if k not in params]
+            why = f"got an unexpected keyword argument {unknown[0]!r}" if unknown else err
+            raise TypeError(f"{self.__name__}(): {why}; it takes "
+                            f"({', '.join(params)})") from None
         if _constant_values(self._constant_refs) != self._constants_seen:
             self._renew()
         for v in (*args, *kwargs.values()):

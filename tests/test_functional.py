@@ -1891,3 +1891,23 @@ def test_a_base_case_returning_sorted_runs_as_written(device, xs, as_array):
         warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
         got = hpu.divide_and_conquer(hybrid_sort).options(device=device)(given)
     assert isinstance(got, list) and got == sorted(xs) == hybrid_sort(given)
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda f, x: f(x, 99), "too many positional arguments"),
+    (lambda f, x: f(), "missing a required argument: 'a'"),
+    (lambda f, x: f(b=x), "got an unexpected keyword argument 'b'"),
+    (lambda f, x: f(x, a=x), "multiple values for argument 'a'"),
+])
+def test_a_call_python_refuses_is_refused_on_every_entry(call, words):
+    """Arguments Python refuses are refused as a TypeError on every entry: the compiled
+    functional call dropped an extra positional argument (`msort(x, 99)` sorted x), and
+    named what was wrong in Numba's words ("some keyword arguments unexpected")."""
+    x = np.arange(5)
+    with pytest.raises(TypeError):
+        call(msort.py_func, x)
+    for entry in (msort, msort.run, msort.sequential, msort.plan,
+                  msort.options(device="gpu")):
+        with pytest.raises(TypeError) as err:
+            call(entry, x)
+        assert str(err.value) == f"msort(): {words}; it takes (a)"
