@@ -132,8 +132,14 @@ def divide_and_conquer(fn=None, /, *, b=2, cost="n", span=None, boundscheck=None
                         "expected b, cost, span or boundscheck (run options such as device= "
                         "go to f.options(...))")
 
+    if boundscheck is not None and not isinstance(boundscheck, (bool, np.bool_)):
+        raise TypeError(f"divide_and_conquer(boundscheck={boundscheck!r}): expected True, "
+                        "False or None (None: HPU_BOUNDSCHECK=1 in the environment decides); "
+                        "pass boundscheck=True to check every index")
+
     def wrap(f):
-        return DivideAndConquer(f, b=b, cost=cost, span=span, boundscheck=boundscheck)
+        return DivideAndConquer(f, b=b, cost=cost, span=span,
+                                boundscheck=None if boundscheck is None else bool(boundscheck))
 
     if fn is None:
         return wrap
@@ -2892,8 +2898,8 @@ def _list_argument(where, fname, p, v, written, write_line):
         return v
     if written:
         at = f" (line {write_line})" if write_line else ""
-        raise TypeError(f"{where} received a list of {len(v)} items, but {fname} writes to "
-                        f"{p!r}{at}, and a list is converted to a new array that the caller "
+        raise TypeError(f"{where} received a {type(v).__name__} of {len(v)} items, but "
+                        f"{fname} writes to {p!r}{at}, and a list is converted to a new array that the caller "
                         f"never sees; pass a NumPy array: {p} = np.asarray({p}) and read the "
                         f"result from {p} (a slice of an array is a view, of a list a copy: "
                         f"calling {fname} with the list runs it as written instead)")

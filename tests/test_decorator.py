@@ -694,3 +694,10 @@ def test_a_bool_mask_runs_compiled_as_written_and_says_so(device):
         with pytest.raises(ValueError, match="five"):
             clear_then_check.run(m, 0, m.size, device=device)
     assert np.array_equal(m, keep)
+
+
+@pytest.mark.parametrize("given", ["no", 1, 0, "False"])
+def test_boundscheck_is_true_false_or_none(given):
+    """boundscheck="no" turned the checks on (any true value did): refused, naming it."""
+    with pytest.raises(TypeError, match=rf"boundscheck={given!r}\): expected True, False or None"):
+        hpu.divide_and_conquer(boundscheck=given)
