@@ -1539,6 +1539,17 @@ def _refuse_none_sentinel(returns, name, where: _Where) -> None:
                      "and a kernel's result has one type: a number or a tuple of numbers",
                      "return a sentinel of the result's type instead, e.g. float('-inf') "
                      "or -1, or a pair (found, value) with found = 0 or 1")
+    # `return float("inf"), None, None` (a closest pair not found yet): None in a tuple
+    for r in returns:
+        if isinstance(r.value, ast.Tuple):
+            for k, e in enumerate(r.value.elts):
+                if _is_none(e):
+                    where.refuse(r, f"`None` as component {k + 1} of the result",
+                                 f"{name}'s result is a tuple of numbers, each component of "
+                                 "one type on every path (a task's values are numbers)",
+                                 "return a number of that component's type instead (-1, "
+                                 "0, float('nan') or float('inf') for \"none\"), and test "
+                                 "for it where the result is read")
 
 
 def _refuse_array_param_returns(returns, arrays, name, where: _Where) -> None:

@@ -331,6 +331,30 @@ def test_none_sentinel_is_refused_with_the_rewrite():
     assert "sentinel" in str(err) and "float('-inf')" in str(err)
 
 
+def closest_pair(pts):
+    if len(pts) < 2:
+        return float("inf"), None, None  # none-in-tuple
+    if len(pts) == 2:
+        return pts[1] - pts[0], pts[0], pts[1]
+    m = len(pts) // 2
+    d1, a1, b1 = closest_pair(pts[:m])
+    d2, a2, b2 = closest_pair(pts[m:])
+    if d1 <= d2:
+        return d1, a1, b1
+    return d2, a2, b2
+
+
+def test_none_in_a_result_tuple_is_refused_at_decoration():
+    """`return float("inf"), None, None`: accepted at decoration, then refused at the first
+    call naming Numba's OptionalType(int64); now refused when decorated, at the line."""
+    with pytest.raises(TranslationError) as info:
+        hpu.divide_and_conquer(closest_pair)
+    err = info.value
+    assert err.lineno == _line(closest_pair, "none-in-tuple")
+    assert "`None` as component 2 of the result" in str(err)
+    assert "float('inf')" in str(err) and "Optional" not in str(err)
+
+
 def writes_list(a, lo, hi):
     if hi - lo <= 1:
         a[lo] = a[lo] * 2
