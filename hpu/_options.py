@@ -114,6 +114,15 @@ def _check_memory(v):
                         "memory=True")
 
 
+def _check_cluster(v):
+    """Only what cannot be a cluster at all (a number, a container): an address and a
+    client are checked where the cluster is reached (hpu._dask)."""
+    if isinstance(v, (bool, int, float, complex, np.number, bytes, list, tuple, dict, set)):
+        raise TypeError(f"cluster={v!r}: expected a dask.distributed.Client, a scheduler "
+                        "address such as 'tcp://host:8786', 'local:N' or hpu.Cluster(...); "
+                        "pass cluster='local:2' for a local cluster of 2 workers")
+
+
 def _check_cl_device(v):
     if v is None or isinstance(v, str):
         return
@@ -180,7 +189,7 @@ RUN_OPTIONS: dict[str, RunOption] = {o.name: o for o in (
               _check_backend),
     RunOption("cluster", None, "a dask.distributed.Client, a scheduler address, 'local:N' or "
               "hpu.Cluster(...): the top levels of the tree across Dask workers "
-              "(None: this machine only)"),
+              "(None: this machine only)", _check_cluster),
     RunOption("keep_inputs", True, "copy what the function writes (the arrays, or their "
               "span) before the run, to put it back when the call raises and to redo a failed "
               "device's share; False saves the copy: an error then leaves the arrays "

@@ -9,6 +9,8 @@ every device path, with Hypothesis choosing the data.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from contract_support import builtin_profile  # noqa: F401 - no calibration in this module
@@ -109,6 +111,13 @@ def test_options_are_checked_when_set():
         scaled.options(cl_device=0)
     with pytest.raises(TypeError, match=r"cl_device=1.5 must be"):
         scaled.options(device="gpu", cl_device=1.5)
+    # .plan(cluster=5) was accepted where .options and .run refused it
+    x = np.arange(8, dtype=np.float64)
+    for given in (5, True, [1]):
+        for entry in (lambda: scaled.options(cluster=given),
+                      lambda: scaled.plan(x, 0, 8, 2.0, 1, 1, 1, cluster=given)):
+            with pytest.raises(TypeError, match=re.escape(f"cluster={given!r}: expected a dask")):
+                entry()
 
 
 def test_options_chain_and_keep_the_interface():
