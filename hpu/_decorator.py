@@ -726,6 +726,9 @@ class DivideAndConquer:
                               ("hpu_lo", "hpu_hi") if rw.partition else None)
                     if extent:
                         dc._spec = dataclasses.replace(dc._parse(), extent=extent)
+                    # its helpers too (a merge's `(left if ... else right).pop(0)`): a form
+                    # the breadth-first levels cannot run is no form, decided here
+                    dc._resolve()
                     dc._a_form = True
                     self._dps = (dc, rw)
                 except NotRewritable as err:

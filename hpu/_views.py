@@ -429,7 +429,8 @@ class _Rewriter(ast.NodeTransformer):
         #                                          copied element by element, else stored
         self.copies = 0                          # slice assignments lowered so far
         self.generated: set[str] = set()         # the names they introduced
-        self.library_calls: list = []            # the np.f(...) calls being visited
+        #: the np.f(...) calls being visited: (the call, its text as written)
+        self.library_calls: list = []
 
     # ---- views
     def view_of(self, node) -> _View:
@@ -562,10 +563,10 @@ class _Rewriter(ast.NodeTransformer):
         """A NumPy (or other library) function given the view ``view``: refused here, and
         tagged ``as_written`` -- Numba compiles such a call as written, so the decorator runs
         the function so, on the CPU, rather than refusing it (hpu._decorator._as_written)."""
-        call = self.library_calls[-1]
-        fname = ast.unparse(call.func)
+        _, text = self.library_calls[-1]       # as written: its parts may be rewritten now
+        fname = ast.unparse(ast.parse(text, mode="eval").body.func)
         try:
-            self.where.refuse(node, f"`{fname}` of the view `{view}` (`{ast.unparse(call)}`)",
+            self.where.refuse(node, f"`{fname}` of the view `{view}` (`{text}`)",
                               "hpu computes on a view's elements: it writes the loops of "
                               "the reductions it knows (sum, min, max, mean, argmin, "
                               "argmax, prod, any, all, count_nonzero, dot, as np.f(v) or "
@@ -576,7 +577,7 @@ class _Rewriter(ast.NodeTransformer):
                               "arrays runs compiled by Numba as written, on the CPU "
                               "(guide §10)")
         except TranslationError as err:
-            err.as_written = ast.unparse(call)
+            err.as_written = text
             raise
 
     def visit_Name(self, node):
@@ -714,7 +715,7 @@ class _Rewriter(ast.NodeTransformer):
         if isinstance(f, ast.Attribute):
             # a library function given a view (`np.where(a > 0, 1, 0)`, `np.median(a)`):
             # visit_Name's refusal names it
-            self.library_calls.append(node)
+            self.library_calls.append((node, ast.unparse(node)))
             try:
                 return self.generic_visit(node)
             finally:
