@@ -133,6 +133,25 @@ def element_source(tree, name: str) -> str | None:
     return sources.pop() if len(sources) == 1 else None
 
 
+def _param_reads(v, steady: set) -> set | None:
+    """The parameters ``v`` is made of -- their elements or themselves, int constants,
+    ``+``, ``-``, ``*`` -- whose kinds give ``v``'s (NumPy's promotion); else None."""
+    if _int_constant(v):
+        return set()
+    if isinstance(v, ast.Name):
+        return {v.id} if v.id in steady else None
+    if isinstance(v, ast.Subscript):
+        ok = (isinstance(v.value, ast.Name) and v.value.id in steady
+              and not isinstance(v.slice, ast.Slice))
+        return {v.value.id} if ok else None
+    if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.USub):
+        return _param_reads(v.operand, steady)
+    if isinstance(v, ast.BinOp) and isinstance(v.op, (ast.Add, ast.Sub, ast.Mult)):
+        left, right = _param_reads(v.left, steady), _param_reads(v.right, steady)
+        return None if left is None or right is None else left | right
+    return None
+
+
 def lists_keep_kinds(tree, glb: dict) -> int:
     """Rewrite ``tree`` (a function's def, in place) as the module says; the number of lists
     changed.  ``glb``: the globals it runs in, given ``hpu__zero_as`` and ``hpu__kept``."""
@@ -183,6 +202,17 @@ def lists_keep_kinds(tree, glb: dict) -> int:
                         sources[t.value.id].add(v.value.id)
                     else:
                         guarded.append((n, t.value.id))
+        elif (isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Subscript)
+              and isinstance(n.target.value, ast.Name) and n.target.value.id in lists
+              and not isinstance(n.target.slice, ast.Slice)):
+            # `out[i + j] += A[i] * B[j]` (a polynomial product into `[0] * n`): zeros of
+            # the kind of the parameters the value is made of, by + - *; anything else
+            # (a `/`, a call) through hpu__kept -- compiled as int it was truncated, silently
+            reads = _param_reads(n.value, steady)
+            if reads is None:
+                guarded.append((n, n.target.value.id))
+            else:
+                sources[n.target.value.id] |= reads
         elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
               and n.func.attr in ("append", "insert") and isinstance(n.func.value, ast.Name)
               and n.func.value.id in lists and n.args):

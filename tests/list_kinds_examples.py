@@ -122,3 +122,43 @@ def sort_with_scratch(a, tmp, lo, hi):
     sort_with_scratch(a, tmp, lo, mid)
     sort_with_scratch(a, tmp, mid, hi)
     merge_through(a, tmp, lo, mid, hi)
+
+
+def _poly_add(p, q):
+    out = [0] * max(len(p), len(q))
+    for i in range(len(p)):
+        out[i] += p[i]
+    for i in range(len(q)):
+        out[i] += q[i]
+    return out
+
+
+def _poly_shift(p, k):
+    return [0] * k + p
+
+
+def karatsuba(A, B):
+    """Karatsuba on coefficient lists, a list of zeros accumulated with `+=`."""
+    n = len(A)
+    if n <= 2:
+        out = [0] * (2 * n - 1)
+        for i in range(n):
+            for j in range(n):
+                out[i + j] += A[i] * B[j]
+        return out
+    h = n // 2
+    z0 = karatsuba(A[:h], B[:h])
+    z2 = karatsuba(A[h:], B[h:])
+    z1 = karatsuba(_poly_add(A[:h], A[h:]), _poly_add(B[:h], B[h:]))
+    mid = _poly_add(z1, [-c for c in _poly_add(z0, z2)])
+    return _poly_add(_poly_add(z0, _poly_shift(mid, h)), _poly_shift(z2, 2 * h))
+
+
+def halves_accumulated(a, lo, hi):
+    """Accumulates a computed float into a list of zeros with `+=`."""
+    if hi - lo == 1:
+        acc = [0] * 1
+        acc[0] += a[lo] / 4
+        return acc[0]
+    mid = (lo + hi) // 2
+    return halves_accumulated(a, lo, mid) + halves_accumulated(a, mid, hi)

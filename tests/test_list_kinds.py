@@ -127,3 +127,27 @@ def _plain_sort(a, tmp, lo, hi):
     _plain_sort(a, tmp, lo, mid)
     _plain_sort(a, tmp, mid, hi)
     ex.merge_through(a, tmp, lo, mid, hi)
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+def test_a_list_of_zeros_accumulated_with_plus_equals_holds_floats(device):
+    """`out[i + j] += A[i] * B[j]` into `[0] * n` (Karatsuba on coefficient lists): the
+    list was Numba's list of ints, and float coefficients came back truncated, silently
+    (17649 for 17649.69...).  Made of the parameters' kind, and a `+=` of something else
+    (`acc[0] += a[lo] / 4`) runs the plain function."""
+    f = hpu.divide_and_conquer(ex.karatsuba)
+    rng = np.random.default_rng(8)
+    for n in (1, 2, 3, 8, 64):
+        for make in (lambda: [float(v) for v in rng.normal(0, 100, n)],
+                     lambda: [int(v) for v in rng.integers(-9, 9, n)]):
+            a, b = make(), make()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                got = f.options(device=device)(list(a), list(b))
+            want = ex.karatsuba(list(a), list(b))
+            assert got == want and [type(v) for v in got] == [type(v) for v in want]
+    g = hpu.divide_and_conquer(ex.halves_accumulated)
+    x = np.array([3.0, 1.5, -2.25, 7.0, 0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert g.options(device=device)(x, 0, 5) == ex.halves_accumulated(x, 0, 5)
