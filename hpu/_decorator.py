@@ -2185,7 +2185,13 @@ class DivideAndConquer:
             # function reruns from the restored arguments and its error is the one raised
             # (also a task's error that its rerun alone did not repeat, hpu._guard)
             raised = type(err).__name__
-            if getattr(err, "not_reproduced", False) or _a_tasks_error(err):
+            from hpu._errors import HpuRecursionError
+
+            # (a recursion without end too: `f(n // 2) if n % 2 == 0 else f(n // 2) + ...`
+            # makes, on a level, the call Python skips -- Stern's `stern(2)` calls itself --
+            # and the function as written, in Python's order, is guarded at its own depth)
+            if getattr(err, "not_reproduced", False) or _a_tasks_error(err) \
+                    or isinstance(err, HpuRecursionError):
                 user_error, in_order = snapshot.rerun_in_order(
                     program, values, self._as_written_call(program))
             if user_error is None and in_order is None:

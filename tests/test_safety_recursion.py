@@ -186,3 +186,27 @@ def test_results_are_unchanged_in_process():
     quicksort(a, 0, len(a))
     assert (a == np.sort(x)).all()
     assert total(x, 0, len(x)) == x.sum()
+
+
+@hpu.divide_and_conquer
+def stern(n):
+    """Stern's diatomic sequence: the call Python skips for an even n (the conditional
+    expression's other branch) calls itself without end at n = 2."""
+    if n < 2:
+        return n
+    return stern(n // 2) if n % 2 == 0 else stern(n // 2) + stern(n // 2 + 1)
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+def test_a_runaway_call_python_skips_gives_python_s_answer(device):
+    """A level runs both branches' calls; one Python never makes recursed without end, and
+    the HpuRecursionError reached the caller where Python returns a value (every n, as
+    each run meets stern(2)).  Run again as written, in Python's order: Python's answer."""
+    import warnings
+
+    for n in (2, 9, 1000, 99_999):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run = stern.options(device=device).run(n)
+        assert run.value == stern.py_func(n)
+        assert "HpuRecursionError" in run.reason and "Python does not make" in run.reason
