@@ -208,8 +208,15 @@ def lists_keep_kinds(tree, glb: dict) -> int:
             # `out[i + j] += A[i] * B[j]` (a polynomial product into `[0] * n`): zeros of
             # the kind of the parameters the value is made of, by + - *; anything else
             # (a `/`, a call) through hpu__kept -- compiled as int it was truncated, silently
-            reads = _param_reads(n.value, steady)
-            if reads is None:
+            reads = (_param_reads(n.value, steady)
+                     if isinstance(n.op, (ast.Add, ast.Sub, ast.Mult)) else None)
+            if isinstance(n.op, ast.Div):
+                # `/=` makes a float even of ints: the value as one (`v / 1`, the same
+                # quotient) through hpu__kept, which a list of ints refuses
+                n.value = ast.copy_location(ast.BinOp(n.value, ast.Div(), ast.Constant(1)),
+                                            n.value)
+                guarded.append((n, n.target.value.id))
+            elif reads is None:
                 guarded.append((n, n.target.value.id))
             else:
                 sources[n.target.value.id] |= reads

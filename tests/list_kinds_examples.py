@@ -157,8 +157,10 @@ def karatsuba(A, B):
 def halves_accumulated(a, lo, hi):
     """Accumulates a computed float into a list of zeros with `+=`."""
     if hi - lo == 1:
-        acc = [0] * 1
+        acc = [0] * 2
         acc[0] += a[lo] / 4
-        return acc[0]
+        acc[1] += a[lo]
+        acc[1] /= 8
+        return acc[0] + acc[1]
     mid = (lo + hi) // 2
     return halves_accumulated(a, lo, mid) + halves_accumulated(a, mid, hi)

@@ -151,3 +151,5 @@ def test_a_list_of_zeros_accumulated_with_plus_equals_holds_floats(device):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert g.options(device=device)(x, 0, 5) == ex.halves_accumulated(x, 0, 5)
+        ints = np.array([3, 1, 4, 1, 5])      # `acc[1] /= 8` of int keys: floats too
+        assert g.options(device=device)(ints, 0, 5) == ex.halves_accumulated(ints, 0, 5)
