@@ -113,10 +113,10 @@ def test_options_are_checked_when_set():
         scaled.options(device="gpu", cl_device=1.5)
     # .plan(cluster=5) was accepted where .options and .run refused it
     x = np.arange(8, dtype=np.float64)
-    for given in (5, True, [1]):
-        for entry in (lambda: scaled.options(cluster=given),
-                      lambda: scaled.plan(x, 0, 8, 2.0, 1, 1, 1, cluster=given)):
-            with pytest.raises(TypeError, match=re.escape(f"cluster={given!r}: expected a dask")):
+    for bad in (5, True, [1]):
+        for entry in (lambda: scaled.options(cluster=bad),
+                      lambda: scaled.plan(x, 0, 8, 2.0, 1, 1, 1, cluster=bad)):
+            with pytest.raises(TypeError, match=re.escape(f"cluster={bad!r}: expected a dask")):
                 entry()
 
 
