@@ -60,12 +60,14 @@ import ast
 import contextlib
 import dataclasses
 import functools
+import hashlib
 import inspect
 import os
 import reprlib
 import sys
 import threading
 import time
+import types
 from typing import Any
 
 import numpy as np
@@ -2759,8 +2761,6 @@ _UNBOUND = object()
 
 
 def _value_key(v):
-    import types
-
     if v is _UNBOUND:
         return None
     if isinstance(v, _CONSTANT_TYPES):
@@ -2768,8 +2768,6 @@ def _value_key(v):
     if isinstance(v, types.FunctionType):
         return (types.FunctionType, v)
     if isinstance(v, np.ndarray):
-        import hashlib
-
         data = np.ascontiguousarray(v).view(np.uint8) if v.dtype != object else None
         digest = None if data is None else hashlib.blake2b(data.reshape(-1),
                                                             digest_size=16).digest()
