@@ -2099,12 +2099,12 @@ class DivideAndConquer:
                 value = self._plain_function()(*args, **kwargs)
         return _one_call_run(o, value, t0, fallbacks, reason)
 
-    def _as_written_call(self, program):
+    def _as_written_call(self, program, restore):
         """``call(values)``: the user's function as written, compiled by Numba
         (:func:`hpu._functional.compile_functional`: Python's order, its ``and``/``or``
         skipping what Python skips -- the program's own function evaluates every call of
         an expression), on the call's values; the program's function where Numba cannot
-        compile it so."""
+        compile it so (``restore()`` puts the arguments back: :meth:`Program.run_plain`)."""
         from hpu._functional import on_big_stack
 
         params = list(self._signature.parameters)
@@ -2114,7 +2114,7 @@ class DivideAndConquer:
                 compiled = self._functional_compiled()
                 return on_big_stack(compiled, *(values[p] for p in params))
             except (_numba_error(), KeyError):
-                return program.function(*(values[p] for p in program.spec.params))
+                return program.run_plain([values[p] for p in program.spec.params], restore)
 
         return call
 
@@ -2195,7 +2195,7 @@ class DivideAndConquer:
             if getattr(err, "not_reproduced", False) or _a_tasks_error(err) \
                     or isinstance(err, HpuRecursionError):
                 user_error, in_order = snapshot.rerun_in_order(
-                    program, values, self._as_written_call(program))
+                    program, values, self._as_written_call(program, snapshot.restore))
             if user_error is None and in_order is None:
                 raise
         if user_error is not None:

@@ -106,6 +106,22 @@ class Program:
                                         f"{self.spec.name}_cpu")
             return self._cpu
 
+    def run_plain(self, args, restore):
+        """The recursive function on one core (``args``: its parameters, in order), for a
+        rerun from restored arguments: the core module's, compiled with the program,
+        and only where that stops at native depth while the limit lets a call go deeper,
+        ``restore()`` and :attr:`function`'s.  The growable-stack solver costs more
+        compilation than the rest of the module (18 s for a merge sort here), which a
+        rerun that finds the user's error must not pay to say it."""
+        if not self.deep:
+            try:
+                return getattr(self.module, self.spec.name)(*args)
+            except Exception as err:  # noqa: BLE001 - the user's, raised by the caller
+                if not self.could_go_deeper(err):
+                    raise
+            restore()
+        return self.function(*args)
+
     def could_go_deeper(self, err: BaseException) -> bool:
         """Whether ``err`` is the core module's stop at the native depth while the
         limit (:func:`hpu._guard.depth_limits`) lets a run go deeper."""

@@ -124,7 +124,8 @@ class Snapshot:
             return None, None
         try:
             value = (call(values) if call is not None
-                     else program.function(*(values[p] for p in program.spec.params)))
+                     else program.run_plain([values[p] for p in program.spec.params],
+                                            self.restore))
         except Exception as err:  # noqa: BLE001 - the user's error, raised by the caller
             from hpu._interrupt import raise_if_stopped
 
@@ -153,7 +154,7 @@ class Snapshot:
         if not self.kept:
             return None
         try:
-            program.function(*(values[p] for p in program.spec.params))
+            program.run_plain([values[p] for p in program.spec.params], self.restore)
         except Exception as err:  # noqa: BLE001 - the user's error, raised by the caller
             from hpu._interrupt import raise_if_stopped
 
