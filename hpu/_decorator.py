@@ -476,8 +476,19 @@ class DivideAndConquer:
         program = self._program(values)
         from hpu._interrupt import call, raise_if_stopped
 
+        params = [values[p] for p in program.spec.params]
         try:  # on a helper thread: Ctrl-C stops it at its next recursive call (hpu._interrupt)
-            return call(program.function, *(values[p] for p in program.spec.params))
+            if not program.has_deep_module:
+                # the core module's native recursion (compiled with the program) from a copy
+                # of what it writes: the growable-stack solver costs more compilation than
+                # the rest (18 s for a merge sort here), and only a recursion past native
+                # depth needs it (Program.run_plain).  Large arguments skip the copy.
+                from hpu._snapshot import Snapshot
+
+                snapshot = Snapshot.take(program, values, keep=True, dead=self._dead)
+                if snapshot.nbytes <= _SEQUENTIAL_COPY_BYTES:
+                    return call(program.run_plain, params, snapshot.restore)
+            return call(program.function, *params)
         except Exception as err:  # noqa: BLE001 - the user's, unless a Ctrl-C stopped it
             raise_if_stopped(err)
             raise
@@ -2705,6 +2716,11 @@ def _not_compiled_reason(name: str, err) -> str:
     return (f"{where}Numba cannot compile {name} as written ({what}); the plain Python "
             "function runs instead: write that line with what Numba supports to run it "
             "compiled")
+
+
+#: ``.sequential`` of arguments whose written arrays take at most this many bytes runs the
+#: core module's recursion first, from a copy of them (DivideAndConquer._sequential)
+_SEQUENTIAL_COPY_BYTES = 16 << 20
 
 
 #: the values a module constant may have (what Numba freezes into compiled code)

@@ -79,6 +79,8 @@ class Program:
         From :attr:`deep_module`: native recursion that continues deep subtrees
         on an explicit stack, so ``.sequential`` stays "the plain function on one
         core" and succeeds (or raises ``HpuRecursionError``) where the runs do.
+        (``.sequential`` of small arguments tries the core module's first:
+        :meth:`run_plain`.)
         """
         return getattr(self.deep_module, self.spec.name)
 
@@ -106,6 +108,11 @@ class Program:
                                         f"{self.spec.name}_cpu")
             return self._cpu
 
+    @property
+    def has_deep_module(self) -> bool:
+        """Whether :attr:`deep_module` is loaded (compiled, or read from the disk cache)."""
+        return self._cpu is not None
+
     def run_plain(self, args, restore):
         """The recursive function on one core (``args``: its parameters, in order), for a
         rerun from restored arguments: the core module's, compiled with the program,
@@ -113,7 +120,7 @@ class Program:
         ``restore()`` and :attr:`function`'s.  The growable-stack solver costs more
         compilation than the rest of the module (18 s for a merge sort here), which a
         rerun that finds the user's error must not pay to say it."""
-        if not self.deep:
+        if not self.deep and not self.has_deep_module:
             try:
                 return getattr(self.module, self.spec.name)(*args)
             except Exception as err:  # noqa: BLE001 - the user's, raised by the caller
