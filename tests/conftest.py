@@ -119,3 +119,66 @@ def _outside_load_unknown(request, monkeypatch):
 
     monkeypatch.setattr(_load, "_machine_busy", lambda path=None: math.nan)
     monkeypatch.setattr(_load, "thread_times", lambda task_dir=None: {})
+
+
+# ---- the default run's share of the largest cross-products
+#
+# Each case of these tests compiles a function of its own (a CPU module, a device program, the
+# hybrid's parallel drivers: seconds each on two cores), and the full products took most of the
+# suite's time.  The default run keeps a case when it brings a value not kept yet (every value
+# of every parameter at least once) or, for the parameters named, a pair of values not kept
+# yet (every algorithm on every device path); the others are marked slow (`pytest -m slow`
+# runs them).  Decided from the
+# collection order alone, so every pytest-xdist worker decides the same.
+CROSS_PRODUCTS = {
+    "tests/test_contract.py::test_every_device_path_gives_the_reference_result": ("case", "config"),
+    "tests/test_backend_contract.py::"
+    "test_every_backend_gives_the_reference_result_and_an_honest_report":
+        ("case", "config", "backend"),
+    "tests/test_raises.py::test_a_call_python_skips_raises_nothing": ("name", "config"),
+    "tests/test_forms.py::test_each_form_matches_plain_python_on_every_device": "each",
+    "tests/test_reductions.py::test_other_dtypes": "each",
+    "tests/test_normalise.py::test_the_normalised_function_computes_what_python_computes": "each",
+    "tests/test_reductions.py::test_an_empty_arrays_min_or_max_raises_valueerror_at_its_line":
+        "each",
+    "tests/test_reductions.py::test_two_arrays_of_lengths_numpy_refuses_raise_its_valueerror":
+        "each",
+    "tests/test_scratch_form.py::test_lists_of_zeros_are_buffers_of_the_arrays_dtype": "each",
+    "tests/test_functional.py::"
+    "test_pieces_of_a_list_joined_by_plus_are_concatenated_as_python_does": "each",
+    "tests/test_safety_arith.py::test_nan_and_out_of_range_floats_to_int_raise": "each",
+    "tests/test_safety_arith.py::test_a_bad_float_stored_into_an_int_array_raises": "each",
+    "tests/test_safety_arith.py::test_math_floor_of_a_float_without_an_int64_is_python_s": "each",
+    "tests/test_safety_arith.py::test_the_error_raised_is_the_one_python_meets_first": "each",
+    "tests/test_safety_restore.py::test_a_zero_division_leaves_the_arrays_as_they_were": "each",
+    "tests/test_slices.py::test_an_augmented_assignment_to_a_slice_updates_each_element": "each",
+}
+
+
+def _value_key(v) -> str:
+    """A parameter's value as the same text in every process (no addresses)."""
+    name = getattr(v, "__qualname__", None) or getattr(v, "name", None)
+    return name if isinstance(name, str) else repr(v)
+
+
+def _brings(keys: list, seen: set, mode) -> set:
+    """The values (and, of the parameters ``mode`` names, the pairs) ``keys`` brings."""
+    paired = [k for k in keys if k[0] in mode] if mode != "each" else []
+    return ({*keys, *((a, b) for i, a in enumerate(paired) for b in paired[i + 1:])}
+            - seen)
+
+
+@pytest.hookimpl(tryfirst=True)     # before -m deselects by marker
+def pytest_collection_modifyitems(config, items):
+    seen: dict[str, set] = {}
+    for item in items:
+        base = item.nodeid.split("[", 1)[0]
+        mode = CROSS_PRODUCTS.get(base)
+        if mode is None or item.get_closest_marker("slow") or not hasattr(item, "callspec"):
+            continue
+        keys = sorted((k, _value_key(v)) for k, v in item.callspec.params.items())
+        new = _brings(keys, seen.setdefault(base, set()), mode)
+        if new:
+            seen[base] |= new
+        else:
+            item.add_marker(pytest.mark.slow)
