@@ -52,6 +52,8 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere in the checkout
 
 import numpy as np  # noqa: E402
 
+from hpu._decorator import sequential_timed  # noqa: E402
+
 TARGETS = {
     "small.cpu_vs_sequential": ("<=", 1.3),
     "small.default_vs_cpu": ("<=", 1.15),
@@ -92,6 +94,7 @@ def small_calls(n: int, rounds: int) -> dict:
     x = np.random.default_rng(1).integers(0, 1 << 30, n).astype(np.int32)
     want = np.sort(x, kind="stable")
     cpu, gpu = mergesort.options(device="cpu"), mergesort.options(device="gpu")
+    sequential_timed(mergesort, x.copy(), np.empty_like(x), 0, n)  # the solver, no copy
     fns = {
         "sequential": lambda a, t: mergesort.sequential(a, t, 0, n),
         "cpu": lambda a, t: cpu(a, t, 0, n),
@@ -152,6 +155,10 @@ def cheap_and_contention(n: int, rounds: int, load: int) -> dict:
     ms_cpu(a, np.empty_like(a), 0, n)
     if not np.array_equal(a, np.sort(xm)):
         raise SystemExit("bench_overhead: mergesort sorted wrongly")
+
+    sequential_timed(dc_sum, xs, 0, n)             # the solvers they time, copying nothing
+    sequential_timed(max_subarray_sum, xs, 0, n)
+    sequential_timed(mergesort, xm.copy(), np.empty_like(xm), 0, n)
 
     def measure():
         sums = interleaved({"sequential": lambda a: dc_sum.sequential(a, 0, n),

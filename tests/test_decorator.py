@@ -69,6 +69,50 @@ def test_sequential_is_the_compiled_original():
     assert program.function.py_func is not E.maxsub.py_func  # compiled from the generated copy
 
 
+def _line_of(tag: str) -> int:
+    with open(__file__) as fh:
+        return next(k for k, t in enumerate(fh, 1) if t.rstrip().endswith(f"# {tag}"))
+
+
+def zero_at_a_leaf(a, lo, hi):
+    if hi - lo <= 1:
+        return 1 // (a[lo] - 7)   # LINE_ZERO_LEAF
+    mid = (lo + hi) // 2
+    return zero_at_a_leaf(a, lo, mid) + zero_at_a_leaf(a, mid, hi)
+
+
+def bump_chain(a, lo, hi):
+    if hi - lo <= 1:
+        if hi > lo:
+            a[lo] += 1
+        return 0
+    bump_chain(a, lo, lo + 1)     # one element, then the rest: n calls deep
+    return bump_chain(a, lo + 1, hi)
+
+
+def test_native_recursion_answers_before_the_growable_stack_solver_is_compiled():
+    """``.sequential`` of small arguments and the rerun that finds a task's error in Python's
+    order run the core module's recursion, compiled with the program: the solver that
+    continues a recursion past native depth on a growable stack (more compilation than the
+    rest of the module) is built only for a call that goes that deep, which runs again from
+    the arguments as they were."""
+    x = np.arange(64)
+    f = hpu.divide_and_conquer(b=2, cost="1")(zero_at_a_leaf)
+    y = x + 8
+    assert f.sequential(y, 0, len(y)) == zero_at_a_leaf(y, 0, len(y))
+    with pytest.raises(ZeroDivisionError) as err:
+        f.run(x, 0, len(x), device="cpu", K=3)
+    assert f"test_decorator.py:{_line_of('LINE_ZERO_LEAF')}" in str(err.value), err.value
+    program, _ = f._program_for(x, 0, len(x))
+    assert not program.has_deep_module
+    g = hpu.divide_and_conquer(b=2, cost="1")(bump_chain)
+    a = np.arange(6000)          # past hpu._guard.NATIVE_DEPTH calls
+    assert g.sequential(a, 0, len(a)) == 0
+    np.testing.assert_array_equal(a, np.arange(6000) + 1)   # each element bumped once
+    program, _ = g._program_for(a, 0, len(a))
+    assert program.has_deep_module
+
+
 @pytest.mark.parametrize("device", ["gpu", "hybrid"])
 def test_gpu_and_hybrid_run_and_agree_with_numpy(device):
     x = np.arange(1000)[::-1].copy()
