@@ -90,7 +90,8 @@ import numpy as np
 from hpu import _functional, _views
 from hpu._errors import TranslationError
 from hpu._iteration import array_loops_indexed
-from hpu._normalise import (_is_rec, _rewrite_blocks, normalise, unroll_literal_loops,
+from hpu._normalise import (_is_rec, _rewrite_blocks, inline_literal_iterables,
+                            minmax_of_literal_generators, normalise, unroll_literal_loops,
                             unroll_value_loops)
 from hpu._raises import lower_raises, raise_refusal
 from hpu._reductions import REDUCE_FIRST, REDUCE_PAIR, reductions_as_loops
@@ -328,6 +329,8 @@ def _source_of(fn, kind: str):
     node = defs[0]
     ast.increment_lineno(module, start - 1)  # line numbers are file lines from here on
     _helper_keywords_as_positions(node, getattr(fn, "__globals__", {}), node.name)
+    inline_literal_iterables(node)  # parts = [a[:t], a[t:]]; for p in parts: f(p)
+    minmax_of_literal_generators(node, getattr(fn, "__globals__", {}))  # max(f(p) for p in (..))
     unroll_value_loops(node, node.name)
     return text, start, filename, node
 

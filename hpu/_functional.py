@@ -523,7 +523,15 @@ def _tree_of(fn):
         return None
     ast.increment_lineno(mod, start - 1)
     node = mod.body[0] if mod.body else None
-    return node if isinstance(node, (ast.FunctionDef,)) else None
+    if not isinstance(node, ast.FunctionDef):
+        return None
+    # the children's slices looped over as a name or by a generator: the calls written
+    # out, as hpu._frontend._source_of reads them (hpu._normalise)
+    from hpu._normalise import inline_literal_iterables, minmax_of_literal_generators
+
+    inline_literal_iterables(node)
+    minmax_of_literal_generators(node, getattr(fn, "__globals__", {}))
+    return node
 
 
 def _helpers(tree, glb, seen) -> list:

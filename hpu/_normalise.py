@@ -469,6 +469,142 @@ def unroll_value_loops(tree: ast.FunctionDef, own: str) -> None:
     _rewrite_blocks(tree, rewrite)
 
 
+def _stable_value(v) -> bool:
+    """A value that gives the same result wherever it is evaluated in its statement: names,
+    numbers, slices (views: they alias the same elements whenever they are made),
+    arithmetic, tuples of these, and calls of :data:`_PURE_IN_VALUES` -- no element read
+    (``a[i]``, which a recursive call may write first) and no other call."""
+    for n in ast.walk(v):
+        if isinstance(n, ast.Subscript):
+            if not isinstance(n.slice, ast.Slice):
+                return False
+        elif isinstance(n, ast.Call):
+            if not (isinstance(n.func, ast.Name) and n.func.id in _PURE_IN_VALUES):
+                return False
+        elif not isinstance(n, (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Tuple,
+                                ast.List, ast.Slice, ast.expr_context, ast.operator,
+                                ast.unaryop)):
+            return False
+    return True
+
+
+def inline_literal_iterables(tree: ast.FunctionDef) -> None:
+    """``parts = [a[:t], a[t:2*t], a[2*t:]]`` followed by ``for p in parts: best =
+    max(best, f(p))`` (or ``max(f(p) for p in parts)``) -- the children's slices named
+    once, then looped over -- becomes the loop over the values written out, which
+    :func:`unroll_literal_loops` and :func:`minmax_of_literal_generators` then unroll into
+    the recursive calls: the number of children is the tree's branching factor, known
+    before the function runs.  In place.  Only where that is exactly the same program:
+    the name assigned once, in the function's own block, to a list or tuple written out
+    whose values are stable (:func:`_stable_value`) and read no name assigned after it;
+    the name read nowhere but as what a ``for`` or a generator loops over, each such loop
+    making a recursive call.  Anything else is left as written."""
+    own = tree.name
+    stores: dict = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            stores[n.id] = stores.get(n.id, 0) + 1
+    iters: dict = {}        # id(iterable Name node) -> the loop or comprehension over it
+    for n in ast.walk(tree):
+        if isinstance(n, ast.For) and isinstance(n.iter, ast.Name):
+            iters[id(n.iter)] = n
+        elif isinstance(n, (ast.GeneratorExp, ast.ListComp)):
+            for g in n.generators:
+                if isinstance(g.iter, ast.Name):
+                    iters[id(g.iter)] = n
+    body = tree.body
+    for i, st in enumerate(list(body)):
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1
+                and isinstance(st.targets[0], ast.Name)
+                and isinstance(st.value, (ast.List, ast.Tuple)) and st.value.elts
+                and not any(isinstance(e, ast.Starred) for e in st.value.elts)
+                and all(_stable_value(e) for e in st.value.elts)):
+            continue
+        name = st.targets[0].id
+        if stores.get(name) != 1:
+            continue
+        later = body[i + 1:]
+        reads = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name
+                 and isinstance(n.ctx, ast.Load)]
+        inside = {id(n) for sub in later for n in ast.walk(sub)}
+        if not reads or not all(id(r) in iters and id(r) in inside
+                                and _has_rec(iters[id(r)], own) for r in reads):
+            continue
+        used = {n.id for e in st.value.elts for n in ast.walk(e) if isinstance(n, ast.Name)}
+        if any(isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load) and n.id in used
+               for sub in later for n in ast.walk(sub)):
+            continue
+        for r in reads:
+            loop = iters[id(r)]
+            value = ast.copy_location(ast.Tuple(copy.deepcopy(st.value.elts), ast.Load()), r)
+            if isinstance(loop, ast.For):
+                loop.iter = value
+            else:
+                for g in loop.generators:
+                    if g.iter is r:
+                        g.iter = value
+        body.remove(st)
+    ast.fix_missing_locations(tree)
+
+
+def minmax_of_literal_generators(tree: ast.FunctionDef, glb: dict) -> None:
+    """``max(f(p) for p in (a[:t], a[t:2*t], a[2*t:]))`` (or ``min``, or of a list
+    comprehension) becomes ``max(f(a[:t]), f(a[t:2*t]), f(a[2*t:]))``: the builtin with
+    the values written out makes the same comparisons in the same order and keeps the
+    same element, and the recursive calls are then calls like any other (their number is
+    the branching factor).  One value: the value itself.  In place; only for one ``for``
+    with no ``if``, over a tuple or list written out whose values are stable
+    (:func:`_stable_value`), its target a name (or a tuple of names matched by each
+    value), no ``key=``/``default=``, and ``max``/``min`` Python's own."""
+    import builtins
+
+    own = tree.name
+
+    class T(ast.NodeTransformer):
+        def visit_Call(self, n):
+            self.generic_visit(n)
+            f = n.func
+            if not (isinstance(f, ast.Name) and f.id in ("max", "min")
+                    and glb.get(f.id, getattr(builtins, f.id)) is getattr(builtins, f.id)
+                    and len(n.args) == 1 and not n.keywords
+                    and isinstance(n.args[0], (ast.GeneratorExp, ast.ListComp))):
+                return n
+            gen = n.args[0]
+            if len(gen.generators) != 1:
+                return n
+            g = gen.generators[0]
+            if (g.ifs or g.is_async or not isinstance(g.iter, (ast.Tuple, ast.List))
+                    or not g.iter.elts or not _has_rec(gen.elt, own)
+                    or any(isinstance(e, ast.Starred) or not _stable_value(e)
+                           for e in g.iter.elts)
+                    or any(isinstance(m, (ast.NamedExpr, ast.Lambda, ast.GeneratorExp,
+                                          ast.ListComp, ast.SetComp, ast.DictComp))
+                           for m in ast.walk(gen.elt))):
+                return n
+            if isinstance(g.target, ast.Name):
+                names, rows = [g.target.id], [[e] for e in g.iter.elts]
+            elif (isinstance(g.target, ast.Tuple)
+                  and all(isinstance(t, ast.Name) for t in g.target.elts)
+                  and all(isinstance(e, (ast.Tuple, ast.List))
+                          and len(e.elts) == len(g.target.elts) for e in g.iter.elts)):
+                names = [t.id for t in g.target.elts]
+                rows = [list(e.elts) for e in g.iter.elts]
+            else:
+                return n
+            values = []
+            for row in rows:
+                e = copy.deepcopy(gen.elt)
+                for nm, v in zip(names, row):
+                    e = _substituted(e, nm, v)
+                values.append(e)
+            if len(values) == 1:
+                return ast.copy_location(values[0], n)
+            return ast.copy_location(ast.Call(f, values, []), n)
+
+    T().visit(tree)
+    ast.fix_missing_locations(tree)
+
+
 def _substituted(node, name: str, value):
     """``node`` with each read of ``name`` replaced by a copy of ``value``."""
     class S(ast.NodeTransformer):

@@ -246,6 +246,16 @@ ACCEPTED: tuple[tuple[str, str, str], ...] = (
      "unrolled; the loop variable is replaced by each value, evaluated where it is used (a "
      "value may not read a name the loop assigns, nor call anything but len, min, max, abs, "
      "int, float)"),
+    ("the children named once, then looped over",
+     "parts = [a[:t], a[t:2*t], a[2*t:]]\nfor p in parts: best = max(best, f(p))",
+     "the values written out in the loop, then unrolled as above, where the name is assigned "
+     "once and read only as what loops making recursive calls run over, and its values are "
+     "names, numbers, slices, arithmetic and len/min/max/abs/int/float reading no name "
+     "assigned after it; else a list, as written (the CPU)"),
+    ("max or min of a generator over the children",
+     "return max(f(p) for p in (a[:t], a[t:]))",
+     "max(f(a[:t]), f(a[t:])): the same comparisons in the same order (one for, no if, no "
+     "key= or default=, values as above; a list comprehension too)"),
     ("a loop over values or arrays in a combine",
      "for part in (z, y, x, w):\n    for v in part: out[m] = v; m += 1",
      "unrolled: the body once per value, reading the value itself where the loop variable is "

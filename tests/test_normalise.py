@@ -8,6 +8,7 @@ order is visible in the result, runs them against plain Python.
 from __future__ import annotations
 
 import ast
+import math
 import inspect
 import warnings
 
@@ -681,3 +682,120 @@ def test_branches_calling_with_other_arguments_are_refused_with_the_rewrite():
     with pytest.raises(hpu.TranslationError, match="other calls in each") as err:
         hpu.divide_and_conquer(other_calls_each)
     assert "Make the calls once before the `if`" in str(err.value)
+
+
+# ------------------------------------------- children named in a list, or looped by a generator
+
+def max_parts_named(a):
+    if len(a) <= 4:
+        return max(a)
+    t = len(a) // 3
+    parts = [a[:t], a[t:2 * t], a[2 * t:]]
+    best = -math.inf
+    for p in parts:
+        best = max(best, max_parts_named(p))
+    return best
+
+
+def max_parts_generator(a):
+    if len(a) <= 4:
+        return max(a)
+    t = len(a) // 3
+    parts = (a[:t], a[t:2 * t], a[2 * t:])
+    return max(max_parts_generator(p) for p in parts)
+
+
+def min_spans_generator(a, lo, hi):
+    if hi - lo <= 3:
+        return min(a[lo:hi])
+    m = (lo + hi) // 2
+    return min([min_spans_generator(a, s, e) for s, e in ((lo, m), (m, hi))])
+
+
+def sum_parts_named(a, lo, hi):
+    if hi - lo <= 4:
+        return sum(a[lo:hi])
+    step = (hi - lo) // 4
+    bounds = [(lo, lo + step), (lo + step, lo + 2 * step), (lo + 2 * step, lo + 3 * step),
+              (lo + 3 * step, hi)]
+    total = 0
+    for s, e in bounds:
+        total += sum_parts_named(a, s, e)
+    return total
+
+
+def _rewritten(src):
+    from hpu._normalise import inline_literal_iterables, minmax_of_literal_generators
+
+    tree = ast.parse(src).body[0]
+    inline_literal_iterables(tree)
+    minmax_of_literal_generators(tree, {})
+    return ast.unparse(tree)
+
+
+def test_named_children_and_generators_over_them_become_the_calls_written_out():
+    got = _rewritten(inspect.getsource(max_parts_generator))
+    assert "parts =" not in got and ("max(max_parts_generator(a[:t]), max_parts_generator("
+                                   "a[t:2 * t]), max_parts_generator(a[2 * t:]))") in got
+    got = _rewritten(inspect.getsource(max_parts_named))
+    assert "parts =" not in got and "for p in (a[:t], a[t:2 * t], a[2 * t:])" in got
+    one = _rewritten("def f(a):\n    if len(a) < 2:\n        return 0\n"
+                     "    return min(f(p) for p in (a[1:],))\n")
+    assert "return f(a[1:])" in one
+
+
+@pytest.mark.parametrize("src, kept", [
+    # the list read otherwise: it is a list, as written
+    ("def f(a):\n    if len(a) < 2:\n        return 0\n    ps = [a[:1], a[1:]]\n"
+     "    s = len(ps)\n    for p in ps:\n        s += f(p)\n    return s\n", "ps = [a[:1], a[1:]]"),
+    # a value reads a name assigned after the list: evaluated later, it would differ
+    ("def f(a, m):\n    if len(a) < 2:\n        return 0\n    ps = [a[:m], a[m:]]\n"
+     "    m = 1\n    s = 0\n    for p in ps:\n        s += f(p, m)\n    return s\n", "ps = [a[:m], a[m:]]"),
+    # an element read (a recursive call may write it first), a call of the user's
+    ("def f(a):\n    if len(a) < 2:\n        return 0\n    ps = [a[0], a[1]]\n"
+     "    return max(f(a[1:]) + p for p in ps)\n", "ps = [a[0], a[1]]"),
+    ("def f(a):\n    if len(a) < 2:\n        return 0\n"
+     "    return max(f(p) for p in (g(a), a[1:]))\n", "max((f(p) for p in (g(a), a[1:])))"),
+    # a filter, or key=: not the builtin's plain comparisons of the values written out
+    ("def f(a):\n    if len(a) < 2:\n        return 0\n"
+     "    return max(f(p) for p in (a[:1], a[1:]) if len(p))\n", "if len(p)"),
+    ("def f(a):\n    if len(a) < 2:\n        return 0\n"
+     "    return max((f(p) for p in (a[:1], a[1:])), key=abs)\n", "key=abs"),
+])
+def test_named_children_are_left_as_written_where_that_would_change_the_program(src, kept):
+    assert kept in _rewritten(src)
+
+
+def test_a_module_max_that_is_not_the_builtin_is_left_alone():
+    from hpu._normalise import minmax_of_literal_generators
+
+    tree = ast.parse("def f(a):\n    if len(a) < 2:\n        return 0\n"
+                     "    return max(f(p) for p in (a[:1], a[1:]))\n").body[0]
+    minmax_of_literal_generators(tree, {"max": lambda it: 0})
+    assert "for p in" in ast.unparse(tree)
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("device, alpha, y", [("cpu", None, None), ("gpu", None, None),
+                                              ("hybrid", 0.5, 2)])
+@settings(COMPILES, max_examples=5)
+@given(xs=st.lists(st.integers(-10**6, 10**6), min_size=1, max_size=400))
+def test_children_looped_by_name_or_generator_give_the_plain_answer_on_every_path(
+        device, alpha, y, xs):
+    """The children's calls counted at decoration (the device ran them: gpu tasks), the
+    plain function's answer on every path."""
+    a = np.array(xs, dtype=np.int64)
+    opts = {"device": device} if alpha is None else {"device": device, "alpha": alpha, "y": y}
+    cases = ((max_parts_named, (a,)), (max_parts_generator, (a,)),
+             (min_spans_generator, (a, 0, len(a))), (sum_parts_named, (a, 0, len(a))))
+    for fn, args in cases:
+        f = _DECORATED.setdefault(fn.__name__, hpu.divide_and_conquer(fn))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+            run = f.run(*args, **opts)
+        assert run.value == fn(*args) and run.fallbacks == [], (fn.__name__, run.fallbacks)
+        if device == "gpu" and len(a) >= 64:
+            assert run.gpu_tasks > 0, fn.__name__
+
+
+_DECORATED: dict = {}
