@@ -194,6 +194,106 @@ def _copy_of(e, a: str, nps: set) -> bool:
             and e.slice.lower is None and e.slice.upper is None and e.slice.step is None)
 
 
+def _base_helper_inlined(g, arr, a: str, fn, used: set):
+    """``return insertion(a)`` in the guard ``g``, where ``insertion`` is a function of the
+    same module whose one ``return`` is its last statement and returns a name: its body
+    put in the guard before the return, its parameter read as ``a`` and its own names
+    renamed (``hpu_insertion_b``), and the name it returned (a Name node), which
+    :func:`_worked_copy` then reads.  None, and ``g`` untouched, for anything else."""
+    import types
+
+    if not (isinstance(arr, ast.Call) and _is_name(arr.func) and len(arr.args) == 1
+            and _is_name(arr.args[0], a) and not arr.keywords):
+        return None
+    h = fn.__globals__.get(arr.func.id)
+    if not (isinstance(h, types.FunctionType) and h.__globals__ is fn.__globals__
+            and h is not fn):
+        return None
+    try:
+        node, _, _ = _tree(h)
+    except Exception:  # noqa: BLE001 - no source, or one hpu refuses: left as written
+        return None
+    params = node.args
+    if (len(params.args) != 1 or params.vararg or params.kwarg or params.kwonlyargs
+            or params.defaults or not node.body or not isinstance(node.body[-1], ast.Return)
+            or not _is_name(node.body[-1].value)):
+        return None
+    inner = [n for st in node.body for n in ast.walk(st)]
+    if (sum(isinstance(n, ast.Return) for n in inner) != 1
+            or any(isinstance(n, (ast.FunctionDef, ast.Lambda, ast.Global, ast.Nonlocal,
+                                  ast.Yield, ast.YieldFrom, ast.GeneratorExp, ast.ListComp,
+                                  ast.SetComp, ast.DictComp)) for n in inner)
+            or any(isinstance(n, ast.Call) and _is_name(n.func, h.__name__) for n in inner)):
+        return None
+    p = params.args[0].arg
+    if any(isinstance(n, ast.Name) and n.id == p and not isinstance(n.ctx, ast.Load)
+           for n in inner):
+        return None                 # the parameter rebound: not the caller's slice
+    local = {n.id for n in inner if isinstance(n, ast.Name)
+             and not isinstance(n.ctx, ast.Load)}
+    renamed = {}
+    for v in sorted(local):
+        renamed[v] = _fresh(f"hpu_{h.__name__}_{v}", used)
+        used.add(renamed[v])
+    if node.body[-1].value.id not in renamed:
+        return None                 # it returns its parameter or a global
+
+    class R(ast.NodeTransformer):
+        def visit_Name(self, n):
+            if n.id == p:
+                return ast.copy_location(ast.Name(a, n.ctx), n)
+            if n.id in renamed:
+                return ast.copy_location(ast.Name(renamed[n.id], n.ctx), n)
+            return n
+
+    body = [R().visit(copy.deepcopy(st)) for st in node.body]
+    g.body[-1:-1] = body[:-1]
+    return body[-1].value
+
+
+def _worked_copy(g, arr, a: str, nps: set) -> int | None:
+    """In the guard ``g`` returning ``arr``: the index of ``b = a.copy()`` (or
+    ``np.copy(a)``) among its statements, where ``arr`` is ``b``, ``b`` is assigned nowhere
+    else in ``g`` and ``a`` nowhere in it -- a base case that copies its slice and sorts or
+    changes the copy in place (``b = a.copy()``, an insertion sort of ``b``, ``return b``);
+    else None.  Only a real copy: ``b = a[:]`` is a view, whose writes Python makes in the
+    caller's array."""
+    if not _is_name(arr) or arr.id == a:
+        return None
+    b = arr.id
+    stores = [n for n in ast.walk(g) if isinstance(n, ast.Name)
+              and not isinstance(n.ctx, ast.Load) and n.id in (a, b)]
+    if len(stores) != 1 or stores[0].id != b:
+        return None
+    for i, st in enumerate(g.body[:-1]):
+        if (isinstance(st, ast.Assign) and len(st.targets) == 1 and _is_name(st.targets[0], b)
+                and isinstance(st.value, ast.Call) and _copy_of(st.value, a, nps)
+                and not _is_name(st.value.func, "list")):
+            return i
+    return None
+
+
+def _sort_as_loops(st, b: str) -> list:
+    """``b.sort()`` (``kind=`` any: the numbers sorted are the same) as the insertion sort
+    the device runs, NaNs last as NumPy puts them; any other statement as it is."""
+    e = st.value if isinstance(st, ast.Expr) else None
+    if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute)
+            and e.func.attr == "sort" and _is_name(e.func.value, b) and not e.args
+            and all(k.arg == "kind" for k in e.keywords)):
+        return [st]
+    loops = ast.parse(f"for {INDEX} in range(1, len({b})):\n"
+                      f"    hpu_sv = {b}[{INDEX}]\n"
+                      f"    hpu_sj = {INDEX} - 1\n"
+                      f"    while hpu_sj >= 0 and (hpu_sv < {b}[hpu_sj] or (hpu_sv == hpu_sv"
+                      f" and {b}[hpu_sj] != {b}[hpu_sj])):\n"
+                      f"        {b}[hpu_sj + 1] = {b}[hpu_sj]\n"
+                      f"        hpu_sj -= 1\n"
+                      f"    {b}[hpu_sj + 1] = hpu_sv").body
+    for n in (m for loop in loops for m in ast.walk(loop)):
+        ast.copy_location(n, st)
+    return loops
+
+
 def _sorted_of(e, a: str, nps: set) -> bool:
     """``np.sort(a)`` (``kind=`` any: the numbers sorted are the same): a sorted copy, as a
     cutoff writes it (``if len(a) <= 16: return np.sort(a)``)."""
@@ -1536,6 +1636,28 @@ def _rewrite_slices(dc) -> Rewritten:
         if ret.value is None:
             raise NotRewritable(f"a base case returns nothing (line {ret.lineno})")
         arr, sc = _split_result(ret.value)
+        before = list(g.body)
+        inlined = _base_helper_inlined(g, arr, a, fn, used)
+        worked = _worked_copy(g, arr if inlined is None else inlined, a, nps)
+        if inlined is not None:
+            if worked is None:          # not a copy worked on: the helper's call, as written
+                g.body = before
+            else:
+                arr = inlined
+        if worked is not None:
+            # `b = a.copy(); <b sorted or changed in place>; return b`: b is the task's
+            # region of the buffer, a copied into it first (the insertion-sort cutoff)
+            at = f"{PARITY} * {half} + {AT}"
+            bind = ast.parse(f"{arr.id} = {BUF}[{at}:{at} + len({a})]").body[0]
+            for n in ast.walk(bind):
+                ast.copy_location(n, g.body[worked])
+            g.body[worked:worked + 1] = [*copy_into(g.body[worked], ast.Name(a, ast.Load())),
+                                         bind]
+            g.body = [x for st in g.body for x in _sort_as_loops(st, arr.id)]
+            set_arity(len(sc), ret)
+            ret.value = _value_of(sc)
+            out_body.append(g)
+            continue
         empty = _empty_of(arr, a, nps)
         if empty is not None and _empty_test(g.test, a) and not any(
                 isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == a

@@ -1533,3 +1533,68 @@ def sort_cutoff(a):
 
 
 REWRITTEN["sort_cutoff"] = sort_cutoff
+
+
+def sort_insertion_cutoff(a):
+    """The textbook hybrid merge sort: small slices copied and sorted by insertion."""
+    n = len(a)
+    if n <= 8:
+        b = a.copy()
+        for i in range(1, n):
+            key = b[i]
+            j = i - 1
+            while j >= 0 and b[j] > key:
+                b[j + 1] = b[j]
+                j -= 1
+            b[j + 1] = key
+        return b
+    m = n // 2
+    return merge_float(sort_insertion_cutoff(a[:m]), sort_insertion_cutoff(a[m:]))
+
+
+def insertion_sorted(a):
+    out = np.copy(a)
+    for i in range(1, len(out)):
+        key = out[i]
+        j = i - 1
+        while j >= 0 and out[j] > key:
+            out[j + 1] = out[j]
+            j -= 1
+        out[j + 1] = key
+    return out
+
+
+def count_insertion_helper(a):
+    """The cutoff in a helper of its own; a count beside the sorted copy."""
+    if len(a) <= 8:
+        return insertion_sorted(a), 0
+    m = len(a) // 2
+    left, x = count_insertion_helper(a[:m])
+    right, y = count_insertion_helper(a[m:])
+    merged, z = merge_count(left, right)
+    return merged, x + y + z
+
+
+def sort_copy_sorted(a):
+    """The copy sorted by ndarray.sort, NaNs last."""
+    if len(a) <= 8:
+        b = a.copy()
+        b.sort()
+        return b
+    m = len(a) // 2
+    return merge_float(sort_copy_sorted(a[:m]), sort_copy_sorted(a[m:]))
+
+
+REWRITTEN.update(sort_insertion_cutoff=sort_insertion_cutoff,
+                 count_insertion_helper=count_insertion_helper,
+                 sort_copy_sorted=sort_copy_sorted)
+
+
+def sort_view_worked(a):
+    """``b = a[:]`` is a view: Python sorts the caller's own elements -- no device form."""
+    if len(a) <= 8:
+        b = a[:]
+        b.sort()
+        return b
+    m = len(a) // 2
+    return merge_float(sort_view_worked(a[:m]), sort_view_worked(a[m:]))

@@ -5,6 +5,7 @@ without such a form stays on the CPU, saying why."""
 from __future__ import annotations
 
 import re
+import math
 import warnings
 
 import numpy as np
@@ -42,7 +43,9 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
           "sort_sentinels_appended": np.int32, "sort_cutoff": np.float64,
           "three_way": np.int64, "four_nested": np.float32, "count_nested": np.int32,
           "reverse_halves": np.float64, "rotate_thirds": np.int16, "halves_appended": np.int64,
-          "sort3_inline": np.float32, "quarters_reversed": np.int32, "sort3_chained": np.int64}
+          "sort3_inline": np.float32, "quarters_reversed": np.int32, "sort3_chained": np.int64,
+          "sort_insertion_cutoff": np.float64, "count_insertion_helper": np.int32,
+          "sort_copy_sorted": np.float64}
 
 
 def decorated(name):
@@ -943,11 +946,11 @@ def test_lists_joined_by_plus_run_on_the_device_and_arrays_add(device, alpha, y,
     device form's; given an array, ``+`` adds the halves element-wise (Python's answer),
     so the array runs as written, saying why."""
     f = hpu.divide_and_conquer(ex.reverse_list)
-    for given in (xs, xs * 700):
-        run = f.run(list(given), **options(device, alpha, y))
-        assert run.value == given[::-1] and run.fallbacks == []
+    for keys in (xs, xs * 700):
+        run = f.run(list(keys), **options(device, alpha, y))
+        assert run.value == keys[::-1] and run.fallbacks == []
         assert all(type(v) is int for v in run.value)
-        if len(given) > 4000 and device == "gpu":
+        if len(keys) > 4000 and device == "gpu":
             assert run.gpu_tasks >= 2
     x = np.array(xs * 700, dtype=np.int64)
     with warnings.catch_warnings():
@@ -1106,6 +1109,39 @@ def test_sentinels_appended_by_numpy_are_scratch_on_the_device(device, alpha, y)
         assert run.value.dtype == np.float64
         if n == 4099:
             assert run.gpu_tasks > 0
+
+
+@pytest.mark.parametrize("device, alpha, y", [("cpu", None, None), ("gpu", None, None),
+                                              ("hybrid", 0.5, 2)])
+@settings(COMPILES, max_examples=5)
+@given(data=st.data())
+def test_a_cutoff_that_sorts_a_copy_in_place_runs_on_the_device(device, alpha, y, data):
+    """``b = a.copy()``, an insertion sort (or ``b.sort()``) of ``b``, ``return b``, written
+    in the base case or in a helper of its own: ``b`` is the task's region of the buffer,
+    the slice copied into it first; the caller's array untouched."""
+    for name in ("sort_insertion_cutoff", "count_insertion_helper", "sort_copy_sorted"):
+        dtype = DTYPES[name]
+        elems = (st.integers(-10**6, 10**6) if np.dtype(dtype).kind == "i"
+                 else st.one_of(st.floats(-1e6, 1e6, allow_nan=False), st.just(math.nan)))
+        x = np.array(data.draw(st.lists(elems, min_size=1, max_size=300), label=name),
+                     dtype=dtype)
+        run = check(name, x, device, alpha, y)
+        if device == "gpu" and x.size > 16:
+            assert run.gpu_tasks > 1, name
+
+
+def test_a_view_worked_on_in_place_keeps_pythons_writes():
+    """``b = a[:]; b.sort()``: Python sorts the caller's elements through the view; no
+    device form (the reason says so), the caller's array as Python leaves it."""
+    f = hpu.divide_and_conquer(ex.sort_view_worked)
+    x = np.random.default_rng(5).standard_normal(40)
+    want_x = x.copy()
+    want = ex.sort_view_worked(want_x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        run = f.run(x, device="gpu")
+    assert same(run.value, want) and np.array_equal(x, want_x)
+    assert run.gpu_tasks == 0 and run.fallbacks
 
 
 @pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
