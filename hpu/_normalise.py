@@ -547,9 +547,26 @@ def inline_literal_iterables(tree: ast.FunctionDef) -> None:
     ast.fix_missing_locations(tree)
 
 
+def _constant_range(it, glb):
+    """The values of ``range(...)`` of int literals or int module constants, at most 64 of
+    them (Python's own ``range``), else None."""
+    import builtins
+
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+            and glb.get("range", builtins.range) is builtins.range
+            and 1 <= len(it.args) <= 3 and not it.keywords):
+        return None
+    bounds = [_constant_int(x, glb) for x in it.args]
+    if None in bounds or (len(bounds) == 3 and bounds[2] == 0):
+        return None
+    values = range(*bounds)
+    return list(values) if len(values) <= 64 else None
+
+
 def minmax_of_literal_generators(tree: ast.FunctionDef, glb: dict) -> None:
     """``max(f(p) for p in (a[:t], a[t:2*t], a[2*t:]))`` (or ``min``, or of a list
-    comprehension) becomes ``max(f(a[:t]), f(a[t:2*t]), f(a[2*t:]))``: the builtin with
+    comprehension, or over ``range(3)`` of int constants) becomes ``max(f(a[:t]),
+    f(a[t:2*t]), f(a[2*t:]))``: the builtin with
     the values written out makes the same comparisons in the same order and keeps the
     same element, and the recursive calls are then calls like any other (their number is
     the branching factor).  One value: the value itself.  In place; only for one ``for``
@@ -573,6 +590,11 @@ def minmax_of_literal_generators(tree: ast.FunctionDef, glb: dict) -> None:
             if len(gen.generators) != 1:
                 return n
             g = gen.generators[0]
+            counted = _constant_range(g.iter, glb)
+            if counted is not None and isinstance(g.target, ast.Name):
+                # `for i in range(3)`: the values 0, 1, 2 written out
+                g = ast.comprehension(g.target, ast.Tuple(
+                    [ast.Constant(v) for v in counted], ast.Load()), g.ifs, g.is_async)
             if (g.ifs or g.is_async or not isinstance(g.iter, (ast.Tuple, ast.List))
                     or not g.iter.elts or not _has_rec(gen.elt, own)
                     or any(isinstance(e, ast.Starred) or not _stable_value(e)

@@ -255,7 +255,8 @@ ACCEPTED: tuple[tuple[str, str, str], ...] = (
     ("max or min of a generator over the children",
      "return max(f(p) for p in (a[:t], a[t:]))",
      "max(f(a[:t]), f(a[t:])): the same comparisons in the same order (one for, no if, no "
-     "key= or default=, values as above; a list comprehension too)"),
+     "key= or default=, values as above or range(3) of int constants; a list comprehension "
+     "too)"),
     ("a loop over values or arrays in a combine",
      "for part in (z, y, x, w):\n    for v in part: out[m] = v; m += 1",
      "unrolled: the body once per value, reading the value itself where the loop variable is "

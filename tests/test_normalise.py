@@ -712,6 +712,14 @@ def min_spans_generator(a, lo, hi):
     return min([min_spans_generator(a, s, e) for s, e in ((lo, m), (m, hi))])
 
 
+def max_thirds_range(a, lo, hi):
+    if hi - lo <= 4:
+        return max(a[lo:hi])
+    s = (hi - lo) // 3
+    return max(max_thirds_range(a, lo + i * s, lo + (i + 1) * s if i < 2 else hi)
+               for i in range(3))
+
+
 def sum_parts_named(a, lo, hi):
     if hi - lo <= 4:
         return sum(a[lo:hi])
@@ -742,6 +750,12 @@ def test_named_children_and_generators_over_them_become_the_calls_written_out():
     one = _rewritten("def f(a):\n    if len(a) < 2:\n        return 0\n"
                      "    return min(f(p) for p in (a[1:],))\n")
     assert "return f(a[1:])" in one
+    got = _rewritten(inspect.getsource(max_thirds_range))
+    assert "for i in" not in got and got.count("max_thirds_range(a, lo + 1 * s") == 1
+    # a range of another length than written out, or of a local name: left as written
+    assert "for i in range(n)" in _rewritten(
+        "def f(a, n):\n    if len(a) < 2:\n        return 0\n"
+        "    return max(f(a[i:]) for i in range(n))\n")
 
 
 @pytest.mark.parametrize("src, kept", [
@@ -787,7 +801,8 @@ def test_children_looped_by_name_or_generator_give_the_plain_answer_on_every_pat
     a = np.array(xs, dtype=np.int64)
     opts = {"device": device} if alpha is None else {"device": device, "alpha": alpha, "y": y}
     cases = ((max_parts_named, (a,)), (max_parts_generator, (a,)),
-             (min_spans_generator, (a, 0, len(a))), (sum_parts_named, (a, 0, len(a))))
+             (min_spans_generator, (a, 0, len(a))), (sum_parts_named, (a, 0, len(a))),
+             (max_thirds_range, (a, 0, len(a))))
     for fn, args in cases:
         f = _DECORATED.setdefault(fn.__name__, hpu.divide_and_conquer(fn))
         with warnings.catch_warnings():
