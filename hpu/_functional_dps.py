@@ -207,7 +207,7 @@ def _base_helper_inlined(g, arr, a: str, fn, used: set):
         return None
     h = fn.__globals__.get(arr.func.id)
     if not (isinstance(h, types.FunctionType) and h.__globals__ is fn.__globals__
-            and h is not fn):
+            and h is not fn and h.__closure__ is None):
         return None
     try:
         node, _, _ = _tree(h)
