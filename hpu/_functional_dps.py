@@ -194,9 +194,10 @@ def _copy_of(e, a: str, nps: set) -> bool:
             and e.slice.lower is None and e.slice.upper is None and e.slice.step is None)
 
 
-def _base_helper_inlined(g, arr, a: str, fn, used: set):
+def _base_helper_inlined(g, arr, a: str, fn, used: set, local_names: set):
     """``return insertion(a)`` in the guard ``g``, where ``insertion`` is a function of the
-    same module whose one ``return`` is its last statement and returns a name: its body
+    same module whose one ``return`` is its last statement and returns a name, and which
+    reads no module name that the function has as a local (``local_names``): its body
     put in the guard before the return, its parameter read as ``a`` and its own names
     renamed (``hpu_insertion_b``), and the name it returned (a Name node), which
     :func:`_worked_copy` then reads.  None, and ``g`` untouched, for anything else."""
@@ -237,6 +238,9 @@ def _base_helper_inlined(g, arr, a: str, fn, used: set):
         used.add(renamed[v])
     if node.body[-1].value.id not in renamed:
         return None                 # it returns its parameter or a global
+    free = {n.id for n in inner if isinstance(n, ast.Name)} - local - {p}
+    if free & local_names:
+        return None                 # a module name it reads is the function's own local
 
     class R(ast.NodeTransformer):
         def visit_Name(self, n):
@@ -1637,7 +1641,9 @@ def _rewrite_slices(dc) -> Rewritten:
             raise NotRewritable(f"a base case returns nothing (line {ret.lineno})")
         arr, sc = _split_result(ret.value)
         before = list(g.body)
-        inlined = _base_helper_inlined(g, arr, a, fn, used)
+        inlined = _base_helper_inlined(g, arr, a, fn, used, {a, *params, *(
+            n.id for n in ast.walk(node)
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load))})
         worked = _worked_copy(g, arr if inlined is None else inlined, a, nps)
         if inlined is not None:
             if worked is None:          # not a copy worked on: the helper's call, as written
