@@ -91,8 +91,8 @@ from hpu import _functional, _views
 from hpu._errors import TranslationError
 from hpu._iteration import array_loops_indexed
 from hpu._normalise import (_is_rec, _rewrite_blocks, inline_literal_iterables,
-                            minmax_of_literal_generators, normalise, unroll_literal_loops,
-                            unroll_value_loops)
+                            minmax_of_literal_generators, normalise, results_list_as_names,
+                            unroll_literal_loops, unroll_value_loops)
 from hpu._raises import lower_raises, raise_refusal
 from hpu._reductions import REDUCE_FIRST, REDUCE_PAIR, reductions_as_loops
 from hpu._subset import EXPR_RULES, STMT_RULES, refuse_with
@@ -331,6 +331,7 @@ def _source_of(fn, kind: str):
     _helper_keywords_as_positions(node, getattr(fn, "__globals__", {}), node.name)
     inline_literal_iterables(node)  # parts = [a[:t], a[t:]]; for p in parts: f(p)
     minmax_of_literal_generators(node, getattr(fn, "__globals__", {}))  # max(f(p) for p in (..))
+    results_list_as_names(node, getattr(fn, "__globals__", {}))  # rs = [f(l), f(r)]: rs_0, rs_1
     unroll_value_loops(node, node.name)
     return text, start, filename, node
 

@@ -527,10 +527,12 @@ def _tree_of(fn):
         return None
     # the children's slices looped over as a name or by a generator: the calls written
     # out, as hpu._frontend._source_of reads them (hpu._normalise)
-    from hpu._normalise import inline_literal_iterables, minmax_of_literal_generators
+    from hpu._normalise import (inline_literal_iterables, minmax_of_literal_generators,
+                                results_list_as_names)
 
     inline_literal_iterables(node)
     minmax_of_literal_generators(node, getattr(fn, "__globals__", {}))
+    results_list_as_names(node, getattr(fn, "__globals__", {}))
     return node
 
 

@@ -577,53 +577,235 @@ def minmax_of_literal_generators(tree: ast.FunctionDef, glb: dict) -> None:
 
     own = tree.name
 
+    def values_of(gen):
+        """The comprehension's values written out (expressions), else None."""
+        if len(gen.generators) != 1:
+            return None
+        g = gen.generators[0]
+        counted = _constant_range(g.iter, glb)
+        if counted is not None and isinstance(g.target, ast.Name):
+            # `for i in range(3)`: the values 0, 1, 2 written out
+            g = ast.comprehension(g.target, ast.Tuple(
+                [ast.Constant(v) for v in counted], ast.Load()), g.ifs, g.is_async)
+        if (g.ifs or g.is_async or not isinstance(g.iter, (ast.Tuple, ast.List))
+                or not g.iter.elts or not _has_rec(gen.elt, own)
+                or any(isinstance(e, ast.Starred) or not _stable_value(e)
+                       for e in g.iter.elts)
+                or any(isinstance(m, (ast.NamedExpr, ast.Lambda, ast.GeneratorExp,
+                                      ast.ListComp, ast.SetComp, ast.DictComp))
+                       for m in ast.walk(gen.elt))):
+            return None
+        if isinstance(g.target, ast.Name):
+            names, rows = [g.target.id], [[e] for e in g.iter.elts]
+        elif (isinstance(g.target, ast.Tuple)
+              and all(isinstance(t, ast.Name) for t in g.target.elts)
+              and all(isinstance(e, (ast.Tuple, ast.List))
+                      and len(e.elts) == len(g.target.elts) for e in g.iter.elts)):
+            names = [t.id for t in g.target.elts]
+            rows = [list(e.elts) for e in g.iter.elts]
+        else:
+            return None
+        values = []
+        for row in rows:
+            e = copy.deepcopy(gen.elt)
+            for nm, v in zip(names, row):
+                e = _substituted(e, nm, v)
+            values.append(e)
+        return values
+
     class T(ast.NodeTransformer):
-        def visit_Call(self, n):
+        def visit_ListComp(self, n):
+            # `[f(p) for p in (a[:h], a[h:])]`: the list of the calls written out
             self.generic_visit(n)
+            values = values_of(n)
+            return n if values is None else ast.copy_location(ast.List(values, ast.Load()), n)
+
+        def visit_Call(self, n):
             f = n.func
             if not (isinstance(f, ast.Name) and f.id in ("max", "min")
                     and glb.get(f.id, getattr(builtins, f.id)) is getattr(builtins, f.id)
-                    and len(n.args) == 1 and not n.keywords
-                    and isinstance(n.args[0], (ast.GeneratorExp, ast.ListComp))):
+                    and len(n.args) == 1 and not n.keywords):
+                self.generic_visit(n)
                 return n
-            gen = n.args[0]
-            if len(gen.generators) != 1:
-                return n
-            g = gen.generators[0]
-            counted = _constant_range(g.iter, glb)
-            if counted is not None and isinstance(g.target, ast.Name):
-                # `for i in range(3)`: the values 0, 1, 2 written out
-                g = ast.comprehension(g.target, ast.Tuple(
-                    [ast.Constant(v) for v in counted], ast.Load()), g.ifs, g.is_async)
-            if (g.ifs or g.is_async or not isinstance(g.iter, (ast.Tuple, ast.List))
-                    or not g.iter.elts or not _has_rec(gen.elt, own)
-                    or any(isinstance(e, ast.Starred) or not _stable_value(e)
-                           for e in g.iter.elts)
-                    or any(isinstance(m, (ast.NamedExpr, ast.Lambda, ast.GeneratorExp,
-                                          ast.ListComp, ast.SetComp, ast.DictComp))
-                           for m in ast.walk(gen.elt))):
-                return n
-            if isinstance(g.target, ast.Name):
-                names, rows = [g.target.id], [[e] for e in g.iter.elts]
-            elif (isinstance(g.target, ast.Tuple)
-                  and all(isinstance(t, ast.Name) for t in g.target.elts)
-                  and all(isinstance(e, (ast.Tuple, ast.List))
-                          and len(e.elts) == len(g.target.elts) for e in g.iter.elts)):
-                names = [t.id for t in g.target.elts]
-                rows = [list(e.elts) for e in g.iter.elts]
+            arg = n.args[0]
+            if isinstance(arg, (ast.GeneratorExp, ast.ListComp)):
+                values = values_of(arg)
+            elif (isinstance(arg, ast.List) and arg.elts and _has_rec(arg, own)
+                  and not any(isinstance(e, ast.Starred) for e in arg.elts)):
+                values = arg.elts           # max([f(l), f(r)]): the same comparisons
             else:
+                values = None
+            if values is None:
+                self.generic_visit(n)
                 return n
-            values = []
-            for row in rows:
-                e = copy.deepcopy(gen.elt)
-                for nm, v in zip(names, row):
-                    e = _substituted(e, nm, v)
-                values.append(e)
-            if len(values) == 1:
-                return ast.copy_location(values[0], n)
-            return ast.copy_location(ast.Call(f, values, []), n)
+            out = (values[0] if len(values) == 1
+                   else ast.Call(f, values, []))
+            return self.visit(ast.copy_location(out, n))
 
     T().visit(tree)
+    ast.fix_missing_locations(tree)
+
+
+def _append_of(st, r: str):
+    """``X`` of the statement ``r.append(X)``, else None."""
+    e = st.value if isinstance(st, ast.Expr) else None
+    if (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "append"
+            and isinstance(e.func.value, ast.Name) and e.func.value.id == r
+            and len(e.args) == 1 and not e.keywords and not isinstance(e.args[0], ast.Starred)):
+        return e.args[0]
+    return None
+
+
+def results_list_as_names(tree: ast.FunctionDef, glb: dict) -> None:
+    """The children's results gathered in a list, then read from it -- ``results = []``
+    followed by ``results.append(f(p))`` over the children written out (or one append per
+    child), or ``subs = [f(a[:h]), f(a[h:])]`` -- become one name per result
+    (``subs_0 = f(a[:h])``, ``subs_1 = f(a[h:])``), each read of the list the names:
+    ``subs[1]``, ``l, r = subs``, ``for v in subs``, ``max(subs)``/``min(subs)`` (the
+    same comparisons), ``len(subs)`` (its length), ``sum(subs)`` of at most two (``0 + x +
+    y``, what Python adds).  In place, in the function's own block; only where every read
+    is one of these and the list is assigned once (no other append, no write).  The
+    number of children is then known before the function runs, as the tree needs."""
+    import builtins
+
+    own = tree.name
+    body = tree.body
+
+    def builtin(name):
+        return glb.get(name, getattr(builtins, name)) is getattr(builtins, name)
+
+    def mentions(node, r):
+        return any(isinstance(n, ast.Name) and n.id == r for n in ast.walk(node))
+
+    # 1. `r = []` and appends: the list written out
+    i = 0
+    while i < len(body):
+        st = body[i]
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1
+                and isinstance(st.targets[0], ast.Name) and isinstance(st.value, ast.List)
+                and not st.value.elts):
+            i += 1
+            continue
+        r = st.targets[0].id
+        values, j = [], i + 1
+        while j < len(body) and _append_of(body[j], r) is not None \
+                and not mentions(_append_of(body[j], r), r):
+            values.append(_append_of(body[j], r))
+            j += 1
+        if not values and j < len(body):
+            loop = body[j]
+            x = (_append_of(loop.body[0], r) if isinstance(loop, ast.For)
+                 and len(loop.body) == 1 else None)
+            if (x is not None and not loop.orelse and isinstance(loop.target, ast.Name)
+                    and isinstance(loop.iter, (ast.Tuple, ast.List)) and loop.iter.elts
+                    and all(not isinstance(e, ast.Starred) and _stable_value(e)
+                            for e in loop.iter.elts)
+                    and not mentions(x, r)
+                    and not any(mentions(later, loop.target.id) for later in body[j + 1:])):
+                values = [_substituted(copy.deepcopy(x), loop.target.id, v)
+                          for v in loop.iter.elts]
+                j += 1
+        if values and any(_has_rec(v, own) for v in values):
+            body[i:j] = [ast.copy_location(ast.Assign(
+                [ast.Name(r, ast.Store())], ast.List(values, ast.Load())), st)]
+        i += 1
+
+    # 2. a list of the results written out, read only as above: a name per result
+    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | set(glb)
+    for i, st in enumerate(list(body)):
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1
+                and isinstance(st.targets[0], ast.Name) and isinstance(st.value, ast.List)
+                and st.value.elts and _has_rec(st.value, own)
+                and not any(isinstance(e, ast.Starred) for e in st.value.elts)):
+            continue
+        r, n = st.targets[0].id, len(st.value.elts)
+        if sum(isinstance(x, ast.Name) and x.id == r for x in ast.walk(tree)) \
+                - sum(isinstance(x, ast.Name) and x.id == r and isinstance(x.ctx, ast.Load)
+                      for x in ast.walk(tree)) != 1:
+            continue                    # assigned more than once
+        at = body.index(st)
+        later_ids = {id(x) for later in body[at + 1:] for x in ast.walk(later)}
+        reads = [x for x in ast.walk(tree) if isinstance(x, ast.Name) and x.id == r
+                 and isinstance(x.ctx, ast.Load)]
+        parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+
+        def kind(x):
+            p = parents.get(id(x))
+            if isinstance(p, ast.Subscript) and p.value is x and isinstance(p.ctx, ast.Load):
+                k = p.slice
+                if isinstance(k, ast.UnaryOp) and isinstance(k.op, ast.USub) \
+                        and isinstance(k.operand, ast.Constant):
+                    k = ast.Constant(-k.operand.value)
+                if isinstance(k, ast.Constant) and type(k.value) is int and -n <= k.value < n:
+                    return "item"
+                return None
+            if (isinstance(p, ast.Call) and isinstance(p.func, ast.Name) and p.args == [x]
+                    and not p.keywords and p.func.id in ("max", "min", "len", "sum")
+                    and builtin(p.func.id) and (p.func.id != "sum" or n <= 2)):
+                return "call"
+            if isinstance(p, ast.For) and p.iter is x:
+                return "loop"
+            if (isinstance(p, ast.Assign) and p.value is x and len(p.targets) == 1
+                    and isinstance(p.targets[0], ast.Tuple) and len(p.targets[0].elts) == n
+                    and not any(isinstance(t, ast.Starred) for t in p.targets[0].elts)):
+                return "unpack"
+            return None
+
+        if not reads or not all(id(x) in later_ids and kind(x) for x in reads):
+            continue
+        names = []
+        for k in range(n):
+            nm = f"{r}_{k}"
+            while nm in taken:
+                nm += "_"
+            taken.add(nm)
+            names.append(nm)
+
+        def names_tuple():
+            return ast.Tuple([ast.Name(nm, ast.Load()) for nm in names], ast.Load())
+
+        class Reads(ast.NodeTransformer):
+            def visit_Subscript(self, node):
+                self.generic_visit(node)
+                if isinstance(node.value, ast.Name) and node.value.id == r:
+                    k = node.slice
+                    v = (-k.operand.value if isinstance(k, ast.UnaryOp) else k.value)
+                    return ast.copy_location(ast.Name(names[v], ast.Load()), node)
+                return node
+
+            def visit_Call(self, node):
+                self.generic_visit(node)
+                if (isinstance(node.func, ast.Name) and len(node.args) == 1
+                        and isinstance(node.args[0], ast.Name) and node.args[0].id == r):
+                    what = node.func.id
+                    items = [ast.Name(nm, ast.Load()) for nm in names]
+                    if what == "len":
+                        out = ast.Constant(n)
+                    elif what == "sum":
+                        out = ast.Constant(0)
+                        for it in items:
+                            out = ast.BinOp(out, ast.Add(), it)
+                    else:
+                        out = items[0] if n == 1 else ast.Call(node.func, items, [])
+                    return ast.copy_location(out, node)
+                return node
+
+            def visit_For(self, node):
+                self.generic_visit(node)
+                if isinstance(node.iter, ast.Name) and node.iter.id == r:
+                    node.iter = ast.copy_location(names_tuple(), node.iter)
+                return node
+
+            def visit_Assign(self, node):
+                self.generic_visit(node)
+                if isinstance(node.value, ast.Name) and node.value.id == r:
+                    node.value = ast.copy_location(names_tuple(), node.value)
+                return node
+
+        for later in body[at + 1:]:
+            Reads().visit(later)
+        body[at:at + 1] = [ast.copy_location(ast.Assign([ast.Name(nm, ast.Store())], v), st)
+                           for nm, v in zip(names, st.value.elts)]
     ast.fix_missing_locations(tree)
 
 

@@ -257,6 +257,12 @@ ACCEPTED: tuple[tuple[str, str, str], ...] = (
      "max(f(a[:t]), f(a[t:])): the same comparisons in the same order (one for, no if, no "
      "key= or default=, values as above or range(3) of int constants; a list comprehension "
      "too)"),
+    ("the children's results gathered in a list",
+     "results = []\nfor p in (a[:h], a[h:]): results.append(f(p))\nreturn results[0] + results[1]",
+     "a name per result (results_0 = f(a[:h]), ...), also for rs = [f(l), f(r)] and "
+     "[f(p) for p in (...)], where the list is assigned once and read only as rs[k] (k a "
+     "constant), l, r = rs, for v in rs, max(rs), min(rs), len(rs) or sum(rs) of two; else "
+     "a list, as written (the CPU)"),
     ("a loop over values or arrays in a combine",
      "for part in (z, y, x, w):\n    for v in part: out[m] = v; m += 1",
      "unrolled: the body once per value, reading the value itself where the loop variable is "

@@ -720,6 +720,35 @@ def max_thirds_range(a, lo, hi):
                for i in range(3))
 
 
+def sum_appended(a):
+    if len(a) <= 2:
+        return a.sum()
+    results = []
+    for part in (a[:len(a) // 2], a[len(a) // 2:]):
+        results.append(sum_appended(part))
+    return results[0] + results[1]
+
+
+def sum_comprehended(a):
+    if len(a) <= 2:
+        return a.sum()
+    h = len(a) // 2
+    results = [sum_comprehended(p) for p in (a[:h], a[h:])]
+    return sum(results)
+
+
+def max_listed(a, lo, hi):
+    if hi - lo <= 2:
+        return max(a[lo:hi])
+    m = (lo + hi) // 2
+    subs = [max_listed(a, lo, m), max_listed(a, m, hi)]
+    left, right = subs
+    best = max(subs)
+    for v in subs:
+        best = max(best, v + 0 * len(subs))
+    return max(best, left, right, subs[-1])
+
+
 def sum_parts_named(a, lo, hi):
     if hi - lo <= 4:
         return sum(a[lo:hi])
@@ -756,6 +785,44 @@ def test_named_children_and_generators_over_them_become_the_calls_written_out():
     assert "for i in range(n)" in _rewritten(
         "def f(a, n):\n    if len(a) < 2:\n        return 0\n"
         "    return max(f(a[i:]) for i in range(n))\n")
+
+
+def _listed(src):
+    from hpu._normalise import results_list_as_names
+
+    tree = ast.parse(src).body[0]
+    from hpu._normalise import minmax_of_literal_generators
+    minmax_of_literal_generators(tree, {})
+    results_list_as_names(tree, {})
+    return ast.unparse(tree)
+
+
+def test_the_childrens_results_in_a_list_become_a_name_each():
+    got = _listed(inspect.getsource(sum_appended))
+    assert "results = " not in got and "results_0 = sum_appended(a[:len(a) // 2])" in got
+    assert "return results_0 + results_1" in got
+    got = _listed(inspect.getsource(sum_comprehended))
+    assert "return 0 + results_0 + results_1" in got
+    got = _listed(inspect.getsource(max_listed))
+    assert "left, right = (subs_0, subs_1)" in got and "best = max(subs_0, subs_1)" in got
+    assert "for v in (subs_0, subs_1)" in got and "v + 0 * 2" in got and "subs_1)" in got
+
+
+@pytest.mark.parametrize("src", [
+    # appended to again, or under a condition: the count is not known before the run
+    "def f(a):\n    if len(a) < 2:\n        return 0\n    rs = [f(a[:1]), f(a[1:])]\n"
+    "    rs.append(1)\n    return sum(rs)\n",
+    # read by index past its end, or by a name: as Python reads it
+    "def f(a):\n    if len(a) < 2:\n        return 0\n    rs = [f(a[:1]), f(a[1:])]\n"
+    "    return rs[2]\n",
+    "def f(a, i):\n    if len(a) < 2:\n        return 0\n    rs = [f(a[:1], i), f(a[1:], i)]\n"
+    "    return rs[i]\n",
+    # a sum of three: Python 3.12 adds floats with a compensation no `+` chain has
+    "def f(a):\n    if len(a) < 3:\n        return 0\n"
+    "    rs = [f(a[:1]), f(a[1:2]), f(a[2:])]\n    return sum(rs)\n",
+])
+def test_a_list_of_results_read_otherwise_stays_a_list(src):
+    assert "rs = [" in _listed(src)
 
 
 @pytest.mark.parametrize("src, kept", [
@@ -802,7 +869,8 @@ def test_children_looped_by_name_or_generator_give_the_plain_answer_on_every_pat
     opts = {"device": device} if alpha is None else {"device": device, "alpha": alpha, "y": y}
     cases = ((max_parts_named, (a,)), (max_parts_generator, (a,)),
              (min_spans_generator, (a, 0, len(a))), (sum_parts_named, (a, 0, len(a))),
-             (max_thirds_range, (a, 0, len(a))))
+             (max_thirds_range, (a, 0, len(a))), (sum_appended, (a,)),
+             (sum_comprehended, (a,)), (max_listed, (a, 0, len(a))))
     for fn, args in cases:
         f = _DECORATED.setdefault(fn.__name__, hpu.divide_and_conquer(fn))
         with warnings.catch_warnings():
