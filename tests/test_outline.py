@@ -54,7 +54,8 @@ def test_a_returned_reduction_is_outlined_and_a_recursing_loop_is_left():
     got = _outlined(sum_returned)
     text = ast.unparse(got.tree)
     assert "return hpu_loop0_sum_returned(a)" in text
-    assert "for p in parts:" in text            # it makes the recursive calls
+    # it makes the recursive calls (over the children the list named, written out)
+    assert "for p in (a[:m], a[m:]):" in text and "total += sum_returned(p)" in text
 
 
 @pytest.mark.parametrize("fn", [maybe_unbound, read_in_one_branch])
