@@ -1598,3 +1598,18 @@ def sort_view_worked(a):
         return b
     m = len(a) // 2
     return merge_float(sort_view_worked(a[:m]), sort_view_worked(a[m:]))
+
+
+def sort_reread_cutoff(a):
+    """The copy written while the slice is read again: the copy is the task's output region,
+    apart from the slice it reads."""
+    if len(a) <= 8:
+        b = a.copy()
+        for i in range(len(b)):
+            b[i] = a[len(a) - 1 - i] * 2 + b[i]
+        return b
+    m = len(a) // 2
+    return merge_float(sort_reread_cutoff(a[:m]), sort_reread_cutoff(a[m:]))
+
+
+REWRITTEN["sort_reread_cutoff"] = sort_reread_cutoff

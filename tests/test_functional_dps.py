@@ -45,7 +45,7 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
           "reverse_halves": np.float64, "rotate_thirds": np.int16, "halves_appended": np.int64,
           "sort3_inline": np.float32, "quarters_reversed": np.int32, "sort3_chained": np.int64,
           "sort_insertion_cutoff": np.float64, "count_insertion_helper": np.int32,
-          "sort_copy_sorted": np.float64}
+          "sort_copy_sorted": np.float64, "sort_reread_cutoff": np.float64}
 
 
 def decorated(name):
