@@ -90,8 +90,7 @@ import numpy as np
 from hpu import _functional, _views
 from hpu._errors import TranslationError
 from hpu._iteration import array_loops_indexed
-from hpu._normalise import (_is_rec, _rewrite_blocks, inline_literal_iterables,
-                            minmax_of_literal_generators, normalise, results_list_as_names,
+from hpu._normalise import (_is_rec, _rewrite_blocks, children_written_out, normalise,
                             unroll_literal_loops, unroll_value_loops)
 from hpu._raises import lower_raises, raise_refusal
 from hpu._reductions import REDUCE_FIRST, REDUCE_PAIR, reductions_as_loops
@@ -329,9 +328,7 @@ def _source_of(fn, kind: str):
     node = defs[0]
     ast.increment_lineno(module, start - 1)  # line numbers are file lines from here on
     _helper_keywords_as_positions(node, getattr(fn, "__globals__", {}), node.name)
-    inline_literal_iterables(node)  # parts = [a[:t], a[t:]]; for p in parts: f(p)
-    minmax_of_literal_generators(node, getattr(fn, "__globals__", {}))  # max(f(p) for p in (..))
-    results_list_as_names(node, getattr(fn, "__globals__", {}))  # rs = [f(l), f(r)]: rs_0, rs_1
+    children_written_out(node, getattr(fn, "__globals__", {}))  # for p in parts: f(p); rs[0]
     unroll_value_loops(node, node.name)
     return text, start, filename, node
 

@@ -525,14 +525,10 @@ def _tree_of(fn):
     node = mod.body[0] if mod.body else None
     if not isinstance(node, ast.FunctionDef):
         return None
-    # the children's slices looped over as a name or by a generator: the calls written
-    # out, as hpu._frontend._source_of reads them (hpu._normalise)
-    from hpu._normalise import (inline_literal_iterables, minmax_of_literal_generators,
-                                results_list_as_names)
+    # the children's calls written out, as hpu._frontend._source_of reads them
+    from hpu._normalise import children_written_out
 
-    inline_literal_iterables(node)
-    minmax_of_literal_generators(node, getattr(fn, "__globals__", {}))
-    results_list_as_names(node, getattr(fn, "__globals__", {}))
+    children_written_out(node, getattr(fn, "__globals__", {}))
     return node
 
 

@@ -277,6 +277,20 @@ def _worked_copy(g, arr, a: str, nps: set) -> int | None:
     return None
 
 
+def _insertion_sort(arr: str, at: str, n: str) -> str:
+    """Source of the insertion sort of ``arr[at:at + n]`` in place (``at``: "" or an
+    offset followed by " + "), NaNs last as NumPy puts them: what the device runs for
+    ``np.sort(a)`` and ``b.sort()`` of a cutoff."""
+    return (f"for {INDEX} in range(1, {n}):\n"
+            f"    hpu_sv = {arr}[{at}{INDEX}]\n"
+            f"    hpu_sj = {INDEX} - 1\n"
+            f"    while hpu_sj >= 0 and (hpu_sv < {arr}[{at}hpu_sj] or (hpu_sv == hpu_sv"
+            f" and {arr}[{at}hpu_sj] != {arr}[{at}hpu_sj])):\n"
+            f"        {arr}[{at}hpu_sj + 1] = {arr}[{at}hpu_sj]\n"
+            f"        hpu_sj -= 1\n"
+            f"    {arr}[{at}hpu_sj + 1] = hpu_sv")
+
+
 def _sort_as_loops(st, b: str) -> list:
     """``b.sort()`` (``kind=`` any: the numbers sorted are the same) as the insertion sort
     the device runs, NaNs last as NumPy puts them; any other statement as it is."""
@@ -285,14 +299,7 @@ def _sort_as_loops(st, b: str) -> list:
             and e.func.attr == "sort" and _is_name(e.func.value, b) and not e.args
             and all(k.arg == "kind" for k in e.keywords)):
         return [st]
-    loops = ast.parse(f"for {INDEX} in range(1, len({b})):\n"
-                      f"    hpu_sv = {b}[{INDEX}]\n"
-                      f"    hpu_sj = {INDEX} - 1\n"
-                      f"    while hpu_sj >= 0 and (hpu_sv < {b}[hpu_sj] or (hpu_sv == hpu_sv"
-                      f" and {b}[hpu_sj] != {b}[hpu_sj])):\n"
-                      f"        {b}[hpu_sj + 1] = {b}[hpu_sj]\n"
-                      f"        hpu_sj -= 1\n"
-                      f"    {b}[hpu_sj + 1] = hpu_sv").body
+    loops = ast.parse(_insertion_sort(b, "", f"len({b})")).body
     for n in (m for loop in loops for m in ast.walk(loop)):
         ast.copy_location(n, st)
     return loops
@@ -1585,20 +1592,15 @@ def _rewrite_slices(dc) -> Rewritten:
     used = own | set(glb)
     half = f"(len({BUF}) // 2)"
 
+    region = f"{PARITY} * {half} + {AT}"     # where a task's result starts in the buffer
+
     def copy_into(at_line, arr):
-        at = f"{PARITY} * {half} + {AT}"
+        at = region
         src = (f"for {INDEX} in range(len({a})):\n"
                f"    {BUF}[{at} + {INDEX}] = {a}[{INDEX}]")
         if _sorted_of(arr, a, nps):
             # np.sort(a): the copy sorted in place by insertion, NaNs last as NumPy's
-            src += (f"\nfor {INDEX} in range(1, len({a})):\n"
-                    f"    hpu_sv = {BUF}[{at} + {INDEX}]\n"
-                    f"    hpu_sj = {INDEX} - 1\n"
-                    f"    while hpu_sj >= 0 and (hpu_sv < {BUF}[{at} + hpu_sj] or (hpu_sv == hpu_sv"
-                    f" and {BUF}[{at} + hpu_sj] != {BUF}[{at} + hpu_sj])):\n"
-                    f"        {BUF}[{at} + hpu_sj + 1] = {BUF}[{at} + hpu_sj]\n"
-                    f"        hpu_sj -= 1\n"
-                    f"    {BUF}[{at} + hpu_sj + 1] = hpu_sv")
+            src += "\n" + _insertion_sort(BUF, f"{at} + ", f"len({a})")
         loops = ast.parse(src).body
         for loop in loops:
             for n in ast.walk(loop):
@@ -1653,8 +1655,7 @@ def _rewrite_slices(dc) -> Rewritten:
         if worked is not None:
             # `b = a.copy(); <b sorted or changed in place>; return b`: b is the task's
             # region of the buffer, a copied into it first (the insertion-sort cutoff)
-            at = f"{PARITY} * {half} + {AT}"
-            bind = ast.parse(f"{arr.id} = {BUF}[{at}:{at} + len({a})]").body[0]
+            bind = ast.parse(f"{arr.id} = {BUF}[{region}:{region} + len({a})]").body[0]
             for n in ast.walk(bind):
                 ast.copy_location(n, g.body[worked])
             g.body[worked:worked + 1] = [*copy_into(g.body[worked], ast.Name(a, ast.Load())),

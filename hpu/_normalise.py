@@ -547,14 +547,19 @@ def inline_literal_iterables(tree: ast.FunctionDef) -> None:
     ast.fix_missing_locations(tree)
 
 
+def _builtin(name: str, glb: dict) -> bool:
+    """Whether ``name`` in the module ``glb`` is Python's builtin of that name (not shadowed)."""
+    import builtins
+
+    own = getattr(builtins, name)
+    return glb.get(name, own) is own
+
+
 def _constant_range(it, glb):
     """The values of ``range(...)`` of int literals or int module constants, at most 64 of
     them (Python's own ``range``), else None."""
-    import builtins
-
     if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
-            and glb.get("range", builtins.range) is builtins.range
-            and 1 <= len(it.args) <= 3 and not it.keywords):
+            and _builtin("range", glb) and 1 <= len(it.args) <= 3 and not it.keywords):
         return None
     bounds = [_constant_int(x, glb) for x in it.args]
     if None in bounds or (len(bounds) == 3 and bounds[2] == 0):
@@ -573,8 +578,6 @@ def minmax_of_literal_generators(tree: ast.FunctionDef, glb: dict) -> None:
     with no ``if``, over a tuple or list written out whose values are stable
     (:func:`_stable_value`), its target a name (or a tuple of names matched by each
     value), no ``key=``/``default=``, and ``max``/``min`` Python's own."""
-    import builtins
-
     own = tree.name
 
     def values_of(gen):
@@ -622,8 +625,7 @@ def minmax_of_literal_generators(tree: ast.FunctionDef, glb: dict) -> None:
 
         def visit_Call(self, n):
             f = n.func
-            if not (isinstance(f, ast.Name) and f.id in ("max", "min")
-                    and glb.get(f.id, getattr(builtins, f.id)) is getattr(builtins, f.id)
+            if not (isinstance(f, ast.Name) and f.id in ("max", "min") and _builtin(f.id, glb)
                     and len(n.args) == 1 and not n.keywords):
                 self.generic_visit(n)
                 return n
@@ -666,13 +668,8 @@ def results_list_as_names(tree: ast.FunctionDef, glb: dict) -> None:
     y``, what Python adds).  In place, in the function's own block; only where every read
     is one of these and the list is assigned once (no other append, no write).  The
     number of children is then known before the function runs, as the tree needs."""
-    import builtins
-
     own = tree.name
     body = tree.body
-
-    def builtin(name):
-        return glb.get(name, getattr(builtins, name)) is getattr(builtins, name)
 
     def mentions(node, r):
         return any(isinstance(n, ast.Name) and n.id == r for n in ast.walk(node))
@@ -719,9 +716,8 @@ def results_list_as_names(tree: ast.FunctionDef, glb: dict) -> None:
                 and not any(isinstance(e, ast.Starred) for e in st.value.elts)):
             continue
         r, n = st.targets[0].id, len(st.value.elts)
-        if sum(isinstance(x, ast.Name) and x.id == r for x in ast.walk(tree)) \
-                - sum(isinstance(x, ast.Name) and x.id == r and isinstance(x.ctx, ast.Load)
-                      for x in ast.walk(tree)) != 1:
+        if sum(isinstance(x, ast.Name) and x.id == r and not isinstance(x.ctx, ast.Load)
+               for x in ast.walk(tree)) != 1:
             continue                    # assigned more than once
         at = body.index(st)
         later_ids = {id(x) for later in body[at + 1:] for x in ast.walk(later)}
@@ -741,7 +737,7 @@ def results_list_as_names(tree: ast.FunctionDef, glb: dict) -> None:
                 return None
             if (isinstance(p, ast.Call) and isinstance(p.func, ast.Name) and p.args == [x]
                     and not p.keywords and p.func.id in ("max", "min", "len", "sum")
-                    and builtin(p.func.id) and (p.func.id != "sum" or n <= 2)):
+                    and _builtin(p.func.id, glb) and (p.func.id != "sum" or n <= 2)):
                 return "call"
             if isinstance(p, ast.For) and p.iter is x:
                 return "loop"
@@ -807,6 +803,16 @@ def results_list_as_names(tree: ast.FunctionDef, glb: dict) -> None:
         body[at:at + 1] = [ast.copy_location(ast.Assign([ast.Name(nm, ast.Store())], v), st)
                            for nm, v in zip(names, st.value.elts)]
     ast.fix_missing_locations(tree)
+
+
+def children_written_out(tree: ast.FunctionDef, glb: dict) -> None:
+    """The children named in a list, looped over by a generator or gathered in a list,
+    written out as the calls they are (:func:`inline_literal_iterables`,
+    :func:`minmax_of_literal_generators`, :func:`results_list_as_names`, in that order):
+    in place, wherever hpu reads a function's source."""
+    inline_literal_iterables(tree)
+    minmax_of_literal_generators(tree, glb)
+    results_list_as_names(tree, glb)
 
 
 def _substituted(node, name: str, value):
