@@ -799,9 +799,21 @@ def _guarded_call_hint(node, call, params) -> str | None:
     its parameters' names where every name the test reads is one of the call's arguments
     (``j`` is passed as ``hi``), and the calls made unconditionally; else None."""
     # (the body may go on: the normaliser moves what follows an `if` into its branches)
-    if not (isinstance(node, ast.If) and isinstance(node.body[0], ast.Expr)
-            and ast.dump(node.body[0].value) == ast.dump(call)):
+    if not isinstance(node, ast.If):
         return None
+    inside = [st for st in node.body if any(n is call for n in ast.walk(st))]
+    if not inside:
+        return None         # (in the test, or in the else branch)
+    if isinstance(inside[0], ast.Return):
+        return None         # (branches returning different calls: the generic advice)
+    if not (isinstance(inside[0], ast.Expr) and ast.dump(inside[0].value) == ast.dump(call)):
+        # `if len(p) > 0: s += f(p)`, `max(f(p) for p in parts if len(p) > 0)`: the value
+        # a skipped call leaves is the user's to say
+        return ("a call made only when a test holds (a filter, `if len(p) > 0:`): make "
+                "the test the function's base case instead, returning the value that "
+                "changes nothing where the call's result is used (`if <the test is false, in "
+                "the parameters' names>: return 0` for a sum, `float('-inf')` for a "
+                "maximum), and make the calls unconditionally")
     own = {}
     for k, arg in enumerate(call.args[:len(params)]):
         if isinstance(arg, ast.Name):

@@ -1002,6 +1002,52 @@ def test_a_call_guarded_by_its_own_test_gets_the_base_case_as_advice():
     assert y.tolist() == sorted(x.tolist())
 
 
+def max_of_nonempty_parts(a):
+    if len(a) == 1:
+        return a[0]
+    m = len(a) // 2
+    return max(max_of_nonempty_parts(p) for p in (a[:m], a[m:]) if len(p) > 0)
+
+
+def sum_of_nonempty_thirds(a):
+    if len(a) <= 1:
+        return a[0] if len(a) else 0
+    t = len(a) // 3 + 1
+    s = 0
+    for p in (a[:t], a[t:2 * t], a[2 * t:]):
+        if len(p) > 0:
+            s += sum_of_nonempty_thirds(p)
+    return s
+
+
+def sum_of_thirds_as_advised(a):
+    if len(a) == 0:
+        return 0
+    if len(a) == 1:
+        return a[0]
+    t = len(a) // 3 + 1
+    s = 0
+    for p in (a[:t], a[t:2 * t], a[2 * t:]):
+        s += sum_of_thirds_as_advised(p)
+    return s
+
+
+@pytest.mark.parametrize("fn", [max_of_nonempty_parts, sum_of_nonempty_thirds])
+def test_a_call_filtered_by_a_test_gets_the_neutral_base_case_as_advice(fn):
+    """A filter over the children (`if len(p) > 0: s += f(p)`, a generator's `if`): the
+    advice is the test as a base case returning what changes nothing, the calls made
+    always -- not the guard-first advice, which the function already follows; the advised
+    function runs and gives the plain answer."""
+    with pytest.raises(hpu.TranslationError, match="inside a condition") as err:
+        hpu.divide_and_conquer(fn)
+    text = str(err.value)
+    assert "call made only when a test holds" in text and "return 0` for a sum" in text, text
+    assert "make them once before the `if`" not in text
+    f = hpu.divide_and_conquer(sum_of_thirds_as_advised)
+    x = np.random.default_rng(8).integers(-99, 99, 301)
+    assert f.run(x, device="cpu").value == sum_of_nonempty_thirds(x) == int(x.sum())
+
+
 CUT = 8
 
 
