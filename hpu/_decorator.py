@@ -873,10 +873,11 @@ class DivideAndConquer:
                 "was written for and adds arrays element-wise: its device form runs on a "
                 "non-empty list of numbers, an array runs as written"
                 if why.returns_list and not why.partition else
-                "its arguments are not one non-empty 1-D NumPy array of numbers"
-                if why.span is None else
-                f"its arguments are not a 1-D NumPy array of numbers and int bounds "
-                f"0 <= {why.span[1]} < {why.span[2]} <= len({why.span[0]})")
+                ("its arguments are not one non-empty 1-D NumPy array of numbers"
+                 if why.span is None else
+                 f"its arguments are not a 1-D NumPy array of numbers and int bounds "
+                 f"0 <= {why.span[1]} < {why.span[2]} <= len({why.span[0]})")
+                + (f", with numbers for {', '.join(why.extra)}" if why.extra else ""))
         if dc is not None and getattr(self, "_in_place_misfit", False):
             why = ("its device form stores the combine's scratch values into its result's "
                    "buffer of a narrower dtype (float64 scratch, `np.empty(n)`, merged into "
@@ -906,10 +907,10 @@ class DivideAndConquer:
         """``(given, lo, hi)`` of a call the in-place form takes: one array (or list), the
         whole of it; or, in the span form ``f(arr, lo, hi)``, the array and two int bounds
         with ``0 <= lo < hi <= len(arr)`` -- else None (the CPU path runs, as written)."""
-        if rw.span is None:
+        if rw.span is None and not rw.extra:
             given = _only_argument(converted)
             size = len(given) if isinstance(given, (np.ndarray, list)) else 0
-            return (given, 0, size) if isinstance(given, (np.ndarray, list)) else None
+            return (given, 0, size, ()) if isinstance(given, (np.ndarray, list)) else None
         if converted is None:
             return None
         import inspect
@@ -919,13 +920,23 @@ class DivideAndConquer:
         except TypeError:
             return None
         bound.apply_defaults()
+        # the parameters passed on unchanged: numbers (an array or an object: as written)
+        extra = tuple(bound.arguments.get(p) for p in rw.extra)
+        if not all(isinstance(v, (bool, int, float, np.bool_, np.integer, np.floating))
+                   for v in extra):
+            return None
+        if rw.span is None:
+            given = bound.arguments.get(next(iter(inspect.signature(self.py_func).parameters)))
+            if not isinstance(given, (np.ndarray, list)):
+                return None
+            return given, 0, len(given), extra
         arr, lo, hi = (bound.arguments.get(p) for p in rw.span)
         if not isinstance(arr, np.ndarray) or not all(
                 isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
                 for v in (lo, hi)):
             return None
         lo, hi = int(lo), int(hi)
-        return (arr, lo, hi) if 0 <= lo < hi <= arr.size and arr.ndim == 1 else None
+        return (arr, lo, hi, extra) if 0 <= lo < hi <= arr.size and arr.ndim == 1 else None
 
     def _in_place_call(self, converted, arena: int):
         """``(dc, rewritten, arguments of dc, the input array)`` when the in-place form can run on these
@@ -939,7 +950,7 @@ class DivideAndConquer:
         found = self._in_place_args(converted, rw)
         if found is None:
             return None
-        given, lo, hi = found
+        given, lo, hi, extra = found
         # a list: the argument of a function that builds lists (hpu._functional._as_list),
         # its numbers as NumPy infers them, as Numba types the list
         x = np.asarray(given) if isinstance(given, list) else given
@@ -948,7 +959,7 @@ class DivideAndConquer:
         x = np.ascontiguousarray(x)
         from hpu._functional import quiet_reflection
 
-        typed = (given,) if rw.span is None else (x, lo, hi)
+        typed = ((given,) if rw.span is None else (x, lo, hi)) + extra
         with quiet_reflection():        # a list argument: Numba's notice is hpu's, not the user's
             dtype = self._result_dtype(rw, typed)
         if dtype is None:       # Numba cannot type the function: the CPU path says why
@@ -970,9 +981,9 @@ class DivideAndConquer:
                                  dtype if dt is None else dt) for width, dt in rw.scratch)
         flag = (np.array([0, arena, 0], np.int64),) if rw.arena else ()
         buf = np.empty(2 * x.size, dtype)
-        call = ((x, buf, 0, 0, *scratch, *flag) if rw.span is None
+        call = ((x, *extra, buf, 0, 0, *scratch, *flag) if rw.span is None
                 # the span form: the result of [lo, hi) at [lo, hi) of the buffer's halves
-                else (x, lo, hi, buf, lo, 0, *scratch, *flag))
+                else (x, lo, hi, *extra, buf, lo, 0, *scratch, *flag))
         return (dc, rw, call, x) if self._in_place_fits(dc, call) else None
 
     def _in_place_fits(self, dc, call) -> bool:
@@ -1047,7 +1058,9 @@ class DivideAndConquer:
             return None
         dc, rw, call, x = ready
         lo, hi = (0, x.size) if rw.span is None else call[1:3]
-        buf = call[0] if rw.partition else call[1] if rw.span is None else call[3]
+        core = (1 if rw.span is None else 3) + len(rw.extra)    # the user's arguments
+        buf = call[0] if rw.partition else call[core]
+        given = (x, *call[1:core]) if rw.span is None else call[:core]   # (x: converted)
         flag = call[-1] if rw.arena else None       # [overflowed, arena, needed]
         try:
             with warnings.catch_warnings(record=True) as caught:
@@ -1061,9 +1074,9 @@ class DivideAndConquer:
             # own, compiled, run as written on the same argument (which nothing wrote)
             # hpu's own report of a task's failure counts too: a task of the in-place form
             # re-run alone after its level may read what its subtree wrote, and not raise
-            arg = _only_argument(converted)     # a list: as given
+            arg = self._in_place_args(converted, rw)[0]     # a list: as given
             first = self._first_error(
-                *((arg if isinstance(arg, list) else x,) if rw.span is None else call[:3])) \
+                *((arg,) + given[1:] if isinstance(arg, list) else given)) \
                 if _a_tasks_error(err) or type(err) is HpuError else None
             if first is not None:
                 raise first from None
@@ -1072,6 +1085,16 @@ class DivideAndConquer:
                 # whose arena overflowed left unwritten (on a device with its own memory
                 # the flag stays there when a task's error stops the download)
                 return self._arena_reason(o, flag)
+            if _a_tasks_error(err):
+                # the form raised where the function as written does not: a defect of the
+                # rewrite, not the user's -- the answer is the function's, on the CPU, and
+                # the form is not tried again
+                why = (f"{self.__name__}'s device form raised {type(err).__name__} ({err}) "
+                       "where the function as written does not; the call was redone on the "
+                       "CPU, where the function runs as written (a defect of hpu's device "
+                       "form: please report it with the function)")
+                self._dps = (None, why)
+                return why
             raise
         finally:        # the in-place run's warnings, at the caller's line (not hpu's)
             level = user_stacklevel()
@@ -1081,10 +1104,9 @@ class DivideAndConquer:
             return self._arena_reason(o, flag)
         # a list in, a list out (of Python numbers, as Numba boxes a list's items); an
         # array in, a list out where the function builds one (`return list(a)`)
-        arg = _only_argument(converted)
-        listed = isinstance(arg, list) or (bool(self._lists) and self._returns_a_list(
-            (x,) if rw.span is None else call[:3]))
-        del call, ready
+        arg = self._in_place_args(converted, rw)[0]
+        listed = isinstance(arg, list) or (bool(self._lists) and self._returns_a_list(given))
+        del call, ready, given
         if listed:
             out = buf[lo:hi].tolist()
             del buf
@@ -1154,7 +1176,7 @@ class DivideAndConquer:
             return err.with_traceback(None)
         return None
 
-    def _in_place_peak(self, plan, o, x, listed: bool = False):
+    def _in_place_peak(self, plan, o, x, listed: bool = False, extra: tuple = ()):
         """``plan`` (the in-place form's) with the host memory its run is predicted to
         allocate at the peak: probes of the same run (the same options) on prefixes of
         ``x`` (:func:`hpu._functional_plan.predict_peak`; as lists where the call's argument
@@ -1179,7 +1201,7 @@ class DivideAndConquer:
                 warnings.simplefilter("ignore", HpuPerformanceWarning)
                 arg = xs.tolist() if listed else xs
                 # (the span form: the probe's whole prefix, its buffers as long as it)
-                args = (arg,) if span is None else (arg, 0, len(arg))
+                args = ((arg,) if span is None else (arg, 0, len(arg))) + extra
                 if not isinstance(self._run_in_place(probe_options, (args, {})), Run):
                     raise RuntimeError("the device form did not run")
 
@@ -1442,8 +1464,9 @@ class DivideAndConquer:
         try:
             ready = self._in_place_call(converted, o["arena"])
             if ready is not None:
+                found = self._in_place_args(converted, ready[1])
                 return self._in_place_peak(ready[0]._plan(o, ready[2], {}), o, ready[3],
-                                           isinstance(_only_argument(converted), list))
+                                           isinstance(found[0], list), found[3])
         except _numba_error() as err:
             self._not_compiled = _not_compiled_reason(self.__name__, err)
         return None

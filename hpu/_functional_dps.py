@@ -49,6 +49,8 @@ What is rewritten (else the function runs on the CPU as before, and the reason s
   first in a tuple with scalars --
   or an empty array (``np.zeros(0, a.dtype)``, ``np.empty(0)``, ``np.array([])``, ``a[:0]``)
   under a test that ``a`` is empty (``if len(a) == 0``, ``if not a``): as long as its slice;
+* after those, any parameters every recursive call passes on unchanged (:func:`_passed_on`:
+  a cutoff, a direction), which the form takes after the array and passes on too;
 * two recursive calls, on ``a[:e]`` and ``a[e:]`` (the same ``e``: together they are ``a``;
   either may come first), as ``x = f(...)``, ``x, k = f(...)`` or inside the combine's call;
   or ``k`` calls on consecutive slices, ``a[:e1]``, ``a[e1:e2]``, ..., ``a[ek:]`` (each
@@ -161,6 +163,9 @@ class Rewritten:
     #: the function returns a Python list whatever it is given (its pieces are lists joined
     #: by `+`): the form runs on a list argument only (an array in: the CPU path, as written)
     returns_list: bool = False
+    #: the parameters every recursive call passes on unchanged (:func:`_passed_on`): the
+    #: function takes them after the array (or after ``arr, lo, hi``), before ``hpu_buf``
+    extra: tuple = ()
 
 
 def _tree(fn):
@@ -512,13 +517,39 @@ def _fresh(base: str, used: set) -> str:
     return name
 
 
+def _lists_returned_as_arrays(node, nps) -> None:
+    """``return np.array(out)`` (``np.asarray``, first in a tuple too) of a list ``out`` the
+    function makes empty (``out = []``) as ``return out``, in place: the device form's
+    result is an array already, the list's elements in order (their dtype Numba's typing of
+    the function, as NumPy infers it from them)."""
+    made = {st.targets[0].id for st in ast.walk(node)
+            if isinstance(st, ast.Assign) and len(st.targets) == 1
+            and _is_name(st.targets[0]) and isinstance(st.value, ast.List) and not st.value.elts}
+
+    def listed(e):
+        return (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute)
+                and e.func.attr in ("array", "asarray") and _is_name(e.func.value)
+                and e.func.value.id in nps and len(e.args) == 1 and not e.keywords
+                and _is_name(e.args[0]) and e.args[0].id in made)
+
+    for r in ast.walk(node):
+        if isinstance(r, ast.Return) and r.value is not None:
+            if listed(r.value):
+                r.value = r.value.args[0]
+            elif isinstance(r.value, ast.Tuple) and r.value.elts and listed(r.value.elts[0]):
+                r.value.elts[0] = r.value.elts[0].args[0]
+
+
 def _helper_into(h, arrays: tuple[int, ...], used: set):
     """The helper ``h`` rewritten to write its allocated result into a last parameter:
     ``(new function tree, its name, scalars it returns)``."""
     node, text, start = _tree(h)
     if not getattr(h, "__hpu_synth__", False):     # (a nest's own are hpu's: _nested_combines)
-        _own_names_free({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-                        | {p.arg for p in node.args.args}, f"its combine {h.__name__}()")
+        names = ({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                 | {p.arg for p in node.args.args})
+        if getattr(h, "__hpu_own__", False):
+            names -= {SLICE}    # (the function's code, outlined: the span form's slice)
+        _own_names_free(names, f"its combine {h.__name__}()")
     params = [p.arg for p in node.args.args]
     if node.args.vararg or node.args.kwarg or node.args.kwonlyargs or node.args.defaults:
         raise NotRewritable(f"its combine {h.__name__}() has default, keyword-only or * parameters")
@@ -527,6 +558,7 @@ def _helper_into(h, arrays: tuple[int, ...], used: set):
     kids = tuple(params[x] for x in arrays)
     # a list result, and `if not q: return p`, are read for two children
     _popped_fronts(node, kids)
+    _lists_returned_as_arrays(node, nps)
     listed = len(kids) == 2 and _list_result(node, kids[0], kids[1], h)
     if listed:
         nps = nps | {LISTED}
@@ -1556,10 +1588,63 @@ def _in_user_names(err: NotRewritable, fn) -> NotRewritable:
         params = [p.arg for p in _tree(fn)[0].args.args]
     except Exception:  # noqa: BLE001 - no source: the reason stays as it is
         return err
-    if len(params) != 3:
+    if len(params) < 3:
         return err
-    arr, lo, hi = params
+    arr, lo, hi = params[:3]
     return NotRewritable(re.sub(rf"\b{SLICE}\b", f"{arr}[{lo}:{hi}]", text))
+
+
+def _passed_on(node, name: str):
+    """``(node, extras)``: the function's trailing parameters (keyword-only ones included)
+    that every recursive call passes on unchanged -- ``msort(a[:m], cutoff)``,
+    ``msort(a, lo, m, reverse=reverse)`` -- and that nothing assigns, as ``extras``, and
+    ``node`` without them, its calls without their arguments: the rest of :func:`rewrite`
+    reads a function of one array (or of an array and its bounds) as before, and the form
+    takes them back after its core parameters, ``f(a, *extras, hpu_buf, ...)``, each call
+    passing them on.  The run passes their values at the call (scalars: else the CPU path
+    runs, as written).  A parameter some call changes, or leaves to its default (the
+    default, not the caller's value, in Python), is no extra."""
+    node = copy.deepcopy(node)
+    args = node.args
+    if args.vararg or args.kwarg or args.posonlyargs:
+        return node, ()
+    params = [p.arg for p in args.args]
+    kwonly = [p.arg for p in args.kwonlyargs]
+    stored = {n.id for n in ast.walk(node)
+              if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    calls = _self_calls(node, name)
+
+    def passed(k, p):
+        for c in calls:
+            by_kw = [kw for kw in c.keywords if kw.arg == p]
+            if k is not None and k < len(c.args):
+                ok = _is_name(c.args[k], p) and not by_kw
+            else:
+                ok = len(by_kw) == 1 and _is_name(by_kw[0].value, p)
+            if not ok:
+                return False
+        return p not in stored
+
+    if not calls or not all(passed(None, p) for p in kwonly) or any(
+            isinstance(x, ast.Starred) for c in calls for x in c.args) or any(
+            kw.arg is None for c in calls for kw in c.keywords):
+        return node, ()
+    trailing = []
+    for k in range(len(params) - 1, 0, -1):
+        if not passed(k, params[k]):
+            break
+        trailing.insert(0, params[k])
+    extras = tuple(trailing + kwonly)
+    if not extras:
+        return node, ()
+    core = len(params) - len(trailing)
+    for c in calls:
+        c.args = c.args[:core]
+        c.keywords = [kw for kw in c.keywords if kw.arg not in extras]
+    args.args = args.args[:core]
+    args.defaults = args.defaults[:max(0, len(args.defaults) - len(trailing))]
+    args.kwonlyargs, args.kw_defaults = [], []
+    return node, extras
 
 
 def _rewrite_slices(dc) -> Rewritten:
@@ -1574,10 +1659,13 @@ def _rewrite_slices(dc) -> Rewritten:
     except TranslationError:
         raise NotRewritable("its source cannot be read") from None
     name = node.name
+    node, extras = _passed_on(node, name)
+    _lists_returned_as_arrays(node, _numpy_names(fn.__globals__))
     params = [p.arg for p in node.args.args]
     if node.args.vararg or node.args.kwarg or node.args.kwonlyargs or len(params) not in (1, 3):
         raise NotRewritable("it takes other parameters than one array, or an array and the "
-                            "two bounds of its slice")
+                            "two bounds of its slice, and parameters every recursive call "
+                            "passes on unchanged")
     span = None
     if len(params) == 3:        # f(arr, lo, hi): on the slice arr[lo:hi] (_span_form)
         _own_names_free({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}, name)
@@ -1795,7 +1883,8 @@ def _rewrite_slices(dc) -> Rewritten:
 
     if not any(helper_call(s) for s in stmts[last + 1:]):
         stmts, hfn = _outlined(stmts, last, tuple(p[1][0] for p in pieces), a,
-                               out_body + stmts[:last + 1], name, fn, used, text, start)
+                               out_body + stmts[:last + 1], name, fn, used, text, start,
+                               extras)
         outlined[hfn.__name__] = hfn
     for i, s in enumerate(stmts):
         if i in at_of:
@@ -1888,6 +1977,7 @@ def _rewrite_slices(dc) -> Rewritten:
                        else f"{arr_}, {lo_} + {CUT}, {hi_}")
             at = AT if first else f"{AT} + {cuts[j - 1]}"
             more = "".join(f", {b}" for b in bufs)
+            sub += "".join(f", {e}" for e in extras)
             call = ast.parse(f"{name}({sub}, {BUF}, {at}, 1 - {PARITY}{more})",
                              mode="eval").body
             new = _call_statement(call, pieces[j][1])
@@ -1921,7 +2011,8 @@ def _rewrite_slices(dc) -> Rewritten:
             ast.copy_location(n, s)
         new_stmts.append(new)
     main = ast.FunctionDef(name=name, args=ast.arguments(
-        posonlyargs=[], args=[*(ast.arg(p) for p in (span or (a,))), ast.arg(BUF), ast.arg(AT),
+        posonlyargs=[], args=[*(ast.arg(p) for p in (*(span or (a,)), *extras)),
+                              ast.arg(BUF), ast.arg(AT),
                               ast.arg(PARITY),
                               *(ast.arg(b) for b in bufs)],
         kwonlyargs=[], kw_defaults=[], defaults=[]), body=out_body + new_stmts,
@@ -1945,7 +2036,7 @@ def _rewrite_slices(dc) -> Rewritten:
     return Rewritten(fn=mfn, scalars=scalars, same_dtype=same and not other_dtype,
                      returns_list=plus,
                      scratch=tuple((scr.width, scr.dtype) for scr in scratch), arena=arena,
-                     span=span)
+                     span=span, extra=extras)
 
 
 def _starts(lo) -> bool:
@@ -2263,11 +2354,54 @@ def _children_joined(s, results, nps):
     items = (args if f == "append" and len(args) == 2 else
              args[0].elts if f in ("concatenate", "hstack") and len(args) == 1
              and isinstance(args[0], (ast.Tuple, ast.List)) else None)
-    if (items is None or len(items) < 2 or not all(_is_name(x) and x.id in results
-                                                    for x in items)
-            or len({x.id for x in items}) != len(items)):
+    if items is None or len(items) < 2:
         return None
-    return s.value.func.value.id, [x.id for x in items]
+    kids, exprs = [], []
+    for x in items:
+        if _is_name(x) and x.id in results:
+            kids.append(x.id)
+            exprs.append(None)
+            continue
+        whole = _elementwise_of(x, results)
+        if whole is None:
+            return None
+        kids.append(whole)
+        exprs.append(x)
+    if len(set(kids)) != len(kids):
+        return None
+    return s.value.func.value.id, kids, exprs
+
+
+def _elementwise_of(e, results):
+    """The child whose whole array ``e`` computes on element by element -- ``r + l[-1]``,
+    ``-r``, ``2 * r - 1``: one child's name among ``+``, ``-``, ``*`` and scalars (int or
+    float constants, a child's element at a constant index, a child's ``len``) -- else
+    None.  The join writes ``e`` per element, each scalar read as Python reads it, into an
+    array of the children's dtype -- or, with a float constant, of the dtype Numba's typing
+    gives the function (:func:`_joined_helper`)."""
+    wholes = []
+
+    def index(i):
+        if isinstance(i, ast.UnaryOp) and isinstance(i.op, ast.USub):
+            i = i.operand
+        return isinstance(i, ast.Constant) and type(i.value) is int
+
+    def ok(x):
+        if _is_name(x) and x.id in results:
+            wholes.append(x.id)
+            return True
+        if isinstance(x, ast.BinOp) and isinstance(x.op, (ast.Add, ast.Sub, ast.Mult)):
+            return ok(x.left) and ok(x.right)
+        if isinstance(x, ast.UnaryOp) and isinstance(x.op, ast.USub):
+            return ok(x.operand)
+        if isinstance(x, ast.Constant):
+            return type(x.value) in (int, float)
+        if isinstance(x, ast.Subscript):
+            return _is_name(x.value) and x.value.id in results and index(x.slice)
+        return (isinstance(x, ast.Call) and _is_name(x.func, "len") and len(x.args) == 1
+                and not x.keywords and _is_name(x.args[0]) and x.args[0].id in results)
+
+    return wholes[0] if ok(e) and len(wholes) == 1 else None
 
 
 def _joined_helper(s, joined, name, glb, used, outlined, where):
@@ -2275,13 +2409,19 @@ def _joined_helper(s, joined, name, glb, used, outlined, where):
     (each child copied after the ones before it, into an array as long as all), which the
     rest of the rewrite reads as any combine: the children's order is the one written,
     whatever their slices' (a reversal, ``np.concatenate((f(a[m:]), f(a[:m])))``)."""
-    np_name, kids = joined
+    np_name, kids, exprs = joined
     if np_name == PLUS:     # (lists joined by `+`: the function may not import NumPy)
         glb = {**glb, PLUS: np}
     params = [f"hpu_j{j}" for j in range(len(kids))]
+    param_of = dict(zip(kids, params))
     total = " + ".join(f"len({p})" for p in params)
+    # a float constant in a piece (`l * 0.5`) makes NumPy's result floats whatever the
+    # children's dtype: no dtype given, the result's is Numba's typing of the function (of
+    # int keys, none: its levels' arrays differ, and the CPU path runs, as written)
+    floats = any(isinstance(n, ast.Constant) and type(n.value) is float
+                 for e in exprs if e is not None for n in ast.walk(e))
     src = [f"def joined({', '.join(params)}):",
-           f"    hpu_jo = {np_name}.empty({total}, {params[0]}.dtype)",
+           f"    hpu_jo = {np_name}.empty({total}{'' if floats else f', {params[0]}.dtype'})",
            "    hpu_jk = 0"]
     for p in params:
         src += [f"    for hpu_ji in range(len({p})):",
@@ -2289,6 +2429,26 @@ def _joined_helper(s, joined, name, glb, used, outlined, where):
                 f"    hpu_jk += len({p})"]
     src.append("    return hpu_jo")
     tree = ast.parse("\n".join(src)).body[0]
+
+    class Element(ast.NodeTransformer):
+        """A joined piece's expression on element ``hpu_ji``: its whole child read there,
+        the other children's elements and lengths on the helper's parameters."""
+
+        def visit_Subscript(self, x):
+            return ast.Subscript(ast.Name(param_of[x.value.id], ast.Load()), x.slice,
+                                 ast.Load())
+
+        def visit_Call(self, x):
+            return ast.Call(x.func, [ast.Name(param_of[x.args[0].id], ast.Load())], [])
+
+        def visit_Name(self, x):
+            return ast.Subscript(ast.Name(param_of[x.id], ast.Load()),
+                                 ast.Name("hpu_ji", ast.Load()), ast.Load())
+
+    loops = [st for st in tree.body if isinstance(st, ast.For)]
+    for loop, e in zip(loops, exprs):
+        if e is not None:       # `r + l[-1]`: each element computed as it is copied
+            loop.body[0].value = Element().visit(copy.deepcopy(e))
     for n in ast.walk(tree):
         ast.copy_location(n, s)
     # the function's file and line: its code is the function's own, so messages name no
@@ -2297,7 +2457,7 @@ def _joined_helper(s, joined, name, glb, used, outlined, where):
                        plus=np_name == PLUS)
 
 
-def _outlined(stmts, last, children, a, before, name, fn, used, text, start):
+def _outlined(stmts, last, children, a, before, name, fn, used, text, start, extras=()):
     """``(stmts, helper)``: ``stmts`` with a combine written inline after the second call (``out =
     np.empty(len(a), a.dtype)``, the merge, ``return out, c``) moved into a helper the
     rest of :func:`rewrite` reads as any combine: ``out, hpu_s0 = <name>_combine(left,
@@ -2366,8 +2526,11 @@ def _outlined(stmts, last, children, a, before, name, fn, used, text, start):
                                                    ast.Load())
                                          if sc else copy.deepcopy(arr)), ret)
     body.append(value)
-    defined = {a} | {n.id for s in before for n in ast.walk(s)
-                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    # (names a base case binds are unbound here: its guard returned -- its test's alone)
+    defined = {a, *extras} | {n.id for s in before for n in ast.walk(
+        s.test if isinstance(s, ast.If) and not s.orelse and s.body
+        and isinstance(s.body[-1], ast.Return) else s)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     reads = []
     for s in body:
         for n in ast.walk(s):

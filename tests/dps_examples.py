@@ -1613,3 +1613,183 @@ def sort_reread_cutoff(a):
 
 
 REWRITTEN["sort_reread_cutoff"] = sort_reread_cutoff
+
+
+def sort_cutoff_inline(a):
+    """The textbook hybrid merge sort written in one function: the insertion sort's ``i``
+    and ``j`` are the inline merge's too (bound by the base case only where it returns)."""
+    if len(a) <= 8:
+        b = a.copy()
+        for i in range(1, len(b)):
+            v = b[i]
+            j = i - 1
+            while j >= 0 and b[j] > v:
+                b[j + 1] = b[j]
+                j -= 1
+            b[j + 1] = v
+        return b
+    m = len(a) // 2
+    left = sort_cutoff_inline(a[:m])
+    right = sort_cutoff_inline(a[m:])
+    out = np.empty(len(a), a.dtype)
+    i = j = 0
+    for k in range(len(a)):
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+    return out
+
+
+REWRITTEN["sort_cutoff_inline"] = sort_cutoff_inline
+
+
+# parameters every recursive call passes on unchanged (hpu._functional_dps._passed_on)
+
+def sort_passed_on(a, cutoff=8, reverse=False):
+    """A cutoff and a direction, passed on positionally and by keyword."""
+    if len(a) <= cutoff:
+        b = a.copy()
+        for i in range(1, len(b)):
+            v = b[i]
+            j = i - 1
+            while j >= 0 and ((b[j] < v) if reverse else (b[j] > v)):
+                b[j + 1] = b[j]
+                j -= 1
+            b[j + 1] = v
+        return b
+    m = len(a) // 2
+    left = sort_passed_on(a[:m], cutoff, reverse=reverse)
+    right = sort_passed_on(a[m:], cutoff, reverse=reverse)
+    out = np.empty(len(a), a.dtype)
+    i = j = 0
+    for k in range(len(a)):
+        if j >= len(right) or (i < len(left) and (
+                left[i] >= right[j] if reverse else left[i] <= right[j])):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+    return out
+
+
+def merge_scaled(left, right, scale):
+    out = np.empty(len(left) + len(right), left.dtype)
+    i = j = 0
+    for k in range(len(out)):
+        if j >= len(right) or (i < len(left) and left[i] * scale <= right[j] * scale):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+    return out
+
+
+def count_span_keyed(a, lo, hi, *, scale):
+    """The span form with a keyword-only parameter the helper reads; a count beside."""
+    if hi - lo <= 1:
+        return a[lo:hi].copy(), 0
+    mid = (lo + hi) // 2
+    left, x = count_span_keyed(a, lo, mid, scale=scale)
+    right, y = count_span_keyed(a, mid, hi, scale=scale)
+    return merge_scaled(left, right, scale), x + y + 1
+
+
+def sort_depth_changed(a, depth=0):
+    """``depth + 1``: a parameter the calls change is not passed on unchanged."""
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    return merge_float(sort_depth_changed(a[:m], depth + 1), sort_depth_changed(a[m:], depth + 1))
+
+
+def sort_default_left_out(a, cutoff=1):
+    """A call that leaves ``cutoff`` to its default passes 1, not the caller's value."""
+    if len(a) <= cutoff:
+        return np.sort(a)
+    m = len(a) // 2
+    return merge_float(sort_default_left_out(a[:m]), sort_default_left_out(a[m:], cutoff))
+
+
+# pieces joined with element-wise arithmetic, and list merges returned as arrays
+
+def prefix_sums(a):
+    """Prefix sums: the right half's sums shifted by the left's last."""
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    left = prefix_sums(a[:m])
+    right = prefix_sums(a[m:])
+    return np.concatenate((left, right + left[-1]))
+
+
+def prefix_sums_floats(a):
+    if len(a) <= 1:
+        return a.astype(np.float64)
+    m = len(a) // 2
+    left = prefix_sums_floats(a[:m])
+    right = prefix_sums_floats(a[m:])
+    return np.concatenate([left, left[-1] + right * 1.0])
+
+
+def negated_reversal(a):
+    """Each level reverses and negates: the values' signs alternate with the depth."""
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    return np.concatenate((-negated_reversal(a[m:]), 2 * negated_reversal(a[:m]) - 1))
+
+
+def halved_left(a):
+    """``left * 0.5``: floats from int keys, whose levels' arrays differ in dtype."""
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    return np.concatenate((halved_left(a[:m]) * 0.5, halved_left(a[m:])))
+
+
+def merge_list_as_array(left, right):
+    result = []
+    i = j = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            result.append(left[i])
+            i += 1
+        else:
+            result.append(right[j])
+            j += 1
+    result.extend(left[i:])
+    result.extend(right[j:])
+    return np.array(result)
+
+
+def sort_list_as_array(a):
+    """A tutorial's list merge whose result is made an array: ``np.array(result)``."""
+    if len(a) <= 1:
+        return a
+    m = len(a) // 2
+    return merge_list_as_array(sort_list_as_array(a[:m]), sort_list_as_array(a[m:]))
+
+
+def sort_list_inline_as_array(a):
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    left = sort_list_inline_as_array(a[:m])
+    right = sort_list_inline_as_array(a[m:])
+    out = []
+    i = j = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            out.append(left[i])
+            i += 1
+        else:
+            out.append(right[j])
+            j += 1
+    out.extend(left[i:])
+    out.extend(right[j:])
+    return np.asarray(out)

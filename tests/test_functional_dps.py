@@ -45,7 +45,8 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
           "reverse_halves": np.float64, "rotate_thirds": np.int16, "halves_appended": np.int64,
           "sort3_inline": np.float32, "quarters_reversed": np.int32, "sort3_chained": np.int64,
           "sort_insertion_cutoff": np.float64, "count_insertion_helper": np.int32,
-          "sort_copy_sorted": np.float64, "sort_reread_cutoff": np.float64}
+          "sort_copy_sorted": np.float64, "sort_reread_cutoff": np.float64,
+          "sort_cutoff_inline": np.int32}
 
 
 def decorated(name):
@@ -1119,7 +1120,8 @@ def test_a_cutoff_that_sorts_a_copy_in_place_runs_on_the_device(device, alpha, y
     """``b = a.copy()``, an insertion sort (or ``b.sort()``) of ``b``, ``return b``, written
     in the base case or in a helper of its own: ``b`` is the task's region of the buffer,
     the slice copied into it first; the caller's array untouched."""
-    for name in ("sort_insertion_cutoff", "count_insertion_helper", "sort_copy_sorted"):
+    for name in ("sort_insertion_cutoff", "count_insertion_helper", "sort_copy_sorted",
+                 "sort_cutoff_inline"):
         dtype = DTYPES[name]
         elems = (st.integers(-10**6, 10**6) if np.dtype(dtype).kind == "i"
                  else st.one_of(st.floats(-1e6, 1e6, allow_nan=False), st.just(math.nan)))
@@ -1154,3 +1156,133 @@ def test_a_cutoff_sorted_by_numpy_runs_on_the_device(device, alpha, y):
         run = check("sort_cutoff", x, device, alpha, y)
         if n == 4099:
             assert run.gpu_tasks > 0
+
+
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2),
+                                              pytest.param("hybrid", 0.25, 3, marks=SLOW)])
+@settings(COMPILES, max_examples=5)
+@given(data=st.data())
+def test_parameters_the_calls_pass_on_unchanged_run_on_the_device(device, alpha, y, data):
+    """``f(a, cutoff=8, reverse=False)`` calling ``f(a[:m], cutoff, reverse=reverse)``, and
+    the span form with a keyword-only parameter its helper reads: the form takes them after
+    the array, each call passes them on; the plain answer on every path, for the values the
+    caller gives (and the defaults)."""
+    x = np.array(data.draw(st.lists(st.integers(-10**6, 10**6), min_size=1, max_size=300)),
+                 dtype=np.int64)
+    cutoff = data.draw(st.integers(1, 20), label="cutoff")
+    reverse = data.draw(st.booleans(), label="reverse")
+    scale = data.draw(st.sampled_from([1, -1, 3]), label="scale")
+    calls = ((ex.sort_passed_on, (x, cutoff), {"reverse": reverse}),
+             (ex.sort_passed_on, (x,), {}),
+             (ex.count_span_keyed, (x, 0, len(x)), {"scale": scale}))
+    for fn, args, kwargs in calls:
+        f = _DECORATED.setdefault(fn.__name__, hpu.divide_and_conquer(fn))
+        want = fn(*(v.copy() if isinstance(v, np.ndarray) else v for v in args), **kwargs)
+        keep = x.copy()
+        run = f.run(*args, **kwargs, **options(device, alpha, y))
+        assert same(run.value, want), (fn.__name__, args[1:], kwargs)
+        assert np.array_equal(x, keep) and run.fallbacks == [], run.fallbacks
+        if device == "gpu" and x.size > 16:
+            assert run.gpu_tasks > 1, fn.__name__
+    assert rewrite(_DECORATED["sort_passed_on"]).extra == ("cutoff", "reverse")
+    assert rewrite(_DECORATED["count_span_keyed"]).extra == ("scale",)
+
+
+@pytest.mark.parametrize("fn, why", [
+    (ex.sort_depth_changed, "passes on unchanged"),
+    (ex.sort_default_left_out, "passes on unchanged")])
+def test_a_parameter_a_call_changes_or_leaves_to_its_default_is_not_passed_on(fn, why):
+    """``depth + 1``, or a call without ``cutoff`` (Python gives it the default, not the
+    caller's value): no device form, the reason says which parameters it takes; the CPU
+    gives the plain answer."""
+    f = hpu.divide_and_conquer(fn)
+    with pytest.raises(NotRewritable, match=why):
+        rewrite(f)
+    x = np.random.default_rng(3).standard_normal(50)
+    with pytest.warns(hpu.HpuPerformanceWarning, match=why):
+        run = f.run(x, 4, device="gpu")
+    assert same(run.value, fn(x.copy(), 4)) and run.gpu_tasks == 0
+
+
+@pytest.mark.parametrize("device", ["gpu", "hybrid"])
+def test_a_device_form_that_raises_where_the_function_does_not_redoes_the_call_on_the_cpu(
+        device):
+    """An error only hpu's rewrite could raise (here: its run made to raise) is no answer:
+    the call is redone on the CPU, recorded and warned, and the form is not tried again."""
+    f = hpu.divide_and_conquer(ex.sort_cutoff_inline)
+    dc, _ = f._in_place()
+
+    def broken(*args, **kwargs):
+        raise UnboundLocalError("cannot access local variable 'i'")
+
+    dc._run = broken
+    x = np.random.default_rng(4).integers(-99, 99, 300).astype(np.int32)
+    want = ex.sort_cutoff_inline(x.copy())
+    with pytest.warns(hpu.HpuPerformanceWarning, match="device form raised UnboundLocalError"):
+        run = f.run(x, device=device)
+    assert same(run.value, want) and run.gpu_tasks == 0
+    assert len(run.fallbacks) == 1 and "redone on the CPU" in run.fallbacks[0]
+    assert f._in_place()[0] is None         # decided: the next call does not try it
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        again = f.run(x, device=device)
+    assert same(again.value, want) and "device form raised" in again.fallbacks[0]
+
+
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
+@settings(COMPILES, max_examples=5)
+@given(data=st.data())
+def test_pieces_joined_with_arithmetic_and_lists_made_arrays_run_on_the_device(
+        device, alpha, y, data):
+    """``np.concatenate((left, right + left[-1]))`` (prefix sums), negated and scaled
+    pieces, and list merges returned as ``np.array(result)``: the plain answer on every
+    path, of the children's dtype, on the device."""
+    cases = (("prefix_sums", np.int64), ("prefix_sums_floats", np.int32),
+             ("negated_reversal", np.int64), ("sort_list_as_array", np.float64),
+             ("sort_list_inline_as_array", np.int32))
+    for name, dtype in cases:
+        fn = getattr(ex, name)
+        elems = (st.integers(-10**6, 10**6) if np.dtype(dtype).kind == "i"
+                 else st.floats(-1e6, 1e6, allow_nan=False))
+        x = np.array(data.draw(st.lists(elems, min_size=1, max_size=300), label=name),
+                     dtype=dtype)
+        f = _DECORATED.setdefault(name, hpu.divide_and_conquer(fn))
+        want = fn(x.copy())
+        keep = x.copy()
+        run = f.run(x, **options(device, alpha, y))
+        assert same(run.value, want), name
+        assert np.array_equal(x, keep) and run.fallbacks == [], (name, run.fallbacks)
+        if device == "gpu" and x.size > 4:
+            assert run.gpu_tasks > 1, name
+
+
+@pytest.mark.parametrize("device", ["gpu", "hybrid"])
+def test_a_float_constant_in_a_joined_piece_of_int_keys_gives_pythons_floats(device):
+    """``halved_left(a[:m]) * 0.5`` of int keys: NumPy's levels are floats above int
+    leaves, which no one array holds -- the function runs as Python, never truncated."""
+    f = hpu.divide_and_conquer(ex.halved_left)
+    x = np.arange(1, 301, dtype=np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        run = f.run(x, device=device)
+    want = ex.halved_left(x.copy())
+    assert same(run.value, want) and run.value.dtype == np.float64 and run.gpu_tasks == 0
+    y = x.astype(np.float64)            # float keys: one dtype at every level, the device
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)   # (hybrid: the model's)
+        run = f.run(y, device=device)
+    assert same(run.value, ex.halved_left(y.copy())) and run.fallbacks == []
+    assert run.gpu_tasks > 0 or device == "hybrid"
+
+
+def test_a_passed_on_parameter_that_is_no_number_runs_as_written_and_says_so():
+    """``scale=Fraction(2)``: the device form takes numbers; the function runs as Python
+    writes it, its answer Python's, and the reason names the parameter."""
+    from fractions import Fraction
+
+    f = hpu.divide_and_conquer(ex.count_span_keyed)
+    x = np.random.default_rng(6).integers(-50, 50, 40)
+    want = ex.count_span_keyed(x.copy(), 0, len(x), scale=Fraction(2))
+    with pytest.warns(hpu.HpuPerformanceWarning, match="with numbers for scale"):
+        run = f.run(x, 0, len(x), scale=Fraction(2), device="gpu")
+    assert same(run.value, want) and run.gpu_tasks == 0
