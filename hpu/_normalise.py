@@ -808,11 +808,65 @@ def results_list_as_names(tree: ast.FunctionDef, glb: dict) -> None:
 def children_written_out(tree: ast.FunctionDef, glb: dict) -> None:
     """The children named in a list, looped over by a generator or gathered in a list,
     written out as the calls they are (:func:`inline_literal_iterables`,
-    :func:`minmax_of_literal_generators`, :func:`results_list_as_names`, in that order):
+    :func:`minmax_of_literal_generators`, :func:`results_list_as_names`, in that order),
+    and Python's types given as dtypes written as NumPy's (:func:`builtin_dtypes_as_numpy`):
     in place, wherever hpu reads a function's source."""
     inline_literal_iterables(tree)
     minmax_of_literal_generators(tree, glb)
     results_list_as_names(tree, glb)
+    builtin_dtypes_as_numpy(tree, glb)
+
+
+#: Python's types as NumPy reads them as dtypes (``np.dtype(int)`` is ``int64``: NumPy 2's
+#: default integer, on every platform)
+_DTYPE_OF_TYPE = {"float": "float64", "int": "int64", "bool": "bool_"}
+
+#: NumPy's functions taking a dtype, and its position when given without ``dtype=``
+_DTYPE_POSITION = {"empty": 1, "zeros": 1, "ones": 1, "full": 2, "array": 1, "asarray": 1,
+                   "empty_like": 1, "zeros_like": 1, "ones_like": 1, "full_like": 2,
+                   "arange": None}
+
+
+def builtin_dtypes_as_numpy(tree: ast.FunctionDef, glb: dict) -> None:
+    """``a.astype(float)``, ``np.zeros(n, dtype=int)``, ``np.empty(n, bool)``: Python's
+    ``float``, ``int`` and ``bool`` given as a dtype written ``np.float64``, ``np.int64``,
+    ``np.bool_`` -- the dtypes NumPy reads them as -- in place.  Numba takes NumPy's dtypes
+    but refuses ``astype(float)`` and ``dtype=int``, the commonest way people write them,
+    so such a function ran only as plain Python.  Only where the name is Python's own (not
+    assigned in the function, not shadowed in its module) and the module has NumPy under
+    some name."""
+    import numpy as np
+
+    nps = sorted(k for k, v in glb.items() if v is np)
+    if not nps:
+        return
+    stored = {n.id for n in ast.walk(tree)
+              if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    stored |= {a.arg for a in ast.walk(tree.args) if isinstance(a, ast.arg)}
+
+    def fix(e):
+        if (isinstance(e, ast.Name) and e.id in _DTYPE_OF_TYPE and e.id not in stored
+                and _builtin(e.id, glb)):
+            return ast.copy_location(ast.Attribute(ast.Name(nps[0], ast.Load()),
+                                                   _DTYPE_OF_TYPE[e.id], ast.Load()), e)
+        return e
+
+    for call in ast.walk(tree):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+            continue
+        f = call.func
+        if f.attr == "astype" and len(call.args) == 1:
+            call.args[0] = fix(call.args[0])
+        elif f.attr in _DTYPE_POSITION and isinstance(f.value, ast.Name) and f.value.id in nps:
+            at = _DTYPE_POSITION[f.attr]
+            if at is not None and len(call.args) > at:
+                call.args[at] = fix(call.args[at])
+        else:
+            continue
+        for k in call.keywords:
+            if k.arg == "dtype":
+                k.value = fix(k.value)
+    ast.fix_missing_locations(tree)
 
 
 def _substituted(node, name: str, value):

@@ -271,6 +271,14 @@ ACCEPTED: tuple[tuple[str, str, str], ...] = (
     ("a helper called with keywords", "merge(a, tmp, lo=lo, mid=mid, hi=hi)",
      "the arguments by position, as Python binds them (a parameter left out: its default, "
      "a number, bool or None)"),
+    ("parameters passed on unchanged", "def msort(a, cutoff=8, reverse=False): ... "
+     "left = msort(a[:m], cutoff, reverse=reverse)",
+     "each task gets the caller's values; a function returning new arrays keeps its device "
+     "form (guide §10) when every call passes them on, by position or keyword, and nothing "
+     "assigns them"),
+    ("Python's types as dtypes", "a.astype(float); c = np.zeros(n, dtype=int)",
+     "written np.float64, np.int64, np.bool_, the dtypes NumPy reads them as (Numba refuses "
+     "Python's types there; where the name is not your own)"),
 )
 
 

@@ -882,3 +882,79 @@ def test_children_looped_by_name_or_generator_give_the_plain_answer_on_every_pat
 
 
 _DECORATED: dict = {}
+
+
+# Python's types given as dtypes (hpu._normalise.builtin_dtypes_as_numpy)
+
+def sort_astype_float(a):
+    if len(a) <= 1:
+        return a.astype(float)
+    m = len(a) // 2
+    left = sort_astype_float(a[:m])
+    right = sort_astype_float(a[m:])
+    out = np.empty(len(left) + len(right), dtype=float)
+    i = j = 0
+    for k in range(len(out)):
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+    return out
+
+
+def negatives_counted(a):
+    if len(a) <= 4:
+        c = np.zeros(1, dtype=int)
+        flags = np.zeros(len(a), bool)
+        for i in range(len(a)):
+            flags[i] = a[i] < 0
+            if flags[i]:
+                c[0] += 1
+        return c[0]
+    m = len(a) // 2
+    return negatives_counted(a[:m]) + negatives_counted(a[m:])
+
+
+def float_shadowed(a):
+    float = np.float32          # noqa: A001 - the user's own name: left as written
+    return a.astype(float)
+
+
+def test_pythons_types_given_as_dtypes_are_written_as_numpys():
+    from hpu._normalise import builtin_dtypes_as_numpy
+
+    for fn, want in ((sort_astype_float, ["a.astype(np.float64)",
+                                          "np.empty(len(left) + len(right), dtype=np.float64)"]),
+                     (negatives_counted, ["np.zeros(1, dtype=np.int64)",
+                                          "np.zeros(len(a), np.bool_)"]),
+                     (float_shadowed, ["a.astype(float)"])):
+        tree = ast.parse(inspect.getsource(fn)).body[0]
+        builtin_dtypes_as_numpy(tree, fn.__globals__)
+        text = ast.unparse(tree)
+        assert all(w in text for w in want), text
+    assert np.dtype(int) == np.int64 and np.dtype(float) == np.float64
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+@settings(COMPILES, max_examples=5)
+@given(xs=st.lists(st.integers(-10**6, 10**6), min_size=1, max_size=200))
+def test_pythons_types_as_dtypes_compile_and_run_on_the_device(device, xs):
+    """``a.astype(float)``, ``dtype=float``, ``dtype=int``, ``bool``: Numba refuses
+    Python's types there, so these ran as plain Python; now compiled, the sort on the
+    device, the plain function's answer on every path."""
+    a = np.array(xs, dtype=np.int32)
+    f = _DECORATED.setdefault("sort_astype_float", hpu.divide_and_conquer(sort_astype_float))
+    run = f.run(a, device=device)
+    want = sort_astype_float(a.copy())
+    assert run.value.dtype == want.dtype and np.array_equal(run.value, want)
+    assert run.fallbacks == [], run.fallbacks
+    if device == "gpu" and len(a) > 2:
+        assert run.gpu_tasks > 0
+    g = _DECORATED.setdefault("negatives_counted", hpu.divide_and_conquer(negatives_counted))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = g.run(a, device="cpu")
+    assert run.value == negatives_counted(a) and run.plan is not None    # compiled, not Python
+    assert not [w for w in caught if "Numba cannot compile" in str(w.message)]
