@@ -1050,7 +1050,28 @@ def span_default(a, lo=0, hi=None):
     return merge_desc(span_default(a, lo, m), span_default(a, m, hi))
 
 
-SPANS = {"msort_span": msort_span, "count_span": count_span, "desc_span": desc_span}
+def sort_span_inline(a, lo, hi):
+    """The merge written in the function, sized ``hi - lo``: outlined on the span form's
+    slice."""
+    if hi - lo <= 1:
+        return a[lo:hi].copy()
+    mid = (lo + hi) // 2
+    left = sort_span_inline(a, lo, mid)
+    right = sort_span_inline(a, mid, hi)
+    out = np.empty(hi - lo, a.dtype)
+    i = j = 0
+    for k in range(hi - lo):
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+    return out
+
+
+SPANS = {"msort_span": msort_span, "count_span": count_span, "desc_span": desc_span,
+         "sort_span_inline": sort_span_inline}
 SPANS_KEPT = {"split_after_first": ("not at a midpoint", split_after_first),
               "span_default": ("assigns its parameter hi", span_default)}
 

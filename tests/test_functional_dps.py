@@ -796,7 +796,8 @@ def test_the_span_form_gives_the_plain_answer_on_every_path(device, alpha, y, da
         assert run.gpu_tasks >= 1
 
 
-@pytest.mark.parametrize("name", ["msort_span", pytest.param("desc_span", marks=SLOW)])
+@pytest.mark.parametrize("name", ["msort_span", "sort_span_inline",
+                                  pytest.param("desc_span", marks=SLOW)])
 @pytest.mark.parametrize("n, lo, hi", [(1, 0, 1), (2, 0, 2), (17, 3, 16), (4099, 0, 4099),
                                        (70_001, 5, 70_000)])
 def test_the_span_form_at_sizes_up_to_the_devices(name, n, lo, hi):
