@@ -904,9 +904,11 @@ class DivideAndConquer:
                                       why=why)
 
     def _in_place_args(self, converted, rw):
-        """``(given, lo, hi)`` of a call the in-place form takes: one array (or list), the
-        whole of it; or, in the span form ``f(arr, lo, hi)``, the array and two int bounds
-        with ``0 <= lo < hi <= len(arr)`` -- else None (the CPU path runs, as written)."""
+        """``(given, lo, hi, extra)`` of a call the in-place form takes: one array (or
+        list), the whole of it; or, in the span form ``f(arr, lo, hi)``, the array and two
+        int bounds with ``0 <= lo < hi <= len(arr)``; ``extra``, the values of the
+        parameters its calls pass on (``Rewritten.extra``), numbers -- else None (the CPU
+        path runs, as written)."""
         if rw.span is None and not rw.extra:
             given = _only_argument(converted)
             size = len(given) if isinstance(given, (np.ndarray, list)) else 0

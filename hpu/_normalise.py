@@ -809,12 +809,61 @@ def children_written_out(tree: ast.FunctionDef, glb: dict) -> None:
     """The children named in a list, looped over by a generator or gathered in a list,
     written out as the calls they are (:func:`inline_literal_iterables`,
     :func:`minmax_of_literal_generators`, :func:`results_list_as_names`, in that order),
-    and Python's types given as dtypes written as NumPy's (:func:`builtin_dtypes_as_numpy`):
-    in place, wherever hpu reads a function's source."""
+    Python's types given as dtypes written as NumPy's (:func:`builtin_dtypes_as_numpy`) and
+    reversed ranges counted down (:func:`reversed_ranges_counted_down`): in place, wherever
+    hpu reads a function's source."""
     inline_literal_iterables(tree)
     minmax_of_literal_generators(tree, glb)
     results_list_as_names(tree, glb)
     builtin_dtypes_as_numpy(tree, glb)
+    reversed_ranges_counted_down(tree, glb)
+
+
+#: what a bound of a range written reversed may call: it is evaluated in the other order
+_PURE_CALLS = frozenset({"len", "min", "max", "abs", "int"})
+
+
+def reversed_ranges_counted_down(tree: ast.FunctionDef, glb: dict) -> None:
+    """``for i in reversed(range(lo, hi))`` (and ``reversed(range(n))``) as ``for i in
+    range(hi - 1, lo - 1, -1)``, in place: the same integers in the same order, empty where
+    the range is.  Numba refuses ``reversed``, and hpu's levels count loops over ``range``
+    only, so the crossing sums of a maximum subarray written this way were refused.  Only
+    for the builtins (not shadowed), a range without a step, and bounds that call nothing
+    but ``len``, ``min``, ``max``, ``abs``, ``int`` (the two bounds are then evaluated in the
+    other order)."""
+    if not (_builtin("reversed", glb) and _builtin("range", glb)):
+        return
+
+    def pure(e):
+        return all(not isinstance(n, ast.Call) or (isinstance(n.func, ast.Name)
+                                                   and n.func.id in _PURE_CALLS
+                                                   and _builtin(n.func.id, glb))
+                   for n in ast.walk(e)) and not any(
+            isinstance(n, ast.NamedExpr) for n in ast.walk(e))
+
+    for loop in ast.walk(tree):
+        if not isinstance(loop, (ast.For, ast.comprehension)):
+            continue
+        it = loop.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
+                and it.func.id == "reversed" and len(it.args) == 1 and not it.keywords):
+            continue
+        r = it.args[0]
+        if not (isinstance(r, ast.Call) and isinstance(r.func, ast.Name) and r.func.id == "range"
+                and 1 <= len(r.args) <= 2 and not r.keywords and all(map(pure, r.args))):
+            continue
+        lo, hi = (ast.Constant(0), r.args[0]) if len(r.args) == 1 else r.args
+
+        def minus_one(e):
+            return ast.BinOp(copy.deepcopy(e), ast.Sub(), ast.Constant(1))
+
+        down = ast.Call(ast.Name("range", ast.Load()),
+                        [minus_one(hi), minus_one(lo),
+                         ast.UnaryOp(ast.USub(), ast.Constant(1))], [])
+        loop.iter = ast.copy_location(down, it)
+        ast.fix_missing_locations(loop.iter)
+        for n in ast.walk(loop.iter):
+            ast.copy_location(n, it)
 
 
 #: Python's types as NumPy reads them as dtypes (``np.dtype(int)`` is ``int64``: NumPy 2's

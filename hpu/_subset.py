@@ -279,6 +279,9 @@ ACCEPTED: tuple[tuple[str, str, str], ...] = (
     ("Python's types as dtypes", "a.astype(float); c = np.zeros(n, dtype=int)",
      "written np.float64, np.int64, np.bool_, the dtypes NumPy reads them as (Numba refuses "
      "Python's types there; where the name is not your own)"),
+    ("a range read backwards", "for i in reversed(range(lo, mid)): s += a[i]",
+     "counted down, range(mid - 1, lo - 1, -1): the same indices in the same order (a range "
+     "without a step, bounds calling nothing but len, min, max, abs, int)"),
 )
 
 

@@ -1287,3 +1287,15 @@ def test_a_passed_on_parameter_that_is_no_number_runs_as_written_and_says_so():
     with pytest.warns(hpu.HpuPerformanceWarning, match="with numbers for scale"):
         run = f.run(x, 0, len(x), scale=Fraction(2), device="gpu")
     assert same(run.value, want) and run.gpu_tasks == 0
+
+
+@pytest.mark.parametrize("alpha, y", [(0.5, 2), (0.0, 3)])
+def test_passed_on_parameters_on_a_device_with_its_own_memory(discrete, alpha, y):
+    """The parameters passed on travel with each task to a device that copies its arrays:
+    the plain answer, the device's share run there."""
+    f = hpu.divide_and_conquer(ex.sort_passed_on)
+    x = np.random.default_rng(11).integers(-1000, 1000, 20_001)
+    for cutoff, reverse in ((5, True), (16, False)):
+        run = f.run(x, cutoff, reverse=reverse, device="hybrid", alpha=alpha, y=y)
+        assert same(run.value, ex.sort_passed_on(x.copy(), cutoff, reverse)), (cutoff, reverse)
+        assert run.gpu_tasks > 0 and run.fallbacks == [] and discrete

@@ -958,3 +958,84 @@ def test_pythons_types_as_dtypes_compile_and_run_on_the_device(device, xs):
         run = g.run(a, device="cpu")
     assert run.value == negatives_counted(a) and run.plan is not None    # compiled, not Python
     assert not [w for w in caught if "Numba cannot compile" in str(w.message)]
+
+
+# reversed(range(...)) counted down (hpu._normalise.reversed_ranges_counted_down)
+
+def crossing_reversed(a, lo, hi):
+    """Maximum subarray, the left crossing sum over ``reversed(range(lo, mid))``."""
+    if hi - lo == 1:
+        return a[lo]
+    mid = (lo + hi) // 2
+    left = crossing_reversed(a, lo, mid)
+    right = crossing_reversed(a, mid, hi)
+    s = 0
+    best_l = -math.inf
+    for i in reversed(range(lo, mid)):
+        s += a[i]
+        best_l = max(best_l, s)
+    s = 0
+    best_r = -math.inf
+    for i in range(mid, hi):
+        s += a[i]
+        best_r = max(best_r, s)
+    return max(left, right, best_l + best_r)
+
+
+def suffix_weighted(a):
+    """A functional function (it returns a new array) reading its halves back to front."""
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    left = suffix_weighted(a[:m])
+    right = suffix_weighted(a[m:])
+    out = np.empty(len(a), a.dtype)
+    k = 0
+    for i in reversed(range(len(right))):
+        out[k] = right[i]
+        k += 1
+    for i in reversed(range(len(left))):
+        out[k] = left[i] - k
+        k += 1
+    return out
+
+
+def test_a_reversed_range_is_counted_down():
+    from hpu._normalise import reversed_ranges_counted_down
+
+    src = ("def f(a, lo, mid, n):\n"
+           "    for i in reversed(range(lo, mid)): pass\n"
+           "    for j in reversed(range(n)): pass\n"
+           "    for k in reversed(range(lo, mid, 2)): pass\n"
+           "    for m in reversed(range(g(lo), mid)): pass\n")
+    tree = ast.parse(src).body[0]
+    reversed_ranges_counted_down(tree, {"g": abs})
+    loops = [ast.unparse(st.iter) for st in tree.body]
+    assert loops == ["range(mid - 1, lo - 1, -1)", "range(n - 1, 0 - 1, -1)",
+                     "reversed(range(lo, mid, 2))", "reversed(range(g(lo), mid))"], loops
+    for lo, hi in ((0, 5), (3, 3), (4, 2), (-3, 2)):
+        assert list(range(hi - 1, lo - 1, -1)) == list(reversed(range(lo, hi)))
+    tree = ast.parse(src).body[0]
+    reversed_ranges_counted_down(tree, {"reversed": lambda r: r})     # the module's own
+    assert ast.unparse(tree.body[0].iter) == "reversed(range(lo, mid))"
+
+
+@pytest.mark.parametrize("device, alpha, y", [("cpu", None, None), ("gpu", None, None),
+                                              ("hybrid", 0.5, 2)])
+@settings(COMPILES, max_examples=5)
+@given(xs=st.lists(st.integers(-10**6, 10**6), min_size=1, max_size=200))
+def test_reversed_ranges_run_compiled_and_on_the_device(device, alpha, y, xs):
+    """``for i in reversed(range(lo, mid))`` was refused at decoration (and Numba refuses
+    ``reversed``): counted down, the plain answer on every path."""
+    a = np.array(xs, dtype=np.int64)
+    opts = {"device": device} if alpha is None else {"device": device, "alpha": alpha, "y": y}
+    f = _DECORATED.setdefault("crossing_reversed", hpu.divide_and_conquer(crossing_reversed))
+    run = f.run(a, 0, len(a), **opts)
+    assert run.value == crossing_reversed(a, 0, len(a)) and run.fallbacks == []
+    g = _DECORATED.setdefault("suffix_weighted", hpu.divide_and_conquer(suffix_weighted))
+    run = g.run(a, **opts)
+    want = suffix_weighted(a.copy())
+    assert np.array_equal(run.value, want) and run.value.dtype == want.dtype
+    assert run.fallbacks == [] and run.plan is not None
+    if device == "gpu" and len(a) > 2:
+        assert run.gpu_tasks > 0
