@@ -809,14 +809,49 @@ def children_written_out(tree: ast.FunctionDef, glb: dict) -> None:
     """The children named in a list, looped over by a generator or gathered in a list,
     written out as the calls they are (:func:`inline_literal_iterables`,
     :func:`minmax_of_literal_generators`, :func:`results_list_as_names`, in that order),
-    Python's types given as dtypes written as NumPy's (:func:`builtin_dtypes_as_numpy`) and
-    reversed ranges counted down (:func:`reversed_ranges_counted_down`): in place, wherever
+    Python's types given as dtypes written as NumPy's (:func:`builtin_dtypes_as_numpy`),
+    reversed ranges counted down (:func:`reversed_ranges_counted_down`) and nested
+    unpacking of several calls split (:func:`nested_unpacking_split`): in place, wherever
     hpu reads a function's source."""
     inline_literal_iterables(tree)
     minmax_of_literal_generators(tree, glb)
     results_list_as_names(tree, glb)
     builtin_dtypes_as_numpy(tree, glb)
     reversed_ranges_counted_down(tree, glb)
+    nested_unpacking_split(tree)
+
+
+def nested_unpacking_split(tree: ast.FunctionDef) -> None:
+    """``(lo1, hi1), (lo2, hi2) = f(a[:m]), f(a[m:])`` as ``lo1, hi1 = f(a[:m])`` then
+    ``lo2, hi2 = f(a[m:])``, in place: each call's tuple unpacked where it is made, as hpu's
+    levels hold a task's values (a tuple kept whole is refused).  Only where the targets
+    are names or tuples of names and no value reads a name an earlier target assigns
+    (Python evaluates every value first)."""
+    def names(t):
+        if isinstance(t, ast.Name):
+            return [t.id]
+        if isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) for e in t.elts):
+            return [e.id for e in t.elts]
+        return None
+
+    def split(st, _rest):
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1
+                and isinstance(st.targets[0], ast.Tuple) and isinstance(st.value, ast.Tuple)
+                and len(st.targets[0].elts) == len(st.value.elts)
+                and any(isinstance(t, ast.Tuple) for t in st.targets[0].elts)):
+            return None
+        bound: set = set()
+        out = []
+        for t, v in zip(st.targets[0].elts, st.value.elts):
+            got = names(t)
+            if got is None or isinstance(v, ast.Starred) or any(
+                    isinstance(n, ast.Name) and n.id in bound for n in ast.walk(v)):
+                return None
+            bound.update(got)
+            out.append(ast.copy_location(ast.Assign([t], v), st))
+        return [ast.fix_missing_locations(a) for a in out]
+
+    _rewrite_blocks(tree, split)
 
 
 #: what a bound of a range written reversed may call: it is evaluated in the other order

@@ -282,6 +282,9 @@ ACCEPTED: tuple[tuple[str, str, str], ...] = (
     ("a range read backwards", "for i in reversed(range(lo, mid)): s += a[i]",
      "counted down, range(mid - 1, lo - 1, -1): the same indices in the same order (a range "
      "without a step, bounds calling nothing but len, min, max, abs, int)"),
+    ("the calls' tuples unpacked at once", "(lo1, hi1), (lo2, hi2) = f(a[:m]), f(a[m:])",
+     "one unpacking per call, in order (where no value reads a name an earlier target "
+     "assigns)"),
 )
 
 

@@ -1039,3 +1039,68 @@ def test_reversed_ranges_run_compiled_and_on_the_device(device, alpha, y, xs):
     assert run.fallbacks == [] and run.plan is not None
     if device == "gpu" and len(a) > 2:
         assert run.gpu_tasks > 0
+
+
+# nested unpacking of several calls (hpu._normalise.nested_unpacking_split)
+
+def min_max_nested(a):
+    if len(a) == 1:
+        return a[0], a[0]
+    m = len(a) // 2
+    (lo1, hi1), (lo2, hi2) = min_max_nested(a[:m]), min_max_nested(a[m:])
+    return (lo1 if lo1 < lo2 else lo2), (hi1 if hi1 > hi2 else hi2)
+
+
+def count_nested_unpacked(a):
+    """The device form's functional sort that counts, its halves unpacked at once."""
+    if len(a) <= 1:
+        return a.copy(), 0
+    m = len(a) // 2
+    (left, x), (right, y) = count_nested_unpacked(a[:m]), count_nested_unpacked(a[m:])
+    out = np.empty(len(a), a.dtype)
+    i = j = 0
+    inv = 0
+    for k in range(len(a)):
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            inv += len(left) - i
+            j += 1
+    return out, x + y + inv
+
+
+def test_nested_unpacking_is_split_where_python_gives_the_same():
+    from hpu._normalise import nested_unpacking_split
+
+    src = ("def f(a, b):\n"
+           "    (p, q), (r, s) = g(a), g(b)\n"
+           "    (p, q), r = g(a), p\n"          # reads p, which the first target assigns
+           "    p, q = q, p\n")                 # no nested target: as written
+    tree = ast.parse(src).body[0]
+    nested_unpacking_split(tree)
+    assert [ast.unparse(st) for st in tree.body] == [
+        "p, q = g(a)", "r, s = g(b)", "(p, q), r = (g(a), p)", "p, q = (q, p)"]
+
+
+@pytest.mark.parametrize("device, alpha, y", [("cpu", None, None), ("gpu", None, None),
+                                              ("hybrid", 0.5, 2)])
+@settings(COMPILES, max_examples=5)
+@given(xs=st.lists(st.integers(-10**6, 10**6), min_size=1, max_size=200))
+def test_nested_unpacking_of_the_calls_runs_on_every_path(device, alpha, y, xs):
+    """``(lo1, hi1), (lo2, hi2) = f(a[:m]), f(a[m:])`` was refused at decoration (each call's
+    tuple read as kept whole): split, the plain answer on every path, on the device."""
+    a = np.array(xs, dtype=np.int64)
+    opts = {"device": device} if alpha is None else {"device": device, "alpha": alpha, "y": y}
+    f = _DECORATED.setdefault("min_max_nested", hpu.divide_and_conquer(min_max_nested))
+    run = f.run(a, **opts)
+    assert run.value == min_max_nested(a) and run.fallbacks == []
+    g = _DECORATED.setdefault("count_nested_unpacked",
+                              hpu.divide_and_conquer(count_nested_unpacked))
+    run = g.run(a, **opts)
+    want = count_nested_unpacked(a.copy())
+    assert np.array_equal(run.value[0], want[0]) and run.value[1] == want[1]
+    assert run.fallbacks == [] and run.plan is not None
+    if device == "gpu" and len(a) > 2:
+        assert run.gpu_tasks > 0
