@@ -1063,6 +1063,7 @@ class DivideAndConquer:
         core = (1 if rw.span is None else 3) + len(rw.extra)    # the user's arguments
         buf = call[0] if rw.partition else call[core]
         given = (x, *call[1:core]) if rw.span is None else call[:core]   # (x: converted)
+        arg = self._in_place_args(converted, rw)[0]     # the array or list as the caller gave it
         flag = call[-1] if rw.arena else None       # [overflowed, arena, needed]
         try:
             with warnings.catch_warnings(record=True) as caught:
@@ -1076,7 +1077,6 @@ class DivideAndConquer:
             # own, compiled, run as written on the same argument (which nothing wrote)
             # hpu's own report of a task's failure counts too: a task of the in-place form
             # re-run alone after its level may read what its subtree wrote, and not raise
-            arg = self._in_place_args(converted, rw)[0]     # a list: as given
             first = self._first_error(
                 *((arg,) + given[1:] if isinstance(arg, list) else given)) \
                 if _a_tasks_error(err) or type(err) is HpuError else None
@@ -1106,9 +1106,8 @@ class DivideAndConquer:
             return self._arena_reason(o, flag)
         # a list in, a list out (of Python numbers, as Numba boxes a list's items); an
         # array in, a list out where the function builds one (`return list(a)`)
-        arg = self._in_place_args(converted, rw)[0]
         listed = isinstance(arg, list) or (bool(self._lists) and self._returns_a_list(given))
-        del call, ready, given
+        del call, ready, given, arg
         if listed:
             out = buf[lo:hi].tolist()
             del buf
