@@ -517,6 +517,54 @@ def _fresh(base: str, used: set) -> str:
     return name
 
 
+def _repeated_lists_as_arrays(node, nps) -> bool:
+    """``out = [0] * size`` (``size * [0]``, ``[0.0]``, ``[None]``) at the combine's top level,
+    a list it returns and otherwise only indexes (``out[k] = x``, ``out[k]``) and measures
+    (``len(out)``), as ``out = hpu_np.zeros(size)`` (``hpu_np.empty`` for ``[None]``), in place:
+    the array the rest of :func:`_helper_into` reads, its dtype Numba's typing of the
+    function.  A slot the combine never writes holds the constant, as in Python -- except a
+    ``None``, which an array of numbers cannot hold: such a combine is not a merge (its
+    parent could not compare the ``None``), and the device form takes it as written in
+    full.  Returns whether it applied."""
+    returned = {_split_result(r.value)[0].id for r in ast.walk(node)
+                if isinstance(r, ast.Return) and r.value is not None
+                and _is_name(_split_result(r.value)[0])}
+    done = False
+    for st in node.body:
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1
+                and _is_name(st.targets[0]) and st.targets[0].id in returned
+                and isinstance(st.value, ast.BinOp) and isinstance(st.value.op, ast.Mult)):
+            continue
+        out = st.targets[0].id
+        for side, size in ((st.value.left, st.value.right), (st.value.right, st.value.left)):
+            if (isinstance(side, ast.List) and len(side.elts) == 1
+                    and isinstance(side.elts[0], ast.Constant)
+                    and (side.elts[0].value is None
+                         or (type(side.elts[0].value) in (int, float)
+                             and side.elts[0].value == 0))):
+                break
+        else:
+            continue
+        allowed = set()
+        for n in ast.walk(node):
+            if isinstance(n, ast.Subscript) and _is_name(n.value, out) \
+                    and not isinstance(n.slice, ast.Slice):
+                allowed.add(id(n.value))
+            elif isinstance(n, ast.Call) and _is_name(n.func, "len") and len(n.args) == 1:
+                allowed.add(id(n.args[0]))
+            elif isinstance(n, ast.Return) and n.value is not None:
+                allowed.add(id(_split_result(n.value)[0]))
+        if any(_is_name(n, out) and id(n) not in allowed and n is not st.targets[0]
+               for n in ast.walk(node)):
+            continue
+        kind = "empty" if side.elts[0].value is None else "zeros"
+        st.value = ast.copy_location(ast.Call(
+            ast.Attribute(ast.Name(LISTED, ast.Load()), kind, ast.Load()), [size], []), st.value)
+        done = True
+    ast.fix_missing_locations(node)
+    return done
+
+
 def _lists_returned_as_arrays(node, nps) -> None:
     """``return np.array(out)`` (``np.asarray``, first in a tuple too) of a list ``out`` the
     function makes empty (``out = []``) as ``return out``, in place: the device form's
@@ -560,7 +608,7 @@ def _helper_into(h, arrays: tuple[int, ...], used: set):
     _popped_fronts(node, kids)
     _lists_returned_as_arrays(node, nps)
     listed = len(kids) == 2 and _list_result(node, kids[0], kids[1], h)
-    if listed:
+    if listed or _repeated_lists_as_arrays(node, nps):
         nps = nps | {LISTED}
     joined = not listed and _concatenated_returns(node, nps, kids)
     allocs = [(i, _alloc(s, nps)) for i, s in enumerate(node.body)]

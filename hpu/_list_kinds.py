@@ -27,6 +27,12 @@ cannot compile the function, and the plain Python function runs (with its reason
 but right.  A list made any other way (``[]``, ``[0.0] * n``, from a comprehension) already
 has the kind of its values, or Numba refuses it by itself.
 
+A list of places to fill, ``[None] * n`` (the merge of a much-copied collection of Python
+algorithms), is such a list of zeros where the function has no other ``None`` (nothing asks
+whether a slot is still empty): Numba cannot type a list of ``None``, and the function ran
+as plain Python.  A slot never filled holds a zero, not ``None`` -- only a function that
+returns a list with holes differs, and its caller could not compare them anyway.
+
 The caller's lists are guarded the same way: a store into an element of a parameter
 (``tmp[k] = a[i]`` into the caller's ``tmp = [0] * n``) goes through ``hpu__kept`` too, so a
 float sorted through an int list given as scratch runs the plain function, right, instead of
@@ -155,6 +161,7 @@ def _param_reads(v, steady: set) -> set | None:
 def lists_keep_kinds(tree, glb: dict) -> int:
     """Rewrite ``tree`` (a function's def, in place) as the module says; the number of lists
     changed.  ``glb``: the globals it runs in, given ``hpu__zero_as`` and ``hpu__kept``."""
+    _slots_as_zeros(tree)
     params = {a.arg for a in tree.args.args}
     assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
                 and isinstance(n.ctx, ast.Store)}
@@ -247,6 +254,20 @@ def lists_keep_kinds(tree, glb: dict) -> int:
     glb[ZERO_AS] = zero_as
     glb[KEPT] = kept
     return len(lists)
+
+
+def _slots_as_zeros(tree) -> None:
+    """``[None] * n`` (``n * [None]``) as ``[0] * n`` where it is the function's only
+    ``None``s (see the module's docstring)."""
+    nones = [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value is None]
+    slots = [side.elts[0] for n in ast.walk(tree)
+             if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult)
+             for side in (n.left, n.right)
+             if isinstance(side, ast.List) and len(side.elts) == 1
+             and isinstance(side.elts[0], ast.Constant) and side.elts[0].value is None]
+    if slots and len(slots) == len(nones):
+        for c in slots:
+            c.value = 0
 
 
 def _guard_parameter_stores(tree, params: set) -> int:

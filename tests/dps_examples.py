@@ -1814,3 +1814,106 @@ def sort_list_inline_as_array(a):
     out.extend(left[i:])
     out.extend(right[j:])
     return np.asarray(out)
+
+
+def merge_slots(left_half, right_half):
+    """A much-copied collection's merge: a list of places, ``[None] * n``, filled in order."""
+    sorted_array = [None] * (len(right_half) + len(left_half))
+    pointer1 = 0
+    pointer2 = 0
+    index = 0
+    while pointer1 < len(left_half) and pointer2 < len(right_half):
+        if left_half[pointer1] < right_half[pointer2]:
+            sorted_array[index] = left_half[pointer1]
+            pointer1 += 1
+            index += 1
+        else:
+            sorted_array[index] = right_half[pointer2]
+            pointer2 += 1
+            index += 1
+    while pointer1 < len(left_half):
+        sorted_array[index] = left_half[pointer1]
+        pointer1 += 1
+        index += 1
+    while pointer2 < len(right_half):
+        sorted_array[index] = right_half[pointer2]
+        pointer2 += 1
+        index += 1
+    return sorted_array
+
+
+def sort_slots(array):
+    if len(array) <= 1:
+        return array
+    middle = 0 + (len(array) - 0) // 2
+    left_half = array[:middle]
+    right_half = array[middle:]
+    return merge_slots(sort_slots(left_half), sort_slots(right_half))
+
+
+def merge_zero_slots(left, right):
+    out = [0] * (len(left) + len(right))
+    i = j = k = 0
+    while i < len(left) and j < len(right):
+        if left[i] <= right[j]:
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+        k += 1
+    while i < len(left):
+        out[k] = left[i]
+        i += 1
+        k += 1
+    while j < len(right):
+        out[k] = right[j]
+        j += 1
+        k += 1
+    return out
+
+
+def sort_zero_slots(a):
+    if len(a) <= 1:
+        return a
+    m = len(a) // 2
+    return merge_zero_slots(sort_zero_slots(a[:m]), sort_zero_slots(a[m:]))
+
+
+def merge_slots_checked(left, right):
+    """Asks whether a place is still empty: its ``None`` is one, kept as Python has it."""
+    out = [None] * (len(left) + len(right))
+    i = j = 0
+    for k in range(len(out)):
+        if j == len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+    for v in out:
+        if v is None:
+            raise ValueError("a place left empty")
+    return out
+
+
+def sort_slots_checked(a):
+    if len(a) <= 1:
+        return a
+    m = len(a) // 2
+    return merge_slots_checked(sort_slots_checked(a[:m]), sort_slots_checked(a[m:]))
+
+
+def merge_half_filled(left, right):
+    """Fills only the larger of each pair: the other places keep the list's zeros."""
+    out = [0] * (len(left) + len(right))
+    for k in range(min(len(left), len(right))):
+        out[2 * k] = max(left[k], right[k])
+    return out
+
+
+def pairs_half_filled(a):
+    if len(a) <= 1:
+        return a
+    m = len(a) // 2
+    return merge_half_filled(pairs_half_filled(a[:m]), pairs_half_filled(a[m:]))

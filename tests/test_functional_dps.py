@@ -1299,3 +1299,43 @@ def test_passed_on_parameters_on_a_device_with_its_own_memory(discrete, alpha, y
         run = f.run(x, cutoff, reverse=reverse, device="hybrid", alpha=alpha, y=y)
         assert same(run.value, ex.sort_passed_on(x.copy(), cutoff, reverse)), (cutoff, reverse)
         assert run.gpu_tasks > 0 and run.fallbacks == [] and discrete
+
+
+@pytest.mark.parametrize("device, alpha, y", [("cpu", None, None), ("gpu", None, None),
+                                              ("hybrid", 0.5, 2)])
+@settings(COMPILES, max_examples=5)
+@given(data=st.data())
+def test_lists_of_places_filled_by_a_merge_run_compiled_and_on_the_device(
+        device, alpha, y, data):
+    """``out = [None] * (len(l) + len(r))`` (and ``[0] * n`` of float keys) filled by a
+    merge: lists in, lists out, Python's answer, compiled on the CPU (it ran as plain
+    Python: Numba cannot type a list of None) and written into the device's buffer."""
+    for name in ("sort_slots", "sort_zero_slots", "pairs_half_filled"):
+        fn = getattr(ex, name)
+        # (pairs_half_filled of floats: Python's list holds int zeros among the floats,
+        # which no one array holds -- it runs as written; the fallback tests cover that)
+        floats = name != "pairs_half_filled" and data.draw(st.booleans(), label="floats")
+        elems = st.floats(-1e6, 1e6, allow_nan=False) if floats else st.integers(-10**6, 10**6)
+        x = data.draw(st.lists(elems, min_size=1, max_size=300), label=name)
+        f = _DECORATED.setdefault(name, hpu.divide_and_conquer(fn))
+        want = fn(list(x))
+        keep = list(x)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)  # (hybrid: the model's)
+            run = f.run(x, **options(device, alpha, y))
+        assert type(run.value) is list and run.value == want, name
+        assert [type(v) for v in run.value] == [type(v) for v in want], name
+        assert x == keep and run.fallbacks == [] and run.plan is not None, name
+        if device == "gpu" and len(x) > 4 and name != "pairs_half_filled":
+            assert run.gpu_tasks > 1, name
+
+
+def test_a_list_of_places_asked_whether_empty_keeps_its_none():
+    """``if v is None`` over the list: its ``None`` is a value the function reads, so the
+    list stays Python's, and so does the answer (the function runs as written)."""
+    f = hpu.divide_and_conquer(ex.sort_slots_checked)
+    x = [3.5, -1.0, 2.0, 7.25, 0.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        run = f.run(x, device="gpu")
+    assert run.value == sorted(x) and run.gpu_tasks == 0
