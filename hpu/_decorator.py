@@ -897,6 +897,9 @@ class DivideAndConquer:
             why = f"{why}; nor does its carved form: {carved}"
         does = ("takes a slice with a step, a strided view that hpu's contiguous views "
                 "(guide §3) are not" if is_stepped_slice(what) else
+                "defines a function inside, which hpu's breadth-first levels cannot run "
+                "(Numba compiles it where it does not escape)"
+                if what.startswith(("def ", "lambda")) else
                 "calls a NumPy function on an array that hpu's breadth-first levels have no "
                 "loop for" if self.__dict__.get("_library_call") else
                 "allocates or returns arrays or lists")

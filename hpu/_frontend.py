@@ -1519,9 +1519,15 @@ def _refusals_at_once(tree, where: _Where, name: str, sentinel: bool = True,
         elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) \
                 and n is not tree:
             # a function defined inside (`def rec(x): ...` called by the function): said
-            # here, before its slices are read as the decorated function's views
+            # here, before its slices are read as the decorated function's views -- and
+            # tagged `as_written`: Numba compiles an inner function or a lambda that does
+            # not escape, so the function runs so, on the CPU (hpu._decorator._as_written)
+            before = len(found)
             collect(refuse_with, where, n, "def" if not isinstance(n, ast.Lambda)
                     else "lambda")
+            if len(found) > before and _recurses_outside_defs(tree, name):
+                found[-1].as_written = (f"def {n.name}" if not isinstance(n, ast.Lambda)
+                                        else "lambda")
         elif (isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Tuple)
               and array_like(n.value)):
             collect(where.refuse, n, f"multi-dimensional indexing `{ast.unparse(n)}`",
@@ -1540,6 +1546,21 @@ def _refusals_at_once(tree, where: _Where, name: str, sentinel: bool = True,
         raise found[0]
     if found:
         raise _several(sorted(found, key=lambda e: e.lineno or 0), where)
+
+
+def _recurses_outside_defs(tree, name) -> bool:
+    """Whether the function calls itself outside the functions defined in it: if only a
+    nested def recurses (``def rec(x): ... rec(x[:m]) ...; return rec(a)``), the decorated
+    function is not the divide and conquer, and the nested def stays refused."""
+    def calls(node) -> bool:
+        for c in ast.iter_child_nodes(node):
+            if isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            if (isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                    and c.func.id == name) or calls(c):
+                return True
+        return False
+    return calls(tree)
 
 
 def _refuse_none_sentinel(returns, name, where: _Where) -> None:

@@ -416,13 +416,30 @@ def bad_global_list(a, lo, hi):
     return x + y
 
 
-def bad_nested_def(a, lo, hi):
-    if hi - lo <= 1:
-        return
-    def inner(x):  # refused
-        return x
-    bad_nested_def(a, lo, hi)
-    bad_nested_def(a, lo, hi)
+def sum_through_a_nested_def(a, k):
+    def weight(x):
+        return x * k
+    if len(a) == 1:
+        return weight(a[0])
+    m = len(a) // 2
+    return sum_through_a_nested_def(a[:m], k) + sum_through_a_nested_def(a[m:], k)
+
+
+def max_through_a_lambda(a, lo, hi):
+    better = lambda i, j: i if a[i] >= a[j] else j  # noqa: E731
+    if hi - lo == 1:
+        return lo
+    m = (lo + hi) // 2
+    return better(max_through_a_lambda(a, lo, m), max_through_a_lambda(a, m, hi))
+
+
+def divides_in_a_nested_def(a):
+    def part(v):
+        return v // 0
+    if len(a) == 1:
+        return part(a[0])
+    m = len(a) // 2
+    return divides_in_a_nested_def(a[:m]) + divides_in_a_nested_def(a[m:])
 
 
 def bad_attribute(a, lo, hi):
@@ -492,7 +509,6 @@ MALFORMED = [
     (bad_impure_guard, "writes to arrays, in a base-case test"),
     (bad_dunder, "x__y"),
     (bad_global_list, "(a list)"),
-    (bad_nested_def, "nested function"),
     (bad_attribute, "attribute"),
     (bad_guard_without_return, "guard that does not end in return"),
 ]
@@ -539,6 +555,41 @@ def test_allocation_in_the_function_or_a_helper_is_accepted(fn):
     assert f._functional is not None
     a = np.arange(9, dtype=np.int64)
     assert f.options(device="cpu")(a.copy(), 0, 9) == fn(a.copy(), 0, 9)
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+def test_a_function_defined_inside_runs_compiled_as_written(device):
+    """A nested def (a closure over a parameter) and a lambda the function calls: Numba
+    compiles them where they do not escape, so the function runs so, on the CPU, with
+    Python's answer and the reason naming the definition -- it was refused at decoration."""
+    x = np.random.default_rng(3).integers(-100, 100, 40_001)
+    f = hpu.divide_and_conquer(sum_through_a_nested_def)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        run = f.run(x, 3, device=device)
+    assert run.value == sum_through_a_nested_def(x, 3) and run.gpu_tasks == 0
+    assert "compiled by Numba" in run.reason
+    if device != "cpu":         # asked for the device: the fallback says why, and warns
+        assert len(run.fallbacks) == 1 and "def weight" in run.fallbacks[0]
+        assert any("defines a function inside" in str(m.message) for m in w)
+    g = hpu.divide_and_conquer(max_through_a_lambda)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        run = g.run(x, 0, len(x), device=device)
+    assert run.value == max_through_a_lambda(x, 0, len(x)) and run.gpu_tasks == 0
+    assert "compiled by Numba" in run.reason
+
+
+def test_an_error_in_a_function_defined_inside_names_its_line():
+    f = hpu.divide_and_conquer(divides_in_a_nested_def)
+    x = np.arange(8)
+    keep = x.copy()
+    line = divides_in_a_nested_def.__code__.co_firstlineno + 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hpu.HpuPerformanceWarning)
+        with pytest.raises(ZeroDivisionError, match=rf"test_frontend.py:{line}: v // 0"):
+            f(x)
+    assert np.array_equal(x, keep)
 
 
 def test_a_lambda_is_refused():
