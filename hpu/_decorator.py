@@ -2615,6 +2615,8 @@ def _only_argument(converted):
 
 EMPTY_LIST_REASON = ("an empty list: the plain Python function runs (a list's dtype is its "
                      "items', and an empty one has none)")
+EMPTY_ARRAY_REASON = ("empty arrays: the plain Python function runs, at once (its answer, or "
+                      "the IndexError it raises reading an element there is not, exactly)")
 
 
 def _not_distributed(run: Run) -> Run:
@@ -2655,9 +2657,16 @@ def _int_if_equal(compiled, plain):
 
 
 def _empty_input(args, kwargs) -> str | None:
-    """The reason the plain function answers a call at once, or None: an empty list."""
-    if any(type(v) is list and not v for v in (*args, *kwargs.values())):
+    """The reason the plain function answers a call at once, or None: an empty list; or
+    arrays given, every one of them empty (``find_max(a, 0, len(a) - 1)`` of no elements:
+    Python raises IndexError at ``a[lo]``, where compiled code, unchecked, read past the
+    array's end and returned what it found -- and an empty input costs Python nothing)."""
+    values = (*args, *kwargs.values())
+    if any(type(v) is list and not v for v in values):
         return EMPTY_LIST_REASON
+    arrays = [v for v in values if isinstance(v, np.ndarray) and v.ndim >= 1]
+    if arrays and all(v.size == 0 for v in arrays):
+        return EMPTY_ARRAY_REASON
     return None
 
 

@@ -508,3 +508,43 @@ def test_constant_indices_of_a_returned_tuple_still_compile_checked(path, kw):
     got = _call(sort_count_checked, (x,), path, kw)
     inversions = sum(int(x[i] > x[j]) for i in range(len(x)) for j in range(i + 1, len(x)))
     assert np.array_equal(got[0], np.sort(x)) and got[1] == inversions
+
+
+def largest_of(a, lo, hi):
+    if lo == hi:
+        return a[lo]
+    mid = (lo + hi) // 2
+    return max(largest_of(a, lo, mid), largest_of(a, mid + 1, hi))
+
+
+def sorted_copy(a):
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    left, right = sorted_copy(a[:m]), sorted_copy(a[m:])
+    out = np.empty(len(a), a.dtype)
+    i = j = 0
+    for k in range(len(a)):
+        if j == len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+    return out
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+def test_an_empty_array_gets_pythons_answer_or_its_index_error_on_every_path(device):
+    """``largest_of(a, 0, len(a) - 1)`` of no elements: Python raises IndexError at
+    ``a[lo]``; unchecked compiled code read past the array's end and returned what it found
+    there.  Empty arrays are answered by the plain function, at once, on every path."""
+    f = hpu.divide_and_conquer(largest_of).options(device=device)
+    for dtype in (np.int32, np.float64):
+        a = np.zeros(0, dtype)
+        with pytest.raises(IndexError, match="out of bounds"):
+            f(a, 0, 0)
+        assert f(np.array([4, 9, 2], dtype), 0, 2) == 9     # (not empty: compiled)
+    g = hpu.divide_and_conquer(sorted_copy)
+    run = g.run(np.zeros(0, np.int16), device=device)
+    assert run.value.dtype == np.int16 and run.value.size == 0 and run.device == "python"
