@@ -2665,7 +2665,8 @@ def _empty_input(args, kwargs) -> str | None:
     if any(type(v) is list and not v for v in values):
         return EMPTY_LIST_REASON
     arrays = [v for v in values if isinstance(v, np.ndarray) and v.ndim >= 1]
-    if arrays and all(v.size == 0 for v in arrays):
+    if arrays and all(v.size == 0 for v in arrays) and not any(
+            isinstance(v, (list, tuple)) and v for v in values):
         return EMPTY_ARRAY_REASON
     return None
 

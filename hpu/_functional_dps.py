@@ -520,12 +520,13 @@ def _fresh(base: str, used: set) -> str:
 def _repeated_lists_as_arrays(node, nps) -> bool:
     """``out = [0] * size`` (``size * [0]``, ``[0.0]``, ``[None]``) at the combine's top level,
     a list it returns and otherwise only indexes (``out[k] = x``, ``out[k]``) and measures
-    (``len(out)``), as ``out = hpu_np.zeros(size)`` (``hpu_np.empty`` for ``[None]``), in place:
-    the array the rest of :func:`_helper_into` reads, its dtype Numba's typing of the
-    function.  A slot the combine never writes holds the constant, as in Python -- except a
-    ``None``, which an array of numbers cannot hold: such a combine is not a merge (its
-    parent could not compare the ``None``), and the device form takes it as written in
-    full.  Returns whether it applied."""
+    (``len(out)``), as ``out = hpu_np.zeros(size)``, in place: the array the rest of
+    :func:`_helper_into` reads, its dtype Numba's typing of the function.  A slot the
+    combine never writes holds a zero, as in Python -- a ``[None]``'s too, as on the CPU
+    (:mod:`hpu._list_kinds`, which takes ``[None]`` only where the combine has no other
+    ``None``: nothing asks whether a slot is still empty; so here).  Returns whether it
+    applied."""
+    nones = sum(1 for n in ast.walk(node) if isinstance(n, ast.Constant) and n.value is None)
     returned = {_split_result(r.value)[0].id for r in ast.walk(node)
                 if isinstance(r, ast.Return) and r.value is not None
                 and _is_name(_split_result(r.value)[0])}
@@ -539,7 +540,7 @@ def _repeated_lists_as_arrays(node, nps) -> bool:
         for side, size in ((st.value.left, st.value.right), (st.value.right, st.value.left)):
             if (isinstance(side, ast.List) and len(side.elts) == 1
                     and isinstance(side.elts[0], ast.Constant)
-                    and (side.elts[0].value is None
+                    and ((side.elts[0].value is None and nones == 1)
                          or (type(side.elts[0].value) in (int, float)
                              and side.elts[0].value == 0))):
                 break
@@ -557,9 +558,9 @@ def _repeated_lists_as_arrays(node, nps) -> bool:
         if any(_is_name(n, out) and id(n) not in allowed and n is not st.targets[0]
                for n in ast.walk(node)):
             continue
-        kind = "empty" if side.elts[0].value is None else "zeros"
         st.value = ast.copy_location(ast.Call(
-            ast.Attribute(ast.Name(LISTED, ast.Load()), kind, ast.Load()), [size], []), st.value)
+            ast.Attribute(ast.Name(LISTED, ast.Load()), "zeros", ast.Load()), [size], []),
+            st.value)
         done = True
     ast.fix_missing_locations(node)
     return done
