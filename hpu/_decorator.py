@@ -1591,7 +1591,10 @@ class DivideAndConquer:
         a list must raise, on every device, not return what lay past it.  An explicit
         ``boundscheck=False`` is the user's choice, kept.  A function that builds lists
         (``_lists``) is given lists as lists, which Numba checks itself (Python's message),
-        and checks the arrays it makes of them (its list forms)."""
+        and checks the arrays it makes of them (its list forms).  So are arrays that are
+        all empty: ``find_max(a, 0, len(a) - 1)`` of no elements reads ``a[0]``, where
+        Python raises IndexError and unchecked code returned what lay past the end (an
+        empty input costs the checks nothing)."""
         if _disabled():
             return self
         try:
@@ -1615,7 +1618,8 @@ class DivideAndConquer:
                     "the unmasked ones), or call the plain function f.py_func(...)")
         if self._boundscheck is not None:
             return self
-        if not any(type(v) in (list, tuple) for v in (*args, *kwargs.values())):
+        if not any(type(v) in (list, tuple) for v in (*args, *kwargs.values())) \
+                and not _all_arrays_empty(args, kwargs):
             return self
         from hpu._guard import boundscheck_default
 
@@ -2615,8 +2619,6 @@ def _only_argument(converted):
 
 EMPTY_LIST_REASON = ("an empty list: the plain Python function runs (a list's dtype is its "
                      "items', and an empty one has none)")
-EMPTY_ARRAY_REASON = ("empty arrays: the plain Python function runs, at once (its answer, or "
-                      "the IndexError it raises reading an element there is not, exactly)")
 
 
 def _not_distributed(run: Run) -> Run:
@@ -2657,18 +2659,19 @@ def _int_if_equal(compiled, plain):
 
 
 def _empty_input(args, kwargs) -> str | None:
-    """The reason the plain function answers a call at once, or None: an empty list; or
-    arrays given, every one of them empty (``find_max(a, 0, len(a) - 1)`` of no elements:
-    Python raises IndexError at ``a[lo]``, where compiled code, unchecked, read past the
-    array's end and returned what it found -- and an empty input costs Python nothing)."""
-    values = (*args, *kwargs.values())
-    if any(type(v) is list and not v for v in values):
+    """The reason the plain function answers a call at once, or None: an empty list."""
+    if any(type(v) is list and not v for v in (*args, *kwargs.values())):
         return EMPTY_LIST_REASON
-    arrays = [v for v in values if isinstance(v, np.ndarray) and v.ndim >= 1]
-    if arrays and all(v.size == 0 for v in arrays) and not any(
-            isinstance(v, (list, tuple)) and v for v in values):
-        return EMPTY_ARRAY_REASON
     return None
+
+
+def _all_arrays_empty(args, kwargs) -> bool:
+    """Whether arrays are given, every one of them empty, and no list (see
+    :meth:`DivideAndConquer._as_called`)."""
+    values = (*args, *kwargs.values())
+    arrays = [v for v in values if isinstance(v, np.ndarray) and v.ndim >= 1]
+    return (bool(arrays) and all(v.size == 0 for v in arrays)
+            and not any(isinstance(v, (list, tuple)) for v in values))
 
 
 BOOL_ARRAY_REASON = (
