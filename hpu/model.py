@@ -1746,6 +1746,10 @@ def plan(problem: Problem, machine: Machine, strategy: str = "advanced", *, elem
             chosen, tie = _settle_ties(problem, machine, search, eb, c, rel_error, chunks)
             reason += tie
             if chosen.device_tasks == 0:
+                # the CPU alone, as every other "everything on the CPU" plan runs it: the
+                # search's best without the device could be one at a deep level y (K = 18,
+                # 262144 tasks on the CPU: the main mergesort's hybrid ran 1.5x slower)
+                chosen = cpu_only
                 reason += ("; but no integer split beats the CPU alone in the simulator, "
                            "so the run keeps everything on the CPU")
         elif machine.gamma * machine.g <= machine.p and t.leaves > machine.p:

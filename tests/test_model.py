@@ -874,3 +874,21 @@ def test_the_plan_prices_each_piece_of_a_pipelined_level_as_its_own_launch():
     assert M._level_rounds(8, m.device_rounds, 4) == 4.0
     assert M._level_rounds(8, 2, 4) == 4.0 and M._level_rounds(8, 2, 1) == 4.0
     assert M._level_rounds(3, 10, 4) == 3.0      # never more pieces than tasks
+
+
+def test_a_search_that_leaves_the_device_out_runs_the_cpu_alone_plan(monkeypatch):
+    """The model gives the device work, but the integer search's best split has no device
+    task: the plan is the CPU alone's -- its cut-off too.  It took the search's schedule,
+    whose cut-off lay at its level y: the main mergesort's hybrid ran K = 18 (262144 tasks on
+    the CPU) where the CPU alone runs K = 4, 1.5x slower."""
+    pr, m = PAPER_PROBLEM, PAPER_MACHINE
+    assert M.advanced_division(pr, m).uses_device
+    alone = M.plan(pr, M.Machine(p=4, g=2**12, gamma=1.0))      # a device that never pays
+    deep = M._simulate(pr, m, 2**18, 18, None, 4, 1.0)           # every level-18 task on the CPU
+    assert deep.device_tasks == 0 and deep.K != alone.cutoff_level
+    monkeypatch.setattr(M, "best_split", lambda *a, **k: M.SplitSearch(deep, ()))
+    plan = M.plan(pr, m)
+    assert "no integer split beats the CPU alone" in plan.reason
+    assert plan.transfer_level is None and plan.split_alpha == 1.0
+    assert plan.cutoff_level == M._simulate(pr, m, 1, 0, None, 4, 1.0).K
+    assert plan.predicted_time == plan.cpu_only_time
