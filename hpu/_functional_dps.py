@@ -522,11 +522,12 @@ def _repeated_lists_as_arrays(node, nps) -> bool:
     a list it returns and otherwise only indexes (``out[k] = x``, ``out[k]``) and measures
     (``len(out)``), as ``out = hpu_np.zeros(size)``, in place: the array the rest of
     :func:`_helper_into` reads, its dtype Numba's typing of the function.  A slot the
-    combine never writes holds a zero, as in Python -- a ``[None]``'s too, as on the CPU
-    (:mod:`hpu._list_kinds`, which takes ``[None]`` only where the combine has no other
-    ``None``: nothing asks whether a slot is still empty; so here).  Returns whether it
-    applied."""
-    nones = sum(1 for n in ast.walk(node) if isinstance(n, ast.Constant) and n.value is None)
+    combine never writes holds a zero, as in Python -- a ``[None]``'s too, read as
+    ``[0]`` by the CPU path's own rule (:func:`hpu._list_kinds.slots_as_zeros`: only where
+    the combine has no other ``None``).  Returns whether it applied."""
+    from hpu._list_kinds import slots_as_zeros
+
+    slots_as_zeros(node)
     returned = {_split_result(r.value)[0].id for r in ast.walk(node)
                 if isinstance(r, ast.Return) and r.value is not None
                 and _is_name(_split_result(r.value)[0])}
@@ -540,9 +541,7 @@ def _repeated_lists_as_arrays(node, nps) -> bool:
         for side, size in ((st.value.left, st.value.right), (st.value.right, st.value.left)):
             if (isinstance(side, ast.List) and len(side.elts) == 1
                     and isinstance(side.elts[0], ast.Constant)
-                    and ((side.elts[0].value is None and nones == 1)
-                         or (type(side.elts[0].value) in (int, float)
-                             and side.elts[0].value == 0))):
+                    and type(side.elts[0].value) in (int, float) and side.elts[0].value == 0):
                 break
         else:
             continue

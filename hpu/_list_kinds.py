@@ -42,7 +42,8 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["lists_keep_kinds", "zero_as", "kept", "zeros_list", "element_source"]
+__all__ = ["lists_keep_kinds", "zero_as", "kept", "zeros_list", "element_source",
+           "slots_as_zeros"]
 
 ZERO_AS = "hpu__zero_as"
 KEPT = "hpu__kept"
@@ -161,7 +162,7 @@ def _param_reads(v, steady: set) -> set | None:
 def lists_keep_kinds(tree, glb: dict) -> int:
     """Rewrite ``tree`` (a function's def, in place) as the module says; the number of lists
     changed.  ``glb``: the globals it runs in, given ``hpu__zero_as`` and ``hpu__kept``."""
-    _slots_as_zeros(tree)
+    slots_as_zeros(tree)
     params = {a.arg for a in tree.args.args}
     assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
                 and isinstance(n.ctx, ast.Store)}
@@ -256,7 +257,7 @@ def lists_keep_kinds(tree, glb: dict) -> int:
     return len(lists)
 
 
-def _slots_as_zeros(tree) -> None:
+def slots_as_zeros(tree) -> None:
     """``[None] * n`` (``n * [None]``) as ``[0] * n`` where it is the function's only
     ``None``s (see the module's docstring)."""
     nones = [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value is None]
