@@ -412,130 +412,28 @@ from hpu._interrupt import Stopped as hpu__Stopped
 from hpu._interrupt import stop_requested as hpu__stop_requested
 
 
-# ---- Ctrl-C (hpu/_interrupt.py): the recursion reads the stop flag at every call
-@njit(cache=True)
-def hpu__stopped():
-    raise hpu__Stopped("stopped by Ctrl-C")
-
-
-# ---- checks of the user's operations (hpu/_guard.py): a fast test inline, the raise apart.
-# ---- site__ is a number of hpu._checked_ops.register_sites: this module's token and the
-# ---- index of the text "file:line: expression" in hpu__SITES (at the end of the module).
-# ---- The raises are hpu._checked_ops's, compiled once per process (and cached on disk),
-# ---- not once per module: a raise that builds its text costs seconds of compiling.
-@njit(cache=True)
-def hpu__floordiv(a, b, site__):
-    if b == 0:
-        hpu__zerodiv(site__, 2 if hpu__float_operands(a, b) else 0)
-    return a // b
-
-
-@njit(cache=True)
-def hpu__truediv(a, b, site__):  # x / 0: Python's (and Numba's) error, at the user's line
-    if hpu__divides_by_zero(a, b):
-        hpu__truezerodiv(site__)
-    return a / b
-
-
-@njit(cache=True)
-def hpu__pow(a, b, site__):  # x ** n of a float64 and an int: Python's pow(), not Numba's
-    if hpu__power_grows(a, b):  # ints: past int64, or n < 0 (a float in Python)
-        hpu__grows(site__)
-    return hpu__power(a, b)
-
-
-@njit(cache=True)
-def hpu__mul(a, b, site__):  # ints: a product past int64 runs the plain function (Python's int)
-    if hpu__product_grows(a, b):
-        hpu__grows(site__)
-    return a * b
-
-
-@njit(cache=True)
-def hpu__shl(a, b, site__):
-    if hpu__shift_grows(a, b):
-        hpu__grows(site__)
-    return a << b
-
-
-@njit(cache=True)
-def hpu__mpow(a, b):  # math.pow: both operands as float64, as Python converts them
-    return hpu__numpy.float64(a) ** hpu__numpy.float64(b)
-
-
-@njit(cache=True)
-def hpu__mod(a, b, site__):
-    if b == 0:
-        hpu__zerodiv(site__, 3 if hpu__float_operands(a, b) else 0)
-    return a % b
-
-
-@njit(cache=True)
-def hpu__ix(i, n, site__):
-    if i < -n or i >= n:
-        hpu__outofbounds(i, n, site__)
-    return i
-
-
-@njit(cache=True)
-def hpu__vix(i, n, site__):  # a view's index (hpu/_views.py): against the view's length n
-    if i < -n or i >= n:
-        hpu__outofbounds(i, n, site__)
-    return i + n if i < 0 else i
-
-
-@njit(cache=True)
-def hpu__int(x, site__):
-    if hpu__bad_float(x):
-        hpu__badconv_grows(x, site__)
-    return int(x)
-
-
-@njit(cache=True)
-def hpu__finite(x, site__):  # math.floor(x), math.ceil(x), math.trunc(x): as int(x)
-    if hpu__bad_float(x):
-        hpu__badconv_grows(x, site__)
-    return x
-
-
-@njit(cache=True)
-def hpu__store(a, x, site__):
-    if hpu__bad_int_store(a, x):
-        hpu__badconv(x, site__)
-    return x
-
-
-@njit(cache=True)
-def hpu__round(x, site__):
-    if hpu__bad_float(x):
-        hpu__badconv_grows(x, site__)
-    return round(x)
-
-
-@njit(cache=True)
-def hpu__slice_copy_chk(nd, ns, site__):  # dst[...] = src[...] (hpu/_views.py): NumPy's rule
-    if ns != nd and ns != 1:
-        hpu__broadcast(ns, nd, site__)
-    return nd
-
-
-@njit(cache=True)
-def hpu__reduce_first_chk(n, kind, site__):  # min(a), np.max(a) (hpu/_reductions.py)
-    if n == 0:
-        hpu__empty_reduction(kind, site__)
-    return 0
-
-
-@njit(cache=True)
-def hpu__reduce_pair_chk(n1, n2, kind, site__):  # np.dot(a, b), np.sum(a - b)
-    if n1 == n2:
-        return n1
-    if kind == 0 and n1 == 1:
-        return n2
-    if kind == 0 and n2 == 1:
-        return n1
-    hpu__pair_mismatch(n1, n2, kind, site__)
-    return 0
+# ---- Ctrl-C (hpu/_interrupt.py) and the checks of the user's operations (hpu/_guard.py):
+# ---- compiled once per process, cached on disk (hpu/_module_checks.py); the raises
+# ---- are hpu._checked_ops's.  site__ is a number of hpu._checked_ops.register_sites:
+# ---- this module's token and the index of the text "file:line: expression" in
+# ---- hpu__SITES (at the end of the module).
+from hpu._module_checks import stopped as hpu__stopped
+from hpu._module_checks import floordiv as hpu__floordiv
+from hpu._module_checks import truediv as hpu__truediv
+from hpu._module_checks import pow_ as hpu__pow
+from hpu._module_checks import mul as hpu__mul
+from hpu._module_checks import shl as hpu__shl
+from hpu._module_checks import mpow as hpu__mpow
+from hpu._module_checks import mod as hpu__mod
+from hpu._module_checks import ix as hpu__ix
+from hpu._module_checks import vix as hpu__vix
+from hpu._module_checks import to_int as hpu__int
+from hpu._module_checks import finite as hpu__finite
+from hpu._module_checks import store as hpu__store
+from hpu._module_checks import to_round as hpu__round
+from hpu._module_checks import slice_copy_chk as hpu__slice_copy_chk
+from hpu._module_checks import reduce_first_chk as hpu__reduce_first_chk
+from hpu._module_checks import reduce_pair_chk as hpu__reduce_pair_chk
 """
 
 _REDUCE_FIRST_DEF = f"""

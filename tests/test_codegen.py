@@ -216,3 +216,39 @@ def test_generated_task_functions_as_plain_python(x, K):
     execute(program.layout, program.types, dict(zip(program.spec.params, values)),
             PlainBackend(program), K=K)
     np.testing.assert_array_equal(a, np.sort(x))
+
+
+def _thirds(a, lo, hi):
+    if hi - lo <= 1:
+        return a[lo] * 3 // 2 if hi > lo else 0
+    mid = (lo + hi) // 2
+    return _thirds(a, lo, mid) + _thirds(a, mid, hi)
+
+
+def _halves(a, lo, hi):
+    if hi - lo <= 2:
+        return a[lo] * 3 // 2 - a[hi - 1] * 3 // 2
+    mid = (lo + hi) // 2
+    return _halves(a, lo, mid) + _halves(a, mid, hi)
+
+
+def test_the_checks_are_compiled_once_for_every_module():
+    """A generated CPU module calls hpu._module_checks' checks (``hpu__mul``,
+    ``hpu__floordiv``...) rather than defining its own: Numba compiles them once per
+    process and kind of arguments, not once per decorated function."""
+    import hpu
+    from hpu import _module_checks
+
+    x = np.arange(1, 40, dtype=np.int64)
+    mul_kinds = None
+    for fn in (_thirds, _halves):
+        f = hpu.divide_and_conquer(fn)
+        assert f.options(device="cpu")(x, 0, len(x)) == fn(x, 0, len(x))
+        program = next(iter(f._programs.values()))
+        module = program.cpu_module
+        assert "def hpu__mul(" not in program.source
+        assert module.hpu__mul is _module_checks.mul
+        assert module.hpu__floordiv is _module_checks.floordiv
+        if mul_kinds is None:       # (a constant operand is typed as its literal value)
+            mul_kinds = list(_module_checks.mul.signatures)
+        assert list(_module_checks.mul.signatures) == mul_kinds   # the second compiled none

@@ -286,6 +286,31 @@ def test_float_sums_are_numpys_bit_for_bit(fn, span, n, scale, seed):
             assert got == want, (device, alpha, y, n, got, want)
 
 
+def whole_sums(a):
+    """np.sum and np.mean of the whole array below the cut-off: NumPy's every shape of
+    pairwise sum (in order below 8 items, one block of eight running sums up to 128, the
+    walk over the halves beyond)."""
+    if len(a) <= 70_000:
+        return np.sum(a), a.mean()
+    m = len(a) // 2
+    ls, lm = whole_sums(a[:m])
+    rs, rm = whole_sums(a[m:])
+    return ls + rs, lm + rm
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_a_sum_of_each_size_is_numpys_bit_for_bit(device):
+    """Every size up to 300 and a few past the walk's first levels, each array's items of
+    magnitudes 1e-9 to 1e9 (so that the order of the additions shows in the last bits)."""
+    f = _DECORATED.setdefault("whole_sums", hpu.divide_and_conquer(whole_sums))
+    rng = np.random.default_rng(17)
+    for n in [*range(1, 301), 1000, 4097, 40_001, 65_537]:
+        x = rng.standard_normal(n) * 10.0 ** rng.integers(-9, 10, n)
+        got = f.options(device=device)(x)
+        assert got == (np.sum(x), np.mean(x)), (device, n)
+
+
 def count_between(a, low, high):
     """np.count_nonzero of two comparisons joined by `&`, as users count a range."""
     if len(a) <= 8:
