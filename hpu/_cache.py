@@ -6,7 +6,8 @@ Why a file on disk
 Numba can cache machine code (``@njit(cache=True)``), but only for functions
 that live in a real source file: it stores the code next to the file and
 checks the file's timestamp.  So hpu writes every generated module
-(:mod:`hpu._codegen`) to a file named by a hash of its source, the hpu version
+(:mod:`hpu._codegen`) to a file named by a hash of its source, the hpu version (and a
+digest of hpu's own source files: :func:`_source_digest`)
 and the Numba version, and imports it from there.  In a new process the same
 function produces the same source, hence the same file name; the file is
 already there, its ``__pycache__`` holds Numba's machine code, and the first
@@ -259,11 +260,32 @@ def _drop_corrupt_numba_cache(path: Path) -> None:
                   RuntimeWarning, stacklevel=user_stacklevel())
 
 
+_SOURCE_DIGEST: list[str] = []
+
+
+def _source_digest() -> str:
+    """A digest of hpu's own source files, read once per process.  A generated module calls
+    hpu's compiled checks (:mod:`hpu._module_checks`, :mod:`hpu._checked_ops`,
+    :mod:`hpu._guard`) and Numba's cached machine code holds them inlined; a module named by
+    its text and the version number alone would keep running the old checks after hpu
+    changed under the same version number (an install from the repository's main).  The
+    digest names hpu's exact code instead."""
+    if not _SOURCE_DIGEST:
+        root = Path(__file__).resolve().parent
+        h = hashlib.sha256()
+        for p in sorted(root.rglob("*.py")):
+            h.update(p.relative_to(root).as_posix().encode() + b"\0")
+            h.update(p.read_bytes())
+        _SOURCE_DIGEST.append(h.hexdigest()[:16])
+    return _SOURCE_DIGEST[0]
+
+
 def _versions() -> str:
     import numba
 
     from hpu import __version__
-    return f"hpu {__version__}; numba {numba.__version__}; python {sys.version_info[:2]}"
+    return (f"hpu {__version__} ({_source_digest()}); numba {numba.__version__}; "
+            f"python {sys.version_info[:2]}")
 
 
 def module_name(source: str, stem: str) -> str:

@@ -125,6 +125,18 @@ def test_load_module_writes_once_then_hits(monkeypatch, tmp_path):
     assert other.f() == 2 and _cache.module_path(source.replace("41", "1"), "unit test") != path
 
 
+def test_a_change_to_hpus_own_code_names_new_modules(monkeypatch, tmp_path):
+    """Generated modules hold hpu's checks inlined in their cached machine code: hpu's code
+    changed under the same version number (an install from main) must not load them."""
+    monkeypatch.setenv("HPU_CACHE_DIR", str(tmp_path))
+    source = "Z = 3\n"
+    digest = _cache._source_digest()
+    assert len(digest) == 16 and digest == _cache._source_digest()
+    path = _cache.module_path(source, "unit test")
+    monkeypatch.setattr(_cache, "_SOURCE_DIGEST", ["0" * 16])
+    assert _cache.module_path(source, "unit test") != path
+
+
 def test_a_truncated_file_is_replaced(monkeypatch, tmp_path):
     monkeypatch.setenv("HPU_CACHE_DIR", str(tmp_path))
     source = "Y = 7\n" * 50
