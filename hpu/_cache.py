@@ -53,6 +53,7 @@ Rules
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -260,9 +261,7 @@ def _drop_corrupt_numba_cache(path: Path) -> None:
                   RuntimeWarning, stacklevel=user_stacklevel())
 
 
-_SOURCE_DIGEST: list[str] = []
-
-
+@functools.cache
 def _source_digest() -> str:
     """A digest of hpu's own source files, read once per process.  A generated module calls
     hpu's compiled checks (:mod:`hpu._module_checks`, :mod:`hpu._checked_ops`,
@@ -270,14 +269,12 @@ def _source_digest() -> str:
     its text and the version number alone would keep running the old checks after hpu
     changed under the same version number (an install from the repository's main).  The
     digest names hpu's exact code instead."""
-    if not _SOURCE_DIGEST:
-        root = Path(__file__).resolve().parent
-        h = hashlib.sha256()
-        for p in sorted(root.rglob("*.py")):
-            h.update(p.relative_to(root).as_posix().encode() + b"\0")
-            h.update(p.read_bytes())
-        _SOURCE_DIGEST.append(h.hexdigest()[:16])
-    return _SOURCE_DIGEST[0]
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*.py")):
+        h.update(p.relative_to(root).as_posix().encode() + b"\0")
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def _versions() -> str:

@@ -21,13 +21,12 @@ apart, in :mod:`hpu._checked_ops` (a raise that builds its text costs seconds of
 """
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
-from hpu._checked_ops import (_badconv, _badconv_grows, _broadcast, _empty_reduction,
-                              _grows, _outofbounds, _pair_mismatch, _truezerodiv, _zerodiv)
-from hpu._guard import (bad_float, bad_int_store, divides_by_zero, float_operands, power,
-                        power_grows, product_grows, shift_grows)
+from hpu import _checked_ops as _ops
+from hpu._checked_ops import (_broadcast, _empty_reduction, _outofbounds, _pair_mismatch,
+                              _zerodiv)
+from hpu._guard import float_operands
 from hpu._interrupt import Stopped
 
 __all__ = ["stopped", "floordiv", "truediv", "pow_", "mul", "shl", "mpow", "mod", "ix", "vix",
@@ -41,6 +40,8 @@ def stopped():
     raise Stopped("stopped by Ctrl-C")
 
 
+# floordiv and mod test `b == 0` as the CPU module always did (the functional path's
+# hpu._checked_ops.floordiv asks hpu._guard.zero_divisor, which leaves an array divisor to NumPy)
 @njit(cache=True)
 def floordiv(a, b, site):
     if b == 0:
@@ -48,42 +49,9 @@ def floordiv(a, b, site):
     return a // b
 
 
-@njit(cache=True)
-def truediv(a, b, site):
-    """``x / 0``: Python's (and Numba's) error, at the user's line."""
-    if divides_by_zero(a, b):
-        _truezerodiv(site)
-    return a / b
 
 
-@njit(cache=True)
-def pow_(a, b, site):
-    """``x ** n`` of a float64 and an int: Python's pow(), not Numba's; ints past int64, or
-    ``n < 0`` (a float in Python), run the plain function."""
-    if power_grows(a, b):
-        _grows(site)
-    return power(a, b)
 
-
-@njit(cache=True)
-def mul(a, b, site):
-    """Ints: a product past int64 runs the plain function (Python's int)."""
-    if product_grows(a, b):
-        _grows(site)
-    return a * b
-
-
-@njit(cache=True)
-def shl(a, b, site):
-    if shift_grows(a, b):
-        _grows(site)
-    return a << b
-
-
-@njit(cache=True)
-def mpow(a, b):
-    """``math.pow``: both operands as float64, as Python converts them."""
-    return np.float64(a) ** np.float64(b)
 
 
 @njit(cache=True)
@@ -92,12 +60,6 @@ def mod(a, b, site):
         _zerodiv(site, 3 if float_operands(a, b) else 0)
     return a % b
 
-
-@njit(cache=True)
-def ix(i, n, site):
-    if i < -n or i >= n:
-        _outofbounds(i, n, site)
-    return i
 
 
 @njit(cache=True)
@@ -108,33 +70,8 @@ def vix(i, n, site):
     return i + n if i < 0 else i
 
 
-@njit(cache=True)
-def to_int(x, site):
-    if bad_float(x):
-        _badconv_grows(x, site)
-    return int(x)
 
 
-@njit(cache=True)
-def finite(x, site):
-    """``math.floor(x)``, ``math.ceil(x)``, ``math.trunc(x)``: checked as ``int(x)``."""
-    if bad_float(x):
-        _badconv_grows(x, site)
-    return x
-
-
-@njit(cache=True)
-def store(a, x, site):
-    if bad_int_store(a, x):
-        _badconv(x, site)
-    return x
-
-
-@njit(cache=True)
-def to_round(x, site):
-    if bad_float(x):
-        _badconv_grows(x, site)
-    return round(x)
 
 
 @njit(cache=True)
@@ -164,3 +101,17 @@ def reduce_pair_chk(n1, n2, kind, site):
         return n1
     _pair_mismatch(n1, n2, kind, site)
     return 0
+
+
+# the checks whose bodies are hpu._checked_ops' own, there inlined into the functional path's
+# code (Numba's IR): here the same functions, compiled as calls
+truediv = njit(cache=True)(_ops.truediv.py_func)
+pow_ = njit(cache=True)(_ops.pow_.py_func)
+mul = njit(cache=True)(_ops.mul.py_func)
+shl = njit(cache=True)(_ops.shl.py_func)
+mpow = njit(cache=True)(_ops.mpow.py_func)
+ix = njit(cache=True)(_ops.ix.py_func)
+to_int = njit(cache=True)(_ops.to_int.py_func)
+finite = njit(cache=True)(_ops.finite.py_func)
+store = njit(cache=True)(_ops.store.py_func)
+to_round = njit(cache=True)(_ops.to_round.py_func)

@@ -133,7 +133,7 @@ def test_a_change_to_hpus_own_code_names_new_modules(monkeypatch, tmp_path):
     digest = _cache._source_digest()
     assert len(digest) == 16 and digest == _cache._source_digest()
     path = _cache.module_path(source, "unit test")
-    monkeypatch.setattr(_cache, "_SOURCE_DIGEST", ["0" * 16])
+    monkeypatch.setattr(_cache, "_source_digest", lambda: "0" * 16)
     assert _cache.module_path(source, "unit test") != path
 
 
