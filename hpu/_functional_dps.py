@@ -282,29 +282,60 @@ def _worked_copy(g, arr, a: str, nps: set) -> int | None:
     return None
 
 
-def _insertion_sort(arr: str, at: str, n: str) -> str:
-    """Source of the insertion sort of ``arr[at:at + n]`` in place (``at``: "" or an
-    offset followed by " + "), NaNs last as NumPy puts them: what the device runs for
-    ``np.sort(a)`` and ``b.sort()`` of a cutoff."""
-    return (f"for {INDEX} in range(1, {n}):\n"
-            f"    hpu_sv = {arr}[{at}{INDEX}]\n"
-            f"    hpu_sj = {INDEX} - 1\n"
-            f"    while hpu_sj >= 0 and (hpu_sv < {arr}[{at}hpu_sj] or (hpu_sv == hpu_sv"
-            f" and {arr}[{at}hpu_sj] != {arr}[{at}hpu_sj])):\n"
-            f"        {arr}[{at}hpu_sj + 1] = {arr}[{at}hpu_sj]\n"
-            f"        hpu_sj -= 1\n"
-            f"    {arr}[{at}hpu_sj + 1] = hpu_sv")
+def _heap_sort(arr: str, at: str, n: str) -> str:
+    """Source of the sort of ``arr[at:at + n]`` in place (``at``: "" or an offset followed
+    by " + "), ascending with NaNs last as NumPy puts them: what the device (and the CPU's
+    in-place form) runs for ``np.sort(a)`` and ``b.sort()`` of a cutoff, and for the
+    ``np.sort`` of a join.
+
+    A heapsort: O(n log n) whatever the cutoff's size (an insertion sort, quadratic, made
+    a cutoff of ``len(a) <= 20000`` slower than the plain function), in place (a
+    work-item cannot allocate), one loop that first builds the heap and then takes its
+    largest item to the end.  Not stable, as ``np.sort``'s default is not: numbers that
+    compare equal are the same numbers (``0.0`` and ``-0.0`` may change places, as in
+    NumPy's)."""
+    def lt(x, y):       # x < y, a NaN greater than any number
+        return f"({x} < {y} or ({y} != {y} and {x} == {x}))"
+
+    def el(i):
+        return f"{arr}[{at}{i}]"
+    # the temporaries named after the array: two sorts of different dtypes in one function
+    # keep their own types
+    return (f"hpu_hk_{arr} = ({n}) // 2\n"
+            f"hpu_he_{arr} = {n}\n"
+            f"while hpu_hk_{arr} > 0 or hpu_he_{arr} > 1:\n"
+            f"    if hpu_hk_{arr} > 0:\n"
+            f"        hpu_hk_{arr} -= 1\n"
+            f"        hpu_hr_{arr} = hpu_hk_{arr}\n"
+            f"    else:\n"
+            f"        hpu_he_{arr} -= 1\n"
+            f"        hpu_hv_{arr} = {el(0)}\n"
+            f"        {el(0)} = {el(f'hpu_he_{arr}')}\n"
+            f"        {el(f'hpu_he_{arr}')} = hpu_hv_{arr}\n"
+            f"        hpu_hr_{arr} = 0\n"
+            f"    hpu_hv_{arr} = {el(f'hpu_hr_{arr}')}\n"
+            f"    hpu_hc_{arr} = 2 * hpu_hr_{arr} + 1\n"
+            f"    while hpu_hc_{arr} < hpu_he_{arr}:\n"
+            f"        if hpu_hc_{arr} + 1 < hpu_he_{arr} and "
+            f"{lt(el(f'hpu_hc_{arr}'), el(f'hpu_hc_{arr} + 1'))}:\n"
+            f"            hpu_hc_{arr} += 1\n"
+            f"        if not {lt(f'hpu_hv_{arr}', el(f'hpu_hc_{arr}'))}:\n"
+            f"            break\n"
+            f"        {el(f'hpu_hr_{arr}')} = {el(f'hpu_hc_{arr}')}\n"
+            f"        hpu_hr_{arr} = hpu_hc_{arr}\n"
+            f"        hpu_hc_{arr} = 2 * hpu_hr_{arr} + 1\n"
+            f"    {el(f'hpu_hr_{arr}')} = hpu_hv_{arr}")
 
 
 def _sort_as_loops(st, b: str) -> list:
-    """``b.sort()`` (``kind=`` any: the numbers sorted are the same) as the insertion sort
-    the device runs, NaNs last as NumPy puts them; any other statement as it is."""
+    """``b.sort()`` (``kind=`` any: the numbers sorted are the same) as the heapsort the
+    device runs, NaNs last as NumPy puts them; any other statement as it is."""
     e = st.value if isinstance(st, ast.Expr) else None
     if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute)
             and e.func.attr == "sort" and _is_name(e.func.value, b) and not e.args
             and all(k.arg == "kind" for k in e.keywords)):
         return [st]
-    loops = ast.parse(_insertion_sort(b, "", f"len({b})")).body
+    loops = ast.parse(_heap_sort(b, "", f"len({b})")).body
     for n in (m for loop in loops for m in ast.walk(loop)):
         ast.copy_location(n, st)
     return loops
@@ -1735,8 +1766,8 @@ def _rewrite_slices(dc) -> Rewritten:
         src = (f"for {INDEX} in range(len({a})):\n"
                f"    {BUF}[{at} + {INDEX}] = {a}[{INDEX}]")
         if _sorted_of(arr, a, nps):
-            # np.sort(a): the copy sorted in place by insertion, NaNs last as NumPy's
-            src += "\n" + _insertion_sort(BUF, f"{at} + ", f"len({a})")
+            # np.sort(a): the copy sorted in place (a heapsort), NaNs last as NumPy's
+            src += "\n" + _heap_sort(BUF, f"{at} + ", f"len({a})")
         loops = ast.parse(src).body
         for loop in loops:
             for n in ast.walk(loop):
@@ -2390,15 +2421,23 @@ def _plus_hoisted(stmts, results) -> list:
 
 
 def _children_joined(s, results, nps):
-    """``(numpy's name, [children])`` of ``x = np.concatenate((r1, r0))`` (``np.hstack``,
-    a list for the tuple, ``np.append(r1, r0)``): the children's arrays joined whole, each
-    once, in any order; else None."""
+    """``(numpy's name, [children], [their expressions], sorted)`` of ``x =
+    np.concatenate((r1, r0))`` (``np.hstack``, a list for the tuple, ``np.append(r1,
+    r0)``): the children's arrays joined whole, each once, in any order -- and sorted
+    after, ``np.sort(np.concatenate((r0, r1)))`` (``kind=`` any); else None."""
     if not (isinstance(s, ast.Assign) and len(s.targets) == 1 and _is_name(s.targets[0])
-            and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
-            and _is_name(s.value.func.value) and s.value.func.value.id in nps
-            and not s.value.keywords):
+            and isinstance(s.value, ast.Call)):
         return None
-    f, args = s.value.func.attr, s.value.args
+    join, ordered = s.value, False
+    if (isinstance(join.func, ast.Attribute) and join.func.attr == "sort"
+            and _is_name(join.func.value) and join.func.value.id in nps
+            and len(join.args) == 1 and isinstance(join.args[0], ast.Call)
+            and all(k.arg == "kind" for k in join.keywords)):
+        join, ordered = join.args[0], True
+    if not (isinstance(join.func, ast.Attribute) and _is_name(join.func.value)
+            and join.func.value.id in nps and not join.keywords):
+        return None
+    f, args = join.func.attr, join.args
     items = (args if f == "append" and len(args) == 2 else
              args[0].elts if f in ("concatenate", "hstack") and len(args) == 1
              and isinstance(args[0], (ast.Tuple, ast.List)) else None)
@@ -2417,7 +2456,7 @@ def _children_joined(s, results, nps):
         exprs.append(x)
     if len(set(kids)) != len(kids):
         return None
-    return s.value.func.value.id, kids, exprs
+    return join.func.value.id, kids, exprs, ordered
 
 
 def _elementwise_of(e, results):
@@ -2454,10 +2493,11 @@ def _elementwise_of(e, results):
 
 def _joined_helper(s, joined, name, glb, used, outlined, where):
     """``x = np.concatenate((r1, r0))`` as ``x = <helper>(r1, r0)``, the helper hpu writes
-    (each child copied after the ones before it, into an array as long as all), which the
+    (each child copied after the ones before it, into an array as long as all, then sorted
+    in place for ``np.sort(np.concatenate(...))``: :func:`_heap_sort`), which the
     rest of the rewrite reads as any combine: the children's order is the one written,
     whatever their slices' (a reversal, ``np.concatenate((f(a[m:]), f(a[:m])))``)."""
-    np_name, kids, exprs = joined
+    np_name, kids, exprs, ordered = joined
     if np_name == PLUS:     # (lists joined by `+`: the function may not import NumPy)
         glb = {**glb, PLUS: np}
     params = [f"hpu_j{j}" for j in range(len(kids))]
@@ -2475,6 +2515,8 @@ def _joined_helper(s, joined, name, glb, used, outlined, where):
         src += [f"    for hpu_ji in range(len({p})):",
                 f"        hpu_jo[hpu_jk + hpu_ji] = {p}[hpu_ji]",
                 f"    hpu_jk += len({p})"]
+    if ordered:     # np.sort(np.concatenate(...)): the joined array sorted in place
+        src += ["    " + line for line in _heap_sort("hpu_jo", "", "len(hpu_jo)").splitlines()]
     src.append("    return hpu_jo")
     tree = ast.parse("\n".join(src)).body[0]
 

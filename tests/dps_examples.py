@@ -1317,13 +1317,23 @@ def reverse_list(xs):
     return reverse_list(xs[m:]) + reverse_list(xs[:m])
 
 
+def sort_joined_sorted(a):
+    """The children's arrays joined, then sorted: a combine followed by more work, as
+    people write a sort when the merge is NumPy's."""
+    if a.size < 2:
+        return a
+    mid = a.size // 2
+    return np.sort(np.concatenate((sort_joined_sorted(a[:mid]), sort_joined_sorted(a[mid:]))))
+
+
 KWAY = {"sort3": sort3, "count4": count4}
 #: combines of nested calls, of the children's arrays joined whole by NumPy
 #: (hpu._functional_dps._nested_combines), k-way combines written in the function
 NESTED = {"three_way": three_way, "four_nested": four_nested, "count_nested": count_nested,
           "reverse_halves": reverse_halves, "rotate_thirds": rotate_thirds,
           "halves_appended": halves_appended, "sort3_inline": sort3_inline,
-          "quarters_reversed": quarters_reversed, "sort3_chained": sort3_chained}
+          "quarters_reversed": quarters_reversed, "sort3_chained": sort3_chained,
+          "sort_joined_sorted": sort_joined_sorted}
 REWRITTEN.update(KWAY)
 REWRITTEN.update(NESTED)
 KEPT["thirds_overlapping"] = ("not on consecutive slices", thirds_overlapping)

@@ -46,7 +46,7 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
           "sort3_inline": np.float32, "quarters_reversed": np.int32, "sort3_chained": np.int64,
           "sort_insertion_cutoff": np.float64, "count_insertion_helper": np.int32,
           "sort_copy_sorted": np.float64, "sort_reread_cutoff": np.float64,
-          "sort_cutoff_inline": np.int32}
+          "sort_cutoff_inline": np.int32, "sort_joined_sorted": np.float64}
 
 
 def decorated(name):
@@ -938,6 +938,39 @@ def test_nested_combines_at_the_devices_sizes(name):
         x = (np.random.default_rng(n).standard_normal(n) * 1000).astype(DTYPES[name])
         for device, alpha, y in [("gpu", None, None), ("hybrid", 0.5, 2)]:
             assert check(name, x, device, alpha, y).gpu_tasks >= 3
+
+
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
+def test_a_sorted_join_puts_nans_and_zeros_where_numpy_does(device, alpha, y):
+    """``np.sort(np.concatenate((l, r)))``: the join sorted in place on the device (a
+    heapsort), NaNs last, ``-0.0`` and ``0.0`` equal; the plain function's array."""
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 3, 17, 4099):
+        x = rng.integers(-20, 20, n).astype(np.float64)
+        x[rng.random(n) < 0.2] = np.nan
+        x[rng.random(n) < 0.1] = -0.0
+        run = check("sort_joined_sorted", x, device, alpha, y)
+        if n == 4099:
+            assert run.gpu_tasks >= 3
+
+
+@settings(deadline=None, max_examples=200)
+@given(xs=st.lists(st.one_of(st.floats(allow_nan=True, width=32), st.just(-0.0),
+                             st.just(0.0), st.just(float("nan"))), max_size=70),
+       at=st.integers(0, 3), ints=st.booleans())
+def test_the_devices_sort_is_numpys(xs, at, ints):
+    """The sort the device runs for ``np.sort(a)`` of a cutoff and of a join (a heapsort,
+    hpu._functional_dps._heap_sort), run as Python on a range of a buffer: NumPy's numbers,
+    NaNs last, the rest of the buffer untouched."""
+    from hpu._functional_dps import _heap_sort
+    x = np.asarray(xs, np.float64)
+    if ints:
+        x = np.nan_to_num(x, nan=7.0, posinf=9.0, neginf=-9.0).astype(np.int64)
+    buf = np.concatenate((np.full(at, 5, x.dtype), x, np.full(2, 6, x.dtype)))
+    env = {"b": buf, "at": at}
+    exec(_heap_sort("b", "at + ", len(x)), env)
+    assert np.array_equal(buf[at:at + len(x)], np.sort(x), equal_nan=True)
+    assert (buf[:at] == 5).all() and (buf[at + len(x):] == 6).all()
 
 
 @pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
