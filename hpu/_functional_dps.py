@@ -2400,21 +2400,41 @@ def _plus_chain(e, results):
 def _plus_hoisted(stmts, results) -> list:
     """``return rev(a[m:]) + rev(a[:m])`` -- the children's lists joined by ``+`` (a function
     of lists: its base case returns its list) -- as ``hpu_plussed = hpu_plus.concatenate((r1,
-    r0))``, then ``return hpu_plussed``: the join :func:`_joined_helper` writes.  The form
-    runs only on a list at the call (``Rewritten.returns_list``): on an array ``+`` adds."""
+    r0))``, then ``return hpu_plussed``: the join :func:`_joined_helper` writes; ``return
+    sorted(l + r)`` as ``hpu_plus.sort(...)`` of that join (numbers sorted as NumPy sorts
+    them, Python's order; of NaNs no sort's order is Python's: guide §"Known
+    differences").  The form runs only on a list at the call (``Rewritten.returns_list``):
+    on an array ``+`` adds."""
     out = []
     for s in stmts:
         if isinstance(s, ast.Return) and s.value is not None:
             arr, sc = _split_result(s.value)
-            names = _plus_chain(arr, results)
+            ordered = (isinstance(arr, ast.Call) and _is_name(arr.func, "sorted")
+                       and len(arr.args) == 1 and not arr.keywords)
+            names = _plus_chain(arr.args[0] if ordered else arr, results)
             if names is not None:
                 t = "hpu_plussed"
-                join = ast.parse(f"{t} = {PLUS}.concatenate(({', '.join(names)},))").body[0]
+                join = f"{PLUS}.concatenate(({', '.join(names)},))"
+                if ordered:     # sorted(l + r): the join sorted (as np.sort sorts numbers)
+                    join = f"{PLUS}.sort({join})"
+                join = ast.parse(f"{t} = {join}").body[0]
                 for n in ast.walk(join):
                     ast.copy_location(n, s)
                 ret = ast.Return(ast.Tuple([ast.Name(t, ast.Load()), *sc], ast.Load())
                                  if sc else ast.Name(t, ast.Load()))
                 out += [join, ast.fix_missing_locations(ast.copy_location(ret, s))]
+                continue
+        if (isinstance(s, ast.Assign) and len(s.targets) == 1 and _is_name(s.targets[0])
+                and isinstance(s.value, ast.Call) and _is_name(s.value.func, "sorted")
+                and len(s.value.args) == 1 and not s.value.keywords):
+            # `return sorted(l + r)`, its call hoisted: `hpu_r2 = sorted(hpu_r0 + hpu_r1)`
+            names = _plus_chain(s.value.args[0], results)
+            if names is not None:
+                join = ast.parse(f"{s.targets[0].id} = {PLUS}.sort({PLUS}.concatenate(("
+                                 f"{', '.join(names)},)))").body[0]
+                for n in ast.walk(join):
+                    ast.copy_location(n, s)
+                out.append(join)
                 continue
         out.append(s)
     return out

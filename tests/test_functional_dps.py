@@ -975,6 +975,23 @@ def test_the_devices_sort_is_numpys(xs, at, ints):
 
 @pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
 @settings(COMPILES, max_examples=6)
+@given(xs=st.lists(st.integers(-10**6, 10**6), min_size=1, max_size=80),
+       floats=st.booleans())
+def test_lists_joined_and_sorted_run_on_the_device(device, alpha, y, xs, floats):
+    """``sorted(f(xs[:m]) + f(xs[m:]))``: the join sorted in place (the device's heapsort);
+    Python's list, its items Python's numbers, ints and floats alike."""
+    f = hpu.divide_and_conquer(ex.sorted_list)
+    for keys in (xs, xs * 700):
+        keys = [k / 8 for k in keys] if floats else keys
+        run = f.run(list(keys), **options(device, alpha, y))
+        assert run.value == ex.sorted_list(list(keys)) and run.fallbacks == []
+        assert all(type(v) is type(keys[0]) for v in run.value)
+        if len(keys) > 4000 and device == "gpu":
+            assert run.gpu_tasks >= 2
+
+
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
+@settings(COMPILES, max_examples=6)
 @given(xs=st.lists(st.integers(-10**6, 10**6), min_size=1, max_size=80))
 def test_lists_joined_by_plus_run_on_the_device_and_arrays_add(device, alpha, y, xs):
     """``rev(xs[m:]) + rev(xs[:m])``: given a list, the join of the children's lists is the
