@@ -2247,6 +2247,7 @@ def _nested_combines(stmts, results, name, glb, used, outlined, as_written, wher
 
     out = []
     nps = _numpy_names(glb) | {PLUS}
+    stmts = _sorts_folded(stmts, results, nps)
     for s in _chains_folded(_plus_hoisted(stmts, results), results):
         joined = _children_joined(s, results, nps)
         if joined is not None:
@@ -2339,6 +2340,43 @@ def _nested_combines(stmts, results, name, glb, used, outlined, as_written, wher
         out.append(_registered(tree, outer.__globals__, (hfile, h_text, h_start), s, kids,
                                used, outlined,
                                shown=getattr(outer, "__hpu_shown__", hname)))
+    return out
+
+
+def _sorts_folded(stmts, results, nps) -> list:
+    """``x = np.concatenate((l, r))`` (or ``x = l + r`` of lists) followed at once by
+    ``x.sort()`` as ``x = np.sort(np.concatenate((l, r)))`` (``x = sorted(l + r)``): the
+    same numbers in the same new array or list, a join sorted, which
+    :func:`_children_joined` and :func:`_plus_hoisted` read."""
+    stmts = list(stmts)
+    out = []
+    i = 0
+    while i < len(stmts):
+        s = stmts[i]
+        nxt = stmts[i + 1] if i + 1 < len(stmts) else None
+        t = s.targets[0].id if (isinstance(s, ast.Assign) and len(s.targets) == 1
+                                and _is_name(s.targets[0])) else None
+        e = nxt.value if isinstance(nxt, ast.Expr) else None
+        if not (t is not None and isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute)
+                and e.func.attr == "sort" and _is_name(e.func.value, t) and not e.args
+                and all(k.arg == "kind" for k in e.keywords)):
+            out.append(s)
+            i += 1
+            continue
+        v = s.value
+        if _plus_chain(v, results) is not None:
+            value = ast.Call(ast.Name("sorted", ast.Load()), [v], [])
+        elif _children_joined(s, results, nps) is not None and not _children_joined(
+                s, results, nps)[3]:
+            value = ast.Call(ast.Attribute(ast.Name(v.func.value.id, ast.Load()), "sort",
+                                           ast.Load()), [v], [])
+        else:
+            out.append(s)
+            i += 1
+            continue
+        out.append(ast.fix_missing_locations(ast.copy_location(
+            ast.Assign([ast.Name(t, ast.Store())], value), s)))
+        i += 2
     return out
 
 

@@ -1335,6 +1335,28 @@ def sorted_list(xs):
     return sorted(sorted_list(xs[:m]) + sorted_list(xs[m:]))
 
 
+def sorted_list_in_place(xs):
+    """The same, the joined list sorted by its own ``sort()``."""
+    if len(xs) <= 1:
+        return xs[:]
+    m = len(xs) // 2
+    left = sorted_list_in_place(xs[:m])
+    right = sorted_list_in_place(xs[m:])
+    res = left + right
+    res.sort()
+    return res
+
+
+def sort_joined_then_sorted(a):
+    """The children's arrays joined, then the join sorted in place."""
+    if len(a) <= 1:
+        return a.copy()
+    m = len(a) // 2
+    out = np.concatenate((sort_joined_then_sorted(a[:m]), sort_joined_then_sorted(a[m:])))
+    out.sort()
+    return out
+
+
 KWAY = {"sort3": sort3, "count4": count4}
 #: combines of nested calls, of the children's arrays joined whole by NumPy
 #: (hpu._functional_dps._nested_combines), k-way combines written in the function
@@ -1342,7 +1364,8 @@ NESTED = {"three_way": three_way, "four_nested": four_nested, "count_nested": co
           "reverse_halves": reverse_halves, "rotate_thirds": rotate_thirds,
           "halves_appended": halves_appended, "sort3_inline": sort3_inline,
           "quarters_reversed": quarters_reversed, "sort3_chained": sort3_chained,
-          "sort_joined_sorted": sort_joined_sorted}
+          "sort_joined_sorted": sort_joined_sorted,
+          "sort_joined_then_sorted": sort_joined_then_sorted}
 REWRITTEN.update(KWAY)
 REWRITTEN.update(NESTED)
 KEPT["thirds_overlapping"] = ("not on consecutive slices", thirds_overlapping)

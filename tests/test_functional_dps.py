@@ -46,7 +46,8 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
           "sort3_inline": np.float32, "quarters_reversed": np.int32, "sort3_chained": np.int64,
           "sort_insertion_cutoff": np.float64, "count_insertion_helper": np.int32,
           "sort_copy_sorted": np.float64, "sort_reread_cutoff": np.float64,
-          "sort_cutoff_inline": np.int32, "sort_joined_sorted": np.float64}
+          "sort_cutoff_inline": np.int32, "sort_joined_sorted": np.float64,
+          "sort_joined_then_sorted": np.int32}
 
 
 def decorated(name):
@@ -973,18 +974,23 @@ def test_the_devices_sort_is_numpys(xs, at, ints):
     assert (buf[:at] == 5).all() and (buf[at + len(x):] == 6).all()
 
 
-@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
+@pytest.mark.parametrize("name, device, alpha, y", [
+    ("sorted_list", "gpu", None, None), ("sorted_list_in_place", "hybrid", 0.5, 2),
+    pytest.param("sorted_list", "hybrid", 0.5, 2, marks=SLOW),
+    pytest.param("sorted_list_in_place", "gpu", None, None, marks=SLOW)])
 @settings(COMPILES, max_examples=6)
 @given(xs=st.lists(st.integers(-10**6, 10**6), min_size=1, max_size=80),
        floats=st.booleans())
-def test_lists_joined_and_sorted_run_on_the_device(device, alpha, y, xs, floats):
-    """``sorted(f(xs[:m]) + f(xs[m:]))``: the join sorted in place (the device's heapsort);
-    Python's list, its items Python's numbers, ints and floats alike."""
-    f = hpu.divide_and_conquer(ex.sorted_list)
+def test_lists_joined_and_sorted_run_on_the_device(name, device, alpha, y, xs, floats):
+    """``sorted(f(xs[:m]) + f(xs[m:]))``, and ``res = left + right; res.sort()``: the join
+    sorted in place (the device's heapsort); Python's list, its items Python's numbers,
+    ints and floats alike."""
+    plain = getattr(ex, name)
+    f = hpu.divide_and_conquer(plain)
     for keys in (xs, xs * 700):
         keys = [k / 8 for k in keys] if floats else keys
         run = f.run(list(keys), **options(device, alpha, y))
-        assert run.value == ex.sorted_list(list(keys)) and run.fallbacks == []
+        assert run.value == plain(list(keys)) and run.fallbacks == []
         assert all(type(v) is type(keys[0]) for v in run.value)
         if len(keys) > 4000 and device == "gpu":
             assert run.gpu_tasks >= 2
