@@ -2771,9 +2771,15 @@ def _not_compiled_reason(name: str, err) -> str:
     where = f"{os.path.abspath(places[0][0])}:{places[0][1]}: " if places else ""
     keep = numba_words(err)
     what = keep[0] if keep else type(err).__name__
+    fix = "write that line with what Numba supports to run it compiled"
+    if re.search(r"unify return type.*(array\(.*list\(|list\(.*array\()", what):
+        # a function written for lists, given an array: its base case hands the array back
+        fix = (f"it returns an array in one place (the argument, or a slice of it: a list "
+               f"function given an array) and a list in another; give it a list, "
+               f"`{name}(x.tolist())`, to run it compiled (its items then Python's numbers), "
+               f"or return `list(...)` there")
     return (f"{where}Numba cannot compile {name} as written ({what}); the plain Python "
-            "function runs instead: write that line with what Numba supports to run it "
-            "compiled")
+            f"function runs instead: {fix}")
 
 
 #: ``.sequential`` of arguments whose written arrays take at most this many bytes runs the

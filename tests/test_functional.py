@@ -1168,6 +1168,22 @@ def test_what_numba_cannot_compile_runs_as_plain_python_and_says_where():
         assert f([4, 4, 1]) == [1, 4, 4]
 
 
+def test_a_list_function_given_an_array_says_to_give_it_a_list():
+    """A mergesort written for lists (``return arr`` at the base, ``result = []`` merged)
+    given an array: Python's answer (a list of NumPy's numbers), and the reason says the
+    list it takes compiled; given that list, it runs compiled."""
+    from dps_examples import sort_lists
+
+    f = hpu.divide_and_conquer(sort_lists)
+    x = np.array([5, 3, 9, 1, 7, 2])
+    with pytest.warns(HpuPerformanceWarning, match=r"give it a list, `sort_lists\(x.tolist"):
+        run = f.run(x, device="cpu")
+    assert run.value == sorted(x.tolist()) and type(run.value[0]) is np.int64
+    assert "returns an array in one place" in run.reason
+    later = f.run(x.tolist(), device="cpu")
+    assert later.value == sorted(x.tolist()) and not later.fallbacks
+
+
 # ---------------------------------------------------------------- memory=True
 
 def test_the_run_reports_the_memory_it_allocates_at_its_peak():
