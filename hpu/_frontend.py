@@ -1089,7 +1089,7 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
     guard_unbound(tree)  # a local read before any assignment raises (hpu._unbound)
     lower_raises(tree, fn.__globals__)  # assert -> if/raise; raise E("...") marked
     left = _lower_reductions(tree, fn.__globals__)  # a.sum(), np.max(a) -> loops
-    _refusals_at_once(tree, where, name, reductions=left)
+    _refusals_at_once(tree, where, name, reductions=left, glb=fn.__globals__)
     root_defaults = _root_defaults(tree, where)  # if hi is None: hi = len(a) -> at the call
     unroll_literal_loops(tree, where)  # for part in (a[:m], a[m:]): one copy per value
     looped = _slice_updates_as_loops(tree)  # a[mid:hi] += s -> a loop over its elements
@@ -1483,15 +1483,16 @@ def _refuse_conditional_reduction(where: _Where, node) -> None:
 
 
 def _refusals_at_once(tree, where: _Where, name: str, sentinel: bool = True,
-                      reductions=()) -> None:
+                      reductions=(), glb=None) -> None:
     """The constructs that block a function whatever else it does, found in one pass over
     its tree as written (before slices become views): whole-array builtins with no loop
     form (``sorted(a)``, ``any(a)``), ``reductions`` left inside a condition
     (:func:`_lower_reductions`), ``print``, ``a[i, j]``, slice bounds made with ``/`` (a
     float, which Python refuses), ``return None`` beside values (``sentinel``: a
-    function's, not a helper's).  Two or more are
-    refused together, each with its line and fix, so that one edit does not just reveal the
-    next (the subset check further on names every construct it refuses at once too, but
+    function's, not a helper's), ``str()`` (the builtin, where ``glb``, the module's names,
+    does not define one: said here, before its string's slices read as views).  Two or more
+    are refused together, each with its line and fix, so that one edit does not just reveal
+    the next (the subset check further on names every construct it refuses at once too, but
     only after slices have become views, and after the shape's checks)."""
     arrays = _array_names(tree)
 
@@ -1509,6 +1510,18 @@ def _refusals_at_once(tree, where: _Where, name: str, sentinel: bool = True,
             found.append(err)
 
     left = {id(n) for n in reductions}       # refused below, as inside a condition
+    # `s = str(n)` then `s[:h]` (or `str(n)[:h]`): a string sliced, which the views' pass
+    # would refuse as a view; the str() is what to say (other str() calls: hpu.resolve,
+    # with every other builtin of the function and its helpers)
+    strs = {t.id: st.value for st in ast.walk(tree) if isinstance(st, ast.Assign)
+            and isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Name)
+            and st.value.func.id == "str" for t in st.targets if isinstance(t, ast.Name)}
+    sliced_strs = {id(strs[x.value.id]) if isinstance(x.value, ast.Name) else id(x.value)
+                   for x in ast.walk(tree) if isinstance(x, ast.Subscript)
+                   and isinstance(x.slice, ast.Slice)
+                   and ((isinstance(x.value, ast.Name) and x.value.id in strs)
+                        or (isinstance(x.value, ast.Call) and isinstance(x.value.func, ast.Name)
+                            and x.value.func.id == "str"))}
     for n in ast.walk(tree):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
             if (n.func.id in _REDUCTIONS and len(n.args) == 1 and not n.keywords
@@ -1516,6 +1529,11 @@ def _refusals_at_once(tree, where: _Where, name: str, sentinel: bool = True,
                 collect(_refuse_reduction, where, n, ast.unparse(n))
             elif n.func.id == "print":
                 collect(refuse_with, where, n, "print")
+            elif (n.func.id == "str" and glb is not None and "str" not in glb
+                  and "str" not in _function_locals(tree) and id(n) in sliced_strs):
+                collect(where.refuse, n, "the builtin str()",
+                        f"only {', '.join(sorted(_BUILTINS))} are in the numeric subset",
+                        _BUILTIN_HINTS["str"])
         elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) \
                 and n is not tree:
             # a function defined inside (`def rec(x): ...` called by the function): said

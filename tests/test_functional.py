@@ -208,6 +208,25 @@ def test_every_builtin_outside_the_subset_is_named_at_once_in_line_order():
     assert "divmod" not in text
 
 
+def digit_sum(n):
+    if n < 10:
+        return n
+    s = str(n)  # str-sliced-here
+    h = len(s) // 2
+    return digit_sum(int(s[:h])) + digit_sum(int(s[h:]))
+
+
+def test_a_string_sliced_is_refused_as_the_str_it_is():
+    """``s = str(n)`` then ``s[:h]``: the refusal names ``str()`` at its line, with its
+    rewrite -- not the slice, which reads as an array's view."""
+    with pytest.raises(TranslationError) as info:
+        hpu.divide_and_conquer(digit_sum)
+    text = str(info.value)
+    assert info.value.lineno == _line(digit_sum, "str-sliced-here"), text
+    assert "the builtin str()" in text and "count digits with a loop" in text, text
+    assert "view" not in text, text
+
+
 def karatsuba_divmod(x, y):
     if x < 10 or y < 10:
         return x * y
