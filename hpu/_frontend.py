@@ -198,6 +198,9 @@ class DCSpec:
     #: (parameter, expression, its line) of each leading ``if hi is None: hi = len(a)``: the
     #: root's default, evaluated at the call (every recursive call passes the parameter)
     root_defaults: tuple[tuple[str, str, int], ...] = ()
+    #: the flag hpu added for recursive calls made only when a test holds (``if p - 1 > lo:
+    #: qsort(a, lo, p - 1)``): the last parameter, 1 at the root (:func:`_guarded_calls`)
+    go: str | None = None
 
     @property
     def a(self) -> int:
@@ -1086,6 +1089,7 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
     _functional.math_in_double(tree, fn.__globals__)  # math.sqrt(x32) in double, as Python
     _functional.pow_as_operator(tree, fn.__globals__)  # pow(x, n): x ** n, checked as it is
     _defaults_passed(tree, fn)  # f(a[:m]) of def f(a, cut=8): f(a[:m], cut=8), as Python
+    go = _guarded_calls(tree, name)  # if p - 1 > lo: qsort(a, lo, p - 1) -> a flag passed
     guard_unbound(tree)  # a local read before any assignment raises (hpu._unbound)
     lower_raises(tree, fn.__globals__)  # assert -> if/raise; raise E("...") marked
     left = _lower_reductions(tree, fn.__globals__)  # a.sum(), np.max(a) -> loops
@@ -1261,9 +1265,97 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
         b=b, cost=cost, span=span, views=view_info.views, view_info=view_info,
         reordered=tuple((getattr(n, "lineno", None), text) for n, text in norm.reordered),
         conditional=tuple((getattr(n, "lineno", None), text) for n, text in norm.conditional),
-        root_defaults=root_defaults)
+        root_defaults=root_defaults, go=go)
     check_array_params(spec, spec.indexed)
     return spec
+
+
+#: the flag :func:`_guarded_calls` adds (user names may not start with ``hpu_``'s own names)
+GO = "hpu_go"
+
+
+def _guarded_calls(tree: ast.FunctionDef, name: str) -> str | None:
+    """A procedure whose recursive calls are made only when a test holds -- ``if p - 1 > lo:
+    qsort(a, lo, p - 1)`` -- rewritten in place so that every call is made, passing the
+    test as a flag that the callee reads first::
+
+        def qsort(a, lo, hi, hpu_go):
+            if hpu_go == 0:
+                return
+            ...
+            qsort(a, lo, p - 1, 1 if p - 1 > lo else 0)
+
+    A call whose test is false is then a base case that does nothing, as Python's skipped
+    call: the same program, with the tree's branching fixed.  Returns the flag's name, or
+    None where the function is not such a procedure: it returns a value (what a skipped
+    call leaves is the user's to say, and the refusal says how), a guarded call has an
+    ``else`` or more statements, or a call's arguments could raise when evaluated under a
+    false test (only names, numbers, ``+ - *``, ``//`` by a nonzero constant and slices of
+    them are taken)."""
+    if any(isinstance(n, ast.Return) and not _is_none(n.value) for n in ast.walk(tree)):
+        return None
+    if any(isinstance(n, ast.Name) and n.id == GO for n in ast.walk(tree)) or any(
+            a.arg == GO for a in tree.args.args):
+        return None
+
+    def safe(e) -> bool:
+        if isinstance(e, ast.Name):
+            return True
+        if isinstance(e, ast.Constant):
+            return type(e.value) in (int, float, bool)
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+            return safe(e.operand)
+        if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult)):
+            return safe(e.left) and safe(e.right)
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.FloorDiv):
+            return (safe(e.left) and isinstance(e.right, ast.Constant)
+                    and type(e.right.value) is int and e.right.value != 0)
+        if isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Slice) \
+                and isinstance(e.value, ast.Name) and e.slice.step is None:
+            return all(b is None or safe(b) for b in (e.slice.lower, e.slice.upper))
+        return False
+
+    def own_call(st):
+        return (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)
+                and isinstance(st.value.func, ast.Name) and st.value.func.id == name
+                and not st.value.keywords
+                and not any(isinstance(a, ast.Starred) for a in st.value.args))
+
+    guarded = []            # (the if, its call)
+    for n in ast.walk(tree):
+        # (an `if` holding more, `if lo < hi: <the recursion>`, is read as before)
+        if (isinstance(n, ast.If) and len(n.body) == 1 and own_call(n.body[0])
+                and not n.orelse and not _recursive_calls(n.test, name)):
+            if not all(safe(a) for a in n.body[0].value.args):
+                return None
+            guarded.append(n)
+    if not guarded:
+        return None
+    calls = _recursive_calls(tree, name)
+    if any(c.keywords for c in calls):
+        return None
+    flagged = {id(n.body[0].value): n for n in guarded}
+    for c in calls:
+        g = flagged.get(id(c))
+        flag = (ast.IfExp(copy.deepcopy(g.test), ast.Constant(1), ast.Constant(0))
+                if g is not None else ast.Constant(1))
+        c.args.append(ast.copy_location(flag, c))
+
+    class Unguard(ast.NodeTransformer):
+        def visit_If(self, n):
+            self.generic_visit(n)
+            if id(n) in {id(g) for g in guarded}:
+                return n.body[0]
+            return n
+
+    Unguard().visit(tree)
+    tree.args.args.append(ast.copy_location(ast.arg(GO), tree))
+    first = ast.parse(f"if {GO} == 0:\n    return").body[0]
+    for x in ast.walk(first):
+        ast.copy_location(x, tree.body[0] if tree.body else tree)
+    tree.body.insert(0, first)
+    ast.fix_missing_locations(tree)
+    return GO
 
 
 def _root_defaults(tree: ast.FunctionDef, where: _Where) -> tuple[tuple[str, str, int], ...]:

@@ -268,6 +268,13 @@ ACCEPTED: tuple[tuple[str, str, str], ...] = (
      "unrolled: the body once per value, reading the value itself where the loop variable is "
      "read only in the body (no alias of an array, which the device forms' views cannot be), "
      "else `part = z; <body>; part = y; ...` as Python assigns it"),
+    ("a procedure's call made when a test holds",
+     "if lo < j: qsort(a, lo, j)\nif i < hi: qsort(a, i, hi)",
+     "every call made, the test passed as a flag that the callee reads first (`if not flag: "
+     "return`): a skipped call is a base case that does nothing. For a function returning "
+     "nothing, whose guarded call is the if's only statement, with no else, its arguments "
+     "names, numbers, + - *, // by a constant and slices of them (evaluated where Python "
+     "would skip them); a call whose value is used stays refused, with its rewrite"),
     ("a helper called with keywords", "merge(a, tmp, lo=lo, mid=mid, hi=hi)",
      "the arguments by position, as Python binds them (a parameter left out: its default, "
      "a number, bool or None)"),

@@ -15,6 +15,8 @@ import warnings
 import numba
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import dc_examples as E
 import hpu
@@ -86,11 +88,12 @@ def bad_children_by_length(a):
 
 def bad_call_in_condition(a, lo, hi):
     if hi - lo <= 1:
-        return
+        return 0
     mid = (lo + hi) // 2
-    bad_call_in_condition(a, lo, mid)
+    s = bad_call_in_condition(a, lo, mid)
     if mid > lo:
-        bad_call_in_condition(a, mid, hi)  # refused
+        s += bad_call_in_condition(a, mid, hi)  # refused
+    return s
 
 
 def bad_both_branches(a, lo, hi):
@@ -1038,19 +1041,58 @@ def quicksort_as_advised(a, lo, hi):
     quicksort_as_advised(a, i, hi)
 
 
+def guarded_sum(a, lo, hi):
+    """A call made when a test holds, its value added: what a skipped call leaves is the
+    user's to say."""
+    if hi - lo == 1:
+        return a[lo]
+    mid = (lo + hi) // 2
+    s = 0
+    if mid > lo:
+        s += guarded_sum(a, lo, mid)
+    if hi > mid:
+        s += guarded_sum(a, mid, hi)
+    return s
+
+
 def test_a_call_guarded_by_its_own_test_gets_the_base_case_as_advice():
-    """The competitive programmer's quicksort (`if lo < j: qsort(a, lo, j)`) was told to
-    make calls shared by both branches once before the `if`, which does not fit it; the
-    advice is now its test as the base case, in the function's own names (`j` is passed
-    as `hi`), and the calls unconditional -- which runs, and sorts."""
+    """A function whose guarded calls give values (`if mid > lo: s += f(...)`) is refused,
+    the advice its test as the base case; the competitive programmer's quicksort as
+    advised runs, and sorts."""
     with pytest.raises(hpu.TranslationError, match="inside a condition") as err:
-        hpu.divide_and_conquer(quicksort_guarded)
-    assert "begin it with `if not (lo < hi): return`" in str(err.value), err.value
+        hpu.divide_and_conquer(guarded_sum)
+    assert "make the test the function's base case" in str(err.value), err.value
     f = hpu.divide_and_conquer(quicksort_as_advised)
     x = np.random.default_rng(3).integers(-99, 99, 500)
     y = x.copy()
     f.run(y, 0, len(y) - 1, device="cpu")
     assert y.tolist() == sorted(x.tolist())
+
+
+@pytest.mark.parametrize("device, alpha, y", [("cpu", None, None), ("gpu", None, None),
+                                              ("hybrid", 0.5, 2)])
+@settings(deadline=None, max_examples=8, suppress_health_check=[HealthCheck.too_slow])
+@given(xs=st.lists(st.integers(-50, 50), min_size=1, max_size=300), big=st.booleans())
+def test_calls_made_when_a_test_holds_run_with_the_test_passed_as_a_flag(device, alpha, y,
+                                                                        xs, big):
+    """The competitive programmer's quicksort (`if lo < j: qsort(a, lo, j)`), a procedure:
+    each call is made, its test passed as a flag the callee reads first (a skipped call is a
+    base case that does nothing, hpu._frontend._guarded_calls): sorted on every path, as
+    Python sorts, sizes past the device's threshold too."""
+    f = hpu.divide_and_conquer(quicksort_guarded)
+    assert f._parse().params[-1] == "hpu_go"
+    x = np.array(xs * (400 if big else 1), dtype=np.int64)
+    want = x.copy()
+    quicksort_guarded(want, 0, len(want) - 1)
+    opts = {"device": device} if alpha is None else {"device": device, "alpha": alpha, "y": y}
+    got = x.copy()
+    run = f.run(got, 0, len(got) - 1, **opts)
+    assert run.value is None and np.array_equal(got, want) and run.fallbacks == []
+    if device == "gpu" and big:
+        assert run.gpu_tasks >= 2
+    seq = x.copy()
+    f.sequential(seq, 0, len(seq) - 1)
+    assert np.array_equal(seq, want)
 
 
 def max_of_nonempty_parts(a):
