@@ -1031,10 +1031,15 @@ _ARG_CALLS = frozenset({"min", "max", "abs", "int", "float", "bool", "round", "l
 
 def _check_call_arg(expr, where: _Where, results: set[str], call):
     """A child's parameter: arithmetic on names and constants, evaluated once, in the fill pass."""
+    # the flag of a call made when a test holds (_guarded_calls): the user's test, as written
+    guard = getattr(expr, "hpu_guard", False)
+    shown = (f"`{_views.display(expr.test)}`, the test of a call made only when it holds,"
+             if guard else f"`{_views.display(expr)}`")
     for n in ast.walk(expr):
         if isinstance(n, ast.Subscript):
-            where.refuse(call, "reading an array in a recursive call's argument",
-                         f"`{_views.display(expr)}` would be read before the earlier siblings ran",
+            where.refuse(call, "reading an array in a recursive call's argument"
+                         if not guard else "reading an array in a recursive call's test",
+                         f"{shown} would be read before the earlier siblings ran",
                          "compute it into a name in the divide, before the calls")
         if isinstance(n, ast.Call):
             f = n.func
@@ -1339,6 +1344,7 @@ def _guarded_calls(tree: ast.FunctionDef, name: str) -> str | None:
         g = flagged.get(id(c))
         flag = (ast.IfExp(copy.deepcopy(g.test), ast.Constant(1), ast.Constant(0))
                 if g is not None else ast.Constant(1))
+        flag.hpu_guard = g is not None      # (a refusal shows the test as written)
         c.args.append(ast.copy_location(flag, c))
 
     class Unguard(ast.NodeTransformer):

@@ -1069,6 +1069,38 @@ def test_a_call_guarded_by_its_own_test_gets_the_base_case_as_advice():
     assert y.tolist() == sorted(x.tolist())
 
 
+def quicksort_tested_on_a_key(a, lo, hi):
+    if lo < hi:
+        p = lomuto(a, lo, hi)
+        quicksort_tested_on_a_key(a, lo, p - 1)
+        if a[p] >= 0:
+            quicksort_tested_on_a_key(a, p + 1, hi)  # refused
+
+
+def lomuto(a, lo, hi):
+    p = a[hi]
+    i = lo - 1
+    for j in range(lo, hi):
+        if a[j] <= p:
+            i += 1
+            a[i], a[j] = a[j], a[i]
+    a[i + 1], a[hi] = a[hi], a[i + 1]
+    return i + 1
+
+
+def test_a_guarded_calls_test_reading_an_array_is_refused_as_written():
+    """The test becomes the call's flag, computed with the children's parameters before
+    any child runs: one reading an array would read it before the first call sorted it, so
+    it is refused -- naming the test as written, not hpu's flag."""
+    with pytest.raises(hpu.TranslationError) as err:
+        hpu.divide_and_conquer(quicksort_tested_on_a_key)
+    text = str(err.value)
+    assert "`a[p] >= 0`, the test of a call made only when it holds" in text, text
+    assert "1 if" not in text and "hpu_go" not in text, text
+    lines, start = inspect.getsourcelines(quicksort_tested_on_a_key)
+    assert err.value.lineno == start + next(i for i, t in enumerate(lines) if "# refused" in t)
+
+
 @pytest.mark.parametrize("device, alpha, y", [("cpu", None, None), ("gpu", None, None),
                                               ("hybrid", 0.5, 2)])
 @settings(deadline=None, max_examples=8, suppress_health_check=[HealthCheck.too_slow])
