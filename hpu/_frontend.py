@@ -1094,12 +1094,12 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
     _functional.math_in_double(tree, fn.__globals__)  # math.sqrt(x32) in double, as Python
     _functional.pow_as_operator(tree, fn.__globals__)  # pow(x, n): x ** n, checked as it is
     _defaults_passed(tree, fn)  # f(a[:m]) of def f(a, cut=8): f(a[:m], cut=8), as Python
-    go = _guarded_calls(tree, name)  # if p - 1 > lo: qsort(a, lo, p - 1) -> a flag passed
     guard_unbound(tree)  # a local read before any assignment raises (hpu._unbound)
     lower_raises(tree, fn.__globals__)  # assert -> if/raise; raise E("...") marked
     left = _lower_reductions(tree, fn.__globals__)  # a.sum(), np.max(a) -> loops
     _refusals_at_once(tree, where, name, reductions=left, glb=fn.__globals__)
     root_defaults = _root_defaults(tree, where)  # if hi is None: hi = len(a) -> at the call
+    go = _guarded_calls(tree, name)  # if p - 1 > lo: qsort(a, lo, p - 1) -> a flag passed
     unroll_literal_loops(tree, where)  # for part in (a[:m], a[m:]): one copy per value
     looped = _slice_updates_as_loops(tree)  # a[mid:hi] += s -> a loop over its elements
     view_info = _views.rewrite_main(tree, where)  # slices -> (array, offset, length)
@@ -1323,7 +1323,7 @@ def _guarded_calls(tree: ast.FunctionDef, name: str) -> str | None:
     def own_call(st):
         return (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)
                 and isinstance(st.value.func, ast.Name) and st.value.func.id == name
-                and not st.value.keywords
+                and all(k.arg is not None for k in st.value.keywords)
                 and not any(isinstance(a, ast.Starred) for a in st.value.args))
 
     guarded = []            # (the if, its call)
@@ -1331,21 +1331,24 @@ def _guarded_calls(tree: ast.FunctionDef, name: str) -> str | None:
         # (an `if` holding more, `if lo < hi: <the recursion>`, is read as before)
         if (isinstance(n, ast.If) and len(n.body) == 1 and own_call(n.body[0])
                 and not n.orelse and not _recursive_calls(n.test, name)):
-            if not all(safe(a) for a in n.body[0].value.args):
+            call = n.body[0].value
+            if not all(safe(a) for a in call.args + [k.value for k in call.keywords]):
                 return None
             guarded.append(n)
     if not guarded:
         return None
     calls = _recursive_calls(tree, name)
-    if any(c.keywords for c in calls):
-        return None
     flagged = {id(n.body[0].value): n for n in guarded}
     for c in calls:
         g = flagged.get(id(c))
         flag = (ast.IfExp(copy.deepcopy(g.test), ast.Constant(1), ast.Constant(0))
                 if g is not None else ast.Constant(1))
         flag.hpu_guard = g is not None      # (a refusal shows the test as written)
-        c.args.append(ast.copy_location(flag, c))
+        ast.copy_location(flag, c)
+        if c.keywords:      # (after keywords -- a default passed on -- as a keyword too)
+            c.keywords.append(ast.copy_location(ast.keyword(GO, flag), c))
+        else:
+            c.args.append(flag)
 
     class Unguard(ast.NodeTransformer):
         def visit_If(self, n):
@@ -1356,6 +1359,8 @@ def _guarded_calls(tree: ast.FunctionDef, name: str) -> str | None:
 
     Unguard().visit(tree)
     tree.args.args.append(ast.copy_location(ast.arg(GO), tree))
+    # a default (1) too: the parameters' defaults stay aligned with the names they follow
+    tree.args.defaults.append(ast.copy_location(ast.Constant(1), tree))
     first = ast.parse(f"if {GO} == 0:\n    return").body[0]
     for x in ast.walk(first):
         ast.copy_location(x, tree.body[0] if tree.body else tree)

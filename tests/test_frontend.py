@@ -1088,6 +1088,38 @@ def lomuto(a, lo, hi):
     return i + 1
 
 
+def quicksort_guarded_defaults(a, lo=0, hi=None, cut=4):
+    """Guarded calls with a None default computed first and a cutoff passed on by default."""
+    if hi is None:
+        hi = len(a) - 1
+    if hi - lo < cut:
+        for i in range(lo + 1, hi + 1):
+            v = a[i]
+            j = i - 1
+            while j >= lo and a[j] > v:
+                a[j + 1] = a[j]
+                j -= 1
+            a[j + 1] = v
+        return
+    p = lomuto(a, lo, hi)
+    if p - 1 > lo:
+        quicksort_guarded_defaults(a, lo, p - 1)
+    if p + 1 < hi:
+        quicksort_guarded_defaults(a, p + 1, hi)
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_guarded_calls_keep_the_parameters_defaults(device):
+    """`hi=None` computed at the root and `cut=4` passed on by each call, beside the flag."""
+    f = hpu.divide_and_conquer(quicksort_guarded_defaults)
+    x = np.random.default_rng(5).integers(-999, 999, 5000)
+    y = x.copy()
+    assert f.run(y, device=device).value is None and np.array_equal(y, np.sort(x))
+    y = x.copy()
+    f.sequential(y)
+    assert np.array_equal(y, np.sort(x))
+
+
 def test_a_guarded_calls_test_reading_an_array_is_refused_as_written():
     """The test becomes the call's flag, computed with the children's parameters before
     any child runs: one reading an array would read it before the first call sorted it, so
