@@ -1275,7 +1275,7 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
     return spec
 
 
-#: the flag :func:`_guarded_calls` adds (user names may not start with ``hpu_``'s own names)
+#: the flag :func:`_guarded_calls` adds (a function naming it keeps its refusal)
 GO = "hpu_go"
 
 
@@ -1284,7 +1284,7 @@ def _guarded_calls(tree: ast.FunctionDef, name: str) -> str | None:
     qsort(a, lo, p - 1)`` -- rewritten in place so that every call is made, passing the
     test as a flag that the callee reads first::
 
-        def qsort(a, lo, hi, hpu_go):
+        def qsort(a, lo, hi, hpu_go=1):
             if hpu_go == 0:
                 return
             ...
@@ -1326,7 +1326,7 @@ def _guarded_calls(tree: ast.FunctionDef, name: str) -> str | None:
                 and all(k.arg is not None for k in st.value.keywords)
                 and not any(isinstance(a, ast.Starred) for a in st.value.args))
 
-    guarded = []            # (the if, its call)
+    guarded = []            # the ifs, each holding one call
     for n in ast.walk(tree):
         # (an `if` holding more, `if lo < hi: <the recursion>`, is read as before)
         if (isinstance(n, ast.If) and len(n.body) == 1 and own_call(n.body[0])
@@ -1350,12 +1350,12 @@ def _guarded_calls(tree: ast.FunctionDef, name: str) -> str | None:
         else:
             c.args.append(flag)
 
+    ifs = {id(g) for g in guarded}
+
     class Unguard(ast.NodeTransformer):
         def visit_If(self, n):
             self.generic_visit(n)
-            if id(n) in {id(g) for g in guarded}:
-                return n.body[0]
-            return n
+            return n.body[0] if id(n) in ifs else n
 
     Unguard().visit(tree)
     tree.args.args.append(ast.copy_location(ast.arg(GO), tree))

@@ -2348,35 +2348,29 @@ def _sorts_folded(stmts, results, nps) -> list:
     ``x.sort()`` as ``x = np.sort(np.concatenate((l, r)))`` (``x = sorted(l + r)``): the
     same numbers in the same new array or list, a join sorted, which
     :func:`_children_joined` and :func:`_plus_hoisted` read."""
-    stmts = list(stmts)
     out = []
-    i = 0
-    while i < len(stmts):
-        s = stmts[i]
-        nxt = stmts[i + 1] if i + 1 < len(stmts) else None
-        t = s.targets[0].id if (isinstance(s, ast.Assign) and len(s.targets) == 1
-                                and _is_name(s.targets[0])) else None
-        e = nxt.value if isinstance(nxt, ast.Expr) else None
-        if not (t is not None and isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute)
-                and e.func.attr == "sort" and _is_name(e.func.value, t) and not e.args
+    for s in stmts:
+        prev = out[-1] if out else None
+        e = s.value if isinstance(s, ast.Expr) else None
+        if (isinstance(prev, ast.Assign) and len(prev.targets) == 1
+                and _is_name(prev.targets[0]) and isinstance(e, ast.Call)
+                and isinstance(e.func, ast.Attribute) and e.func.attr == "sort"
+                and _is_name(e.func.value, prev.targets[0].id) and not e.args
                 and all(k.arg == "kind" for k in e.keywords)):
-            out.append(s)
-            i += 1
-            continue
-        v = s.value
-        if _plus_chain(v, results) is not None:
-            value = ast.Call(ast.Name("sorted", ast.Load()), [v], [])
-        elif _children_joined(s, results, nps) is not None and not _children_joined(
-                s, results, nps)[3]:
-            value = ast.Call(ast.Attribute(ast.Name(v.func.value.id, ast.Load()), "sort",
-                                           ast.Load()), [v], [])
-        else:
-            out.append(s)
-            i += 1
-            continue
-        out.append(ast.fix_missing_locations(ast.copy_location(
-            ast.Assign([ast.Name(t, ast.Store())], value), s)))
-        i += 2
+            v = prev.value
+            joined = _children_joined(prev, results, nps)
+            if _plus_chain(v, results) is not None:
+                value = ast.Call(ast.Name("sorted", ast.Load()), [v], [])
+            elif joined is not None and not joined[3]:
+                value = ast.Call(ast.Attribute(ast.Name(joined[0], ast.Load()), "sort",
+                                               ast.Load()), [v], [])
+            else:
+                value = None
+            if value is not None:
+                out[-1] = ast.fix_missing_locations(ast.copy_location(
+                    ast.Assign([ast.Name(prev.targets[0].id, ast.Store())], value), prev))
+                continue
+        out.append(s)
     return out
 
 
@@ -2439,23 +2433,18 @@ def _plus_hoisted(stmts, results) -> list:
     """``return rev(a[m:]) + rev(a[:m])`` -- the children's lists joined by ``+`` (a function
     of lists: its base case returns its list) -- as ``hpu_plussed = hpu_plus.concatenate((r1,
     r0))``, then ``return hpu_plussed``: the join :func:`_joined_helper` writes; ``return
-    sorted(l + r)`` as ``hpu_plus.sort(...)`` of that join (numbers sorted as NumPy sorts
-    them, Python's order; of NaNs no sort's order is Python's: guide §"Known
-    differences").  The form runs only on a list at the call (``Rewritten.returns_list``):
-    on an array ``+`` adds."""
+    sorted(l + r)`` -- its call hoisted, ``hpu_r2 = sorted(hpu_r0 + hpu_r1)`` -- as
+    ``hpu_plus.sort(...)`` of that join (numbers sorted as NumPy sorts them, Python's order;
+    of NaNs no sort's order is Python's: guide §"Known differences").  The form runs only on
+    a list at the call (``Rewritten.returns_list``): on an array ``+`` adds."""
     out = []
     for s in stmts:
         if isinstance(s, ast.Return) and s.value is not None:
             arr, sc = _split_result(s.value)
-            ordered = (isinstance(arr, ast.Call) and _is_name(arr.func, "sorted")
-                       and len(arr.args) == 1 and not arr.keywords)
-            names = _plus_chain(arr.args[0] if ordered else arr, results)
+            names = _plus_chain(arr, results)
             if names is not None:
                 t = "hpu_plussed"
-                join = f"{PLUS}.concatenate(({', '.join(names)},))"
-                if ordered:     # sorted(l + r): the join sorted (as np.sort sorts numbers)
-                    join = f"{PLUS}.sort({join})"
-                join = ast.parse(f"{t} = {join}").body[0]
+                join = ast.parse(f"{t} = {PLUS}.concatenate(({', '.join(names)},))").body[0]
                 for n in ast.walk(join):
                     ast.copy_location(n, s)
                 ret = ast.Return(ast.Tuple([ast.Name(t, ast.Load()), *sc], ast.Load())

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import dc_examples as E
 import hpu
+from dc_examples import insertion_sort, partition
 from hpu._frontend import check_cost, parse, resolve
 
 TABLE = [1, 2, 3]
@@ -1070,41 +1071,25 @@ def test_a_call_guarded_by_its_own_test_gets_the_base_case_as_advice():
 
 
 def quicksort_tested_on_a_key(a, lo, hi):
-    if lo < hi:
-        p = lomuto(a, lo, hi)
-        quicksort_tested_on_a_key(a, lo, p - 1)
+    if hi - lo > 1:
+        p = partition(a, lo, hi)
+        quicksort_tested_on_a_key(a, lo, p)
         if a[p] >= 0:
             quicksort_tested_on_a_key(a, p + 1, hi)  # refused
 
 
-def lomuto(a, lo, hi):
-    p = a[hi]
-    i = lo - 1
-    for j in range(lo, hi):
-        if a[j] <= p:
-            i += 1
-            a[i], a[j] = a[j], a[i]
-    a[i + 1], a[hi] = a[hi], a[i + 1]
-    return i + 1
-
-
 def quicksort_guarded_defaults(a, lo=0, hi=None, cut=4):
-    """Guarded calls with a None default computed first and a cutoff passed on by default."""
+    """Guarded calls with a None default computed first and a cutoff passed on by default
+    (half-open ranges, the shared examples' partition and insertion sort)."""
     if hi is None:
-        hi = len(a) - 1
+        hi = len(a)
     if hi - lo < cut:
-        for i in range(lo + 1, hi + 1):
-            v = a[i]
-            j = i - 1
-            while j >= lo and a[j] > v:
-                a[j + 1] = a[j]
-                j -= 1
-            a[j + 1] = v
+        insertion_sort(a, lo, hi)
         return
-    p = lomuto(a, lo, hi)
-    if p - 1 > lo:
-        quicksort_guarded_defaults(a, lo, p - 1)
-    if p + 1 < hi:
+    p = partition(a, lo, hi)
+    if p - lo > 1:
+        quicksort_guarded_defaults(a, lo, p)
+    if hi - p > 2:
         quicksort_guarded_defaults(a, p + 1, hi)
 
 
