@@ -96,7 +96,7 @@ import numpy as np
 
 from hpu._checked_ops import SITE_BITS, site_token
 from hpu._frontend import Closure, DCSpec, Helper, check_array_params
-from hpu._guard import NATIVE_DEPTH
+from hpu._guard import DIGITS, NATIVE_DEPTH
 from hpu._reductions import EMPTY_MESSAGES, REDUCE_FIRST, REDUCE_PAIR
 from hpu._views import SLICE_COPY, VIEW_INDEX, display, view_index, wrapped_index
 
@@ -807,6 +807,8 @@ def _header(spec: DCSpec, closure: Closure, what: str) -> list[str]:
             w.append(f"import {mod} as {alias}")
     for alias, mod, attr in closure.imported:
         w.append(f"from {mod} import {attr} as {alias}")
+    if _uses(spec, closure, DIGITS):  # len(str(x)) (hpu._functional.digits_counted)
+        w.append(f"from hpu._guard import ndigits as {DIGITS}")
     return w
 
 

@@ -93,6 +93,7 @@ from hpu._iteration import array_loops_indexed
 from hpu._normalise import (_is_rec, _rewrite_blocks, children_written_out, normalise,
                             unroll_literal_loops, unroll_value_loops)
 from hpu._raises import lower_raises, raise_refusal
+from hpu._guard import DIGITS
 from hpu._reductions import REDUCE_FIRST, REDUCE_PAIR, reductions_as_loops
 from hpu._subset import EXPR_RULES, STMT_RULES, refuse_with
 from hpu._unbound import guard_unbound
@@ -1093,6 +1094,7 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
     _functional.fold_module_constants(tree, fn.__globals__)  # sys.maxsize, np.iinfo(T).max
     _functional.math_in_double(tree, fn.__globals__)  # math.sqrt(x32) in double, as Python
     _functional.pow_as_operator(tree, fn.__globals__)  # pow(x, n): x ** n, checked as it is
+    _functional.digits_counted(tree, fn.__globals__)  # len(str(x)): hpu__ndigits(x)
     _defaults_passed(tree, fn)  # f(a[:m]) of def f(a, cut=8): f(a[:m], cut=8), as Python
     guard_unbound(tree)  # a local read before any assignment raises (hpu._unbound)
     lower_raises(tree, fn.__globals__)  # assert -> if/raise; raise E("...") marked
@@ -1613,15 +1615,15 @@ def _refusals_at_once(tree, where: _Where, name: str, sentinel: bool = True,
             found.append(err)
 
     left = {id(n) for n in reductions}       # refused below, as inside a condition
-    # `s = str(n)` then `s[:h]` (or `str(n)[:h]`): a string sliced, which the views' pass
-    # would refuse as a view; the str() is what to say (other str() calls: hpu.resolve,
+    # `s = str(n)` then `s[:h]` (or `str(n)[:h]`, `str(n)[0]`): a string sliced or
+    # indexed, which the views' pass (or the subset's indexing) would refuse as an array's;
+    # the str() is what to say (other str() calls: hpu.resolve,
     # with every other builtin of the function and its helpers)
     strs = {t.id: st.value for st in ast.walk(tree) if isinstance(st, ast.Assign)
             and isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Name)
             and st.value.func.id == "str" for t in st.targets if isinstance(t, ast.Name)}
     sliced_strs = {id(strs[x.value.id]) if isinstance(x.value, ast.Name) else id(x.value)
                    for x in ast.walk(tree) if isinstance(x, ast.Subscript)
-                   and isinstance(x.slice, ast.Slice)
                    and ((isinstance(x.value, ast.Name) and x.value.id in strs)
                         or (isinstance(x.value, ast.Call) and isinstance(x.value.func, ast.Name)
                             and x.value.func.id == "str"))}
@@ -1801,7 +1803,8 @@ def _check_callable(fn) -> None:
 _BUILTIN_HINTS = {
     "divmod": "write q, r = x // y, x % y (the same values for ints and floats)",
     "pow": "write x ** y (or x ** y % m in a loop for pow(x, y, m))",
-    "str": "numbers only: count digits with a loop (while x >= 10: x //= 10; d += 1)",
+    "str": "numbers only: len(str(x)) of an int is its digit count, and is accepted; for "
+           "a digit itself, take it with arithmetic (x // 10 ** k % 10)",
     "isinstance": "hpu compiles one type per parameter: write the function for that type",
     "print": "return the value instead, or print after the call",
 }
@@ -1934,7 +1937,7 @@ def resolve(fn, spec: DCSpec) -> Closure:
                      "the numeric subset")
 
     def resolve_name(n, node, glb, where: _Where, self_name):
-        if n in (_views.SLICE_COPY, REDUCE_FIRST, REDUCE_PAIR):
+        if n in (_views.SLICE_COPY, REDUCE_FIRST, REDUCE_PAIR, DIGITS):
             return  # hpu's own checks (hpu/_views.py, hpu/_reductions.py), in every module
         if n in glb:
             obj = glb[n]
@@ -2010,10 +2013,12 @@ def resolve(fn, spec: DCSpec) -> Closure:
         _functional.fold_module_constants(tree, obj.__globals__)
         _functional.math_in_double(tree, obj.__globals__)
         _functional.pow_as_operator(tree, obj.__globals__)
+        _functional.digits_counted(tree, obj.__globals__)
         guard_unbound(tree)
         lower_raises(tree, obj.__globals__)
         left = _lower_reductions(tree, obj.__globals__)
-        _refusals_at_once(tree, where, tree.name, sentinel=False, reductions=left)
+        _refusals_at_once(tree, where, tree.name, sentinel=False, reductions=left,
+                          glb=obj.__globals__)
         tree.name = n
         where.hidden = helper_views.rewrite(n, tree, where)  # slices -> (array, offset, length)
         _SubsetChecker(where).check_all(tree.body)

@@ -308,6 +308,45 @@ def pow_as_operator(tree, glb: dict) -> None:
     ast.fix_missing_locations(tree)
 
 
+def digits_counted(tree, glb: dict) -> None:
+    """``len(str(x))`` -- the digit count textbook Karatsuba takes of its integers --
+    becomes ``hpu__ndigits(x)`` (:func:`hpu._guard.ndigits`), in place: the numbers-only
+    subset has no strings, and the count needs none.  Integers only, decided where the
+    types are known: compiled for Numba's integer types, a counting loop on the OpenCL
+    device; any other ``x`` runs the plain function (Python's ``str``).  Where ``len`` or
+    ``str`` is the module's own, nothing changes (and ``str`` stays refused)."""
+    import builtins
+
+    from hpu._guard import DIGITS
+
+    if glb.get("len", builtins.len) is not builtins.len or \
+            glb.get("str", builtins.str) is not builtins.str:
+        return
+    local = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+             and isinstance(n.ctx, ast.Store)} | {a.arg for a in ast.walk(tree)
+                                                  if isinstance(a, ast.arg)}
+    if "len" in local or "str" in local:
+        return
+
+    def plain_call(c, name) -> bool:
+        return (isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == name
+                and len(c.args) == 1 and not c.keywords
+                and not isinstance(c.args[0], ast.Starred))
+
+    for n in ast.walk(tree):
+        for field, value in ast.iter_fields(n):
+            items = value if isinstance(value, list) else [value]
+            for k, c in enumerate(items):
+                if plain_call(c, "len") and plain_call(c.args[0], "str"):
+                    call = ast.copy_location(ast.Call(ast.Name(DIGITS, ast.Load()),
+                                                      [c.args[0].args[0]], []), c)
+                    if isinstance(value, list):
+                        value[k] = call
+                    else:
+                        setattr(n, field, call)
+    ast.fix_missing_locations(tree)
+
+
 def array_truths(fn) -> list[tuple[str, int]]:
     """``(file, line)`` of each place the function or a helper reads the truth of an array
     parameter (``if not arr``, ``while left and right``, ``bool(a)``): the emptiness a
@@ -891,7 +930,7 @@ def _clone(f, glb, is_main: bool, checker=None):
     from hpu._errors import HpuRecursionError
     from hpu._list_kinds import lists_keep_kinds
     from hpu._unbound import guard_unbound
-    from hpu._guard import NATIVE_DEPTH, max_depth
+    from hpu._guard import DIGITS, NATIVE_DEPTH, max_depth, ndigits
 
     tree = _tree_of(f)
     a = tree.args if tree is not None else None
@@ -906,6 +945,8 @@ def _clone(f, glb, is_main: bool, checker=None):
     _joins_as_tuples(tree, _numpy_names(f.__globals__))
     math_in_double(tree, f.__globals__)
     pow_as_operator(tree, f.__globals__)
+    digits_counted(tree, f.__globals__)  # len(str(x)): Numba's str(-2**63) failed
+    glb[DIGITS] = ndigits
     guard_unbound(tree)                 # a local read unassigned raises (hpu._unbound)
     if getattr(checker, "lists", False):  # `if not arr: return []`: a list Numba can type
         _empty_lists_typed(tree)

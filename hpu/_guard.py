@@ -58,7 +58,7 @@ import functools
 
 __all__ = ["product_grows", "power_grows", "shift_grows", "boundscheck_default", "max_depth", "depth_limits", "native_errors", "task_failed",
            "bad_float", "zero_divisor", "divides_by_zero", "float_operands", "check_array_fit", "INT64_BOUND",
-           "like"]
+           "like", "ndigits", "DIGITS"]
 
 #: 2**63 as a float: a float ``x`` converts to int64 exactly when ``-2**63 <= x < 2**63``.
 INT64_BOUND = 9.223372036854775808e18
@@ -258,6 +258,20 @@ def power(a, b):
     return a ** b
 
 
+#: the name ``len(str(x))`` is written as in hpu's trees (:func:`hpu._functional.digits_counted`)
+DIGITS = "hpu__ndigits"
+
+
+def ndigits(x):
+    """``len(str(x))`` of an integer: its decimal digits, one more for a minus sign (the
+    digit count of Karatsuba's ``len(str(a))``).  Compiled for Numba's integer types only:
+    any other ``x`` (a float, whose ``str`` has a point; a bool, ``'True'``) is a typing
+    error, so the function runs as the plain Python function, which says ``str(x)``
+    itself.  Numba's own ``str()`` of an int64 is not used: ``str(-2**63)`` failed there
+    with ``MemoryError``.  In Python: ``len(str(x))``."""
+    return len(str(x))
+
+
 def product_grows(a, b) -> bool:
     """Whether ``a * b`` of two integers (one signed) leaves int64, where Python's int
     grows and the compiled product would wrap (:class:`hpu._checked_ops.IntOverflowError`:
@@ -410,6 +424,24 @@ def _register() -> None:
                                                             types.Boolean)):
             return lambda a, b: False
         return lambda a, b: b == 0
+
+    @overload(ndigits, jit_options={"cache": True})
+    def _ndigits(x):
+        if not isinstance(x, types.Integer):
+            return None
+        ten = np.uint64(10)
+
+        def impl(x):
+            n = 1
+            m = np.uint64(x)
+            if x < 0:                           # the magnitude, -2**63's too, as uint64
+                n = 2
+                m = np.uint64(0) - m
+            while m >= ten:
+                m = m // ten
+                n += 1
+            return n
+        return impl
 
     @overload(bad_float, jit_options={"cache": True})
     def _bad_float(x):

@@ -198,6 +198,10 @@ def _compile(dispatcher, sig, spec: DCSpec, what: str):
                       f" at this call, and an array index must be an int (Python: "
                       f"IndexError, only integers ... are valid indices); pass int values. "
                       f"Numba: {detail}")
+        digits = re.search(r"ndigits\(([^()]*)\)", detail)
+        if digits:  # len(str(x)) (hpu._guard.ndigits): Numba's words name hpu's function
+            detail = (f"len(str(x)) of a {digits.group(1)}: compiled, hpu counts the digits "
+                      "of integers only (the str() of a float has a point)")
         raise _by_arguments(TranslationError(
             f"compiling {what} for arguments ({', '.join(str(t) for t in sig)}) is not "
             f"supported by Numba: {detail}", filename=spec.filename, lineno=spec.lineno,

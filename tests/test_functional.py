@@ -177,14 +177,14 @@ def test_blockers_of_a_sliced_function_are_named_at_once_as_written():
     assert "`sorted(v[lo:hi])`" in str(info.value) and "__" not in str(info.value)
 
 
-def digits(x):
-    return len(str(x))  # str-helper-here
+def leading(x):
+    return int(str(x)[0])  # str-helper-here
 
 
 def karatsuba_as_written(x, y):
     if x < 10 or y < 10:
         return x * y
-    n = max(digits(x), len(str(y)))  # str-here
+    n = max(len(str(x)), len(repr(y))) + 0 * leading(x)  # repr-here
     p = 10 ** (n // 2)
     a, b = divmod(x, p)
     c, d = divmod(y, p)
@@ -195,17 +195,78 @@ def karatsuba_as_written(x, y):
 
 
 def test_every_builtin_outside_the_subset_is_named_at_once_in_line_order():
-    """``str`` in a helper, ``str`` and ``hex`` (lines apart) in the function are refused
+    """``str`` in a helper, ``repr`` and ``hex`` (lines apart) in the function are refused
     together, in the order of the lines, each with a rewrite; ``divmod`` is not among them
-    (it is ``//`` and ``%``)."""
+    (it is ``//`` and ``%``), nor ``len(str(x))`` (a digit count, below)."""
     with pytest.raises(TranslationError) as info:
         hpu.divide_and_conquer(karatsuba_as_written)
     err = info.value
     text = str(err)
-    assert [e.lineno for e in err.errors] == [_line(digits, "str-helper-here")] + [
-        _line(karatsuba_as_written, m) for m in ("str-here", "hex-here")], text
-    assert "the builtin str()" in text and "count digits with a loop" in text, text
+    assert [e.lineno for e in err.errors] == [_line(leading, "str-helper-here")] + [
+        _line(karatsuba_as_written, m) for m in ("repr-here", "hex-here")], text
+    assert "the builtin str()" in text and "x // 10 ** k % 10" in text, text
+    assert "the builtin repr()" in text and "the builtin hex()" in text, text
     assert "divmod" not in text
+
+
+def karatsuba_textbook(a: int, b: int) -> int:
+    """A published Python Karatsuba, as written: the digit counts are ``len(str(x))``."""
+    if len(str(a)) == 1 or len(str(b)) == 1:
+        return a * b
+    m1 = max(len(str(a)), len(str(b)))
+    m2 = m1 // 2
+    a1, a2 = divmod(a, 10**m2)
+    b1, b2 = divmod(b, 10**m2)
+    x = karatsuba_textbook(a2, b2)
+    y = karatsuba_textbook((a1 + a2), (b1 + b2))
+    z = karatsuba_textbook(a1, b1)
+    return (z * 10 ** (2 * m2)) + ((y - z - x) * 10 ** (m2)) + (x)
+
+
+def digit_counts(xs, lo, hi):
+    if hi - lo <= 1:
+        return len(str(xs[lo])) if hi > lo else 0
+    mid = (lo + hi) // 2
+    return digit_counts(xs, lo, mid) + digit_counts(xs, mid, hi)
+
+
+@pytest.mark.parametrize("path", PATHS[:3], ids=lambda p: "-".join(map(str, p)))
+@settings(COMPILES, max_examples=25)
+@given(x=st.integers(0, 10**9), y=st.integers(0, 10**9))
+def test_len_of_str_of_an_int_is_its_digit_count_on_every_path(path, x, y):
+    """``len(str(a))`` of an integer -- Karatsuba's digit count -- is accepted as written
+    and counts the digits on the CPU and on the device, where the tasks run; a product past
+    int64 runs the plain function, exactly.  (Negative numbers: this Karatsuba recurses
+    without end, ``divmod(-5, 10)`` being ``(-1, 5)``, in Python as compiled.)"""
+    f = hpu.divide_and_conquer(karatsuba_textbook).options(**_options(*path))
+    run = f.run(x, y)
+    assert run.value == x * y == karatsuba_textbook(x, y), (x, y, run.value)
+    assert run.device != "python" and not run.fallbacks, (run.reason, run.fallbacks)
+    with pytest.warns(hpu.HpuPerformanceWarning, match="beyond int64"):
+        big = f.run(10**15 + 3, 10**15 + 7)
+    assert big.value == (10**15 + 3) * (10**15 + 7) and big.device == "python"
+
+
+@pytest.mark.parametrize("path", PATHS[:3], ids=lambda p: "-".join(map(str, p)))
+def test_len_of_str_counts_int64s_extremes_and_unsigned_keys(path):
+    """Every width's extremes (``-2**63``, whose ``str`` Numba's own ``str()`` could not
+    make) on a task path whose leaves the device runs; a float's ``str`` has a point, so
+    its count is the plain function's."""
+    device = path[0]
+    f = hpu.divide_and_conquer(digit_counts).options(**_options(*path))
+    keys = np.array([0, 9, 10, -1, -9, -10, -99, -100, 99, 100, 2**63 - 1, -2**63]
+                    * 700, dtype=np.int64)
+    for xs in (keys, keys.astype(np.int32), np.arange(8400, dtype=np.uint64) * (2**50 + 7),
+               np.arange(8400, dtype=np.int8)):
+        want = sum(len(str(v)) for v in xs)
+        run = f.run(xs, 0, len(xs))
+        assert run.value == want and run.device != "python", (xs.dtype, run.reason)
+        if device != "cpu":
+            assert run.gpu_tasks > 0, (xs.dtype, run.fallbacks)
+    floats = np.array([1.5, -0.25, 1e300])
+    with pytest.warns(hpu.HpuPerformanceWarning, match=r"len\(str\(x\)\) of a float64"):
+        run = f.run(floats, 0, 3)
+    assert run.value == sum(len(str(v)) for v in floats) and run.device == "python"
 
 
 def digit_sum(n):
@@ -223,7 +284,7 @@ def test_a_string_sliced_is_refused_as_the_str_it_is():
         hpu.divide_and_conquer(digit_sum)
     text = str(info.value)
     assert info.value.lineno == _line(digit_sum, "str-sliced-here"), text
-    assert "the builtin str()" in text and "count digits with a loop" in text, text
+    assert "the builtin str()" in text and "x // 10 ** k % 10" in text, text
     assert "view" not in text, text
 
 

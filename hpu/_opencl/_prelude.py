@@ -74,6 +74,31 @@ long hpu_abs_l(long a)
     return a < 0L ? hpu_neg_l(a) : a;
 }""", ("hpu_neg_l",))
 
+# --- len(str(x)) of an integer (hpu._guard.ndigits) ---------------------------------
+_fixed("hpu_ndigits_l", """
+/* len(str(x)) of an int64: its decimal digits, one more for a minus sign (C's division
+   truncates, so LONG_MIN counts without being negated). */
+long hpu_ndigits_l(long x)
+{
+    long n = x < 0L ? 2L : 1L;
+    while (x >= 10L || x <= -10L) {
+        x /= 10L;
+        n++;
+    }
+    return n;
+}""")
+_fixed("hpu_ndigits_m", """
+/* len(str(x)) of a uint64: its decimal digits. */
+long hpu_ndigits_m(ulong x)
+{
+    long n = 1L;
+    while (x >= 10UL) {
+        x /= 10UL;
+        n++;
+    }
+    return n;
+}""")
+
 # --- floor division and modulo -------------------------------------------------------
 _fixed("hpu_floordiv_l", """
 /* Python's a // b on int64 (floor), as Numba with error_model="numpy" computes it:
@@ -255,6 +280,13 @@ def _powi(code: str) -> None:
 
 _powi("d")
 _powi("f")
+_fixed("hpu_sq_d", """
+/* x ** 2 for a double x, written as a literal square: x * x, as the CPU's modules (LLVM
+   turns Numba's power into the product) and NumPy's square of an array give it. */
+double hpu_sq_d(double x)
+{
+    return x * x;
+}""", fp64=True)
 _fixed("hpu_pown_d", """
 /* x ** n for a double x and an integer n, as Python computes it: pow() (x itself for
    n = 1, 1.0 for n = 0), as on the CPU. */
@@ -489,6 +521,20 @@ def _templated(name: str):
     if base == "min":
         return (f"/* Python's min(a, b): b if b < a else a. */\n{t} {name}({t} a, {t} b)\n{{\n"
                 f"    return (b < a) ? b : a;\n}}\n", (), code == "d")
+    if base in ("npmax", "npmin", "fmax", "fmin"):
+        # NumPy's loops (numpy/_core/src/umath/loops*.src): maximum keeps a NaN, either
+        # side's, and otherwise b unless a is larger (np.maximum(-0.0, 0.0) is 0.0); fmax
+        # skips a NaN and otherwise keeps a unless b is larger (np.fmax(-0.0, 0.0) is -0.0)
+        cmp = ">" if base in ("npmax", "fmax") else "<"
+        floats = code in ("f", "d")
+        if base.startswith("np"):
+            test = f"(a {cmp} b{' || isnan(a)' if floats else ''})"
+            what = f"np.{'maximum' if cmp == '>' else 'minimum'}(a, b): a NaN wins"
+        else:
+            test = f"(a {cmp}= b{' || isnan(b)' if floats else ''})"
+            what = f"np.{base}(a, b): a NaN loses"
+        return (f"/* {what}, as NumPy's loop. */\n{t} {name}({t} a, {t} b)\n{{\n"
+                f"    return {test} ? a : b;\n}}\n", (), code == "d")
     if base == "abs" and code in ("c", "s", "i"):
         return (f"/* abs(a) on {t} stays {t}, as in Numba (abs of the minimum wraps). */\n"
                 f"{t} {name}({t} a)\n{{\n    return ({t})(a < 0 ? -(long)a : (long)a);\n}}\n",

@@ -81,6 +81,7 @@ from hpu._opencl._scalars import (
     Array, Scalar, TupleType, abs_result, arith_result, compare_type, round_input,
 )
 from hpu._opencl._source import FunctionSource
+from hpu._guard import DIGITS
 from hpu._reductions import REDUCE_FIRST, REDUCE_PAIR
 from hpu._views import VIEW_INDEX
 from hpu._opencl._typeinfer import (
@@ -857,6 +858,12 @@ class _FunctionEmitter:
         if op == "%":
             return res, _call(self._helper(f"hpu_mod_{code}"), a, b)
         if op == "**":
+            exp = node.right if isinstance(node, ast.BinOp) else getattr(node, "value", None)
+            if (rc == INT64 and res == FLOAT64 and isinstance(exp, ast.Constant)
+                    and type(exp.value) is int and exp.value == 2):
+                # a literal square: x * x, as the CPU's modules compute it (LLVM's) and
+                # NumPy squares an array's elements (guide §9)
+                return res, _call(self._helper("hpu_sq_d"), a)
             if rc == INT64 and res == FLOAT64:      # Python's pow(), as the CPU's modules
                 return res, _call(self._helper("hpu_pown_d"), a, b)
             if rc == INT64:                         # float32: Numba's repeated squaring
@@ -964,6 +971,13 @@ class _FunctionEmitter:
                 self._vsite = site
             return self._conv(_call(self._helper("hpu_vindex_chk"), i, n, site, _E("hpu_err")),
                               INT64, res)
+        if info.kind == "intrinsic" and info.name == DIGITS:  # len(str(x)) of an integer
+            ty = info.arg_types[0]
+            if ty.is_unsigned:
+                return _call(self._helper("hpu_ndigits_m"), self._conv(self._expr(info.args[0]),
+                                                                       ty, UINT64))
+            return _call(self._helper("hpu_ndigits_l"), self._conv(self._expr(info.args[0]), ty,
+                                                                   INT64))
         if info.kind == "intrinsic" and info.name == REDUCE_FIRST:
             # min(a), np.max(a) (hpu/_reductions.py): 0, or the empty array's ValueError
             n, kind = (self._conv(self._expr(a), ty, INT64)
@@ -1019,6 +1033,11 @@ class _FunctionEmitter:
         if info.kind == "mathpred":
             ft = at if at.is_float else FLOAT64
             return _call(info.name, self._conv(a, at, ft))
+        if info.kind == "npext":  # np.maximum(a, b) and its kin, NumPy's (hpu._opencl._prelude)
+            res = info.target
+            b = self._expr(info.args[1])
+            return _call(self._helper(f"hpu_{info.name}_{res.code}"), self._conv(a, at, res),
+                         self._conv(b, info.arg_types[1], res))
         if info.kind == "math2":
             b = self._expr(info.args[1])
             bt = info.arg_types[1]

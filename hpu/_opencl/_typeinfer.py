@@ -49,6 +49,7 @@ from hpu._opencl._source import FunctionSource
 from hpu._raises import device_raise
 from hpu._subset import rule, rule_for_node
 from hpu._reductions import REDUCE_FIRST, REDUCE_PAIR
+from hpu._guard import DIGITS
 from hpu._views import SLICE_COPY
 
 __all__ = [
@@ -81,6 +82,19 @@ NP_CASTS = {getattr(np, n): scalar_of(n) for n in (
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float32", "float64")}
 NP_CASTS[np.bool_] = BOOL
+
+#: NumPy's scalar functions of one number that give a float, and their OpenCL C names
+#: (``np.sqrt(x)`` of a float32 stays float32, of an int32 or int64 is float64, as in
+#: NumPy and Numba; narrower ints and bools, where the two differ, run on the CPU)
+NP_UNARY = {np.sqrt: "sqrt", np.exp: "exp", np.log: "log", np.log2: "log2",
+            np.log10: "log10", np.sin: "sin", np.cos: "cos", np.tan: "tan", np.arctan: "atan",
+            np.fabs: "fabs"}
+#: NumPy's float-preserving roundings of a float (of an int NumPy 2 keeps the int)
+NP_ROUNDING = {np.floor: "floor", np.ceil: "ceil"}
+#: NumPy's two-number extrema: maximum/minimum propagate a NaN, fmax/fmin skip it
+NP_EXTREMA = {np.maximum: "npmax", np.minimum: "npmin", np.fmax: "fmax", np.fmin: "fmin"}
+NP_PREDICATES = {np.isnan: "isnan", np.isinf: "isinf", np.isfinite: "isfinite"}
+NP_ABS = (np.abs, np.absolute)
 
 _UNSUPPORTED_MATH_HINTS = {
     math.fmod: "Use the % operator (Python's modulo) instead.",
@@ -1158,6 +1172,17 @@ class _Analysis:
                 return None
             self.t.calls[id(node)] = CallInfo("intrinsic", func.id, tuple(args), tuple(types))
             return INT64
+        if isinstance(func, ast.Name) and func.id == DIGITS:
+            # len(str(x)) of an integer (hpu._functional.digits_counted): a counting loop
+            args = self._positional(node, 1, "len(str())")
+            ty = self._scalar(args[0])
+            if ty is None:
+                return None
+            if not ty.is_intlike or ty == BOOL:
+                raise self.fail(node, f"len(str(x)) of a {ty!r}",
+                                "the device counts the digits of integers only")
+            self.t.calls[id(node)] = CallInfo("intrinsic", DIGITS, tuple(args), (ty,))
+            return INT64
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
                 and func.value.id in self.locals:
             raise self.fail(node, f"calling the method .{func.attr}()",
@@ -1185,6 +1210,9 @@ class _Analysis:
         if any(_member(t, value) for t in (MATH_UNARY, MATH_BINARY, MATH_ROUNDING,
                                            MATH_PREDICATES)):
             return self._math(node, value, dotted)
+        if any(_member(t, value) for t in (NP_UNARY, NP_ROUNDING, NP_EXTREMA, NP_PREDICATES)) \
+                or any(value is f for f in NP_ABS):
+            return self._numpy_scalar(node, value, dotted)
         if isinstance(value, type) and _member(NP_CASTS, value) is not None:
             args = self._positional(node, 1, dotted)
             ty = self._scalar(args[0])
@@ -1201,7 +1229,8 @@ class _Analysis:
             return self._helper(node, value, dotted, allow_void)
         raise self.error(node, f"call to unknown function {dotted}", "unknown function",
                          "Only helpers defined with def, min, max, abs, int, float, bool, "
-                         "round, len and math functions can be called.")
+                         "round, len, math functions and NumPy's scalar functions (np.sqrt, "
+                         "np.maximum, ...) can be called.")
 
     def _positional(self, node, n, name, at_least=False):
         if node.keywords:
@@ -1293,6 +1322,45 @@ class _Analysis:
         self.t.calls[id(node)] = CallInfo("mathpred", MATH_PREDICATES[value], tuple(args), (a,),
                                           target=BOOL)
         return BOOL
+
+    def _numpy_scalar(self, node, value, dotted):
+        """NumPy's scalar functions of numbers (``np.sqrt(x)``, ``np.maximum(a, b)``), with
+        NumPy's types and NumPy's answers: a NaN and signed zeros as NumPy's loops give them.
+        An argument type where NumPy and Numba (the CPU path) disagree runs on the CPU."""
+        binary = _member(NP_EXTREMA, value) is not None
+        args = self._positional(node, 2 if binary else 1, dotted)
+        types = [self._scalar(a) for a in args]
+        if any(t is None for t in types):
+            return None
+        for t in types:
+            if t == BOOL or (not t.is_float and t.dtype.itemsize < 4):
+                raise self.fail(node, f"{dotted}() of a {t!r}",
+                                "NumPy's and Numba's result types differ for bools and "
+                                "narrow ints", "Convert it with int() or float() first.")
+        a = types[0]
+        if binary:
+            res = unify(a, types[1])
+            self.t.calls[id(node)] = CallInfo("npext", NP_EXTREMA[value], tuple(args),
+                                              tuple(types), target=res)
+            return res
+        if any(value is f for f in NP_ABS):
+            self.t.calls[id(node)] = CallInfo("builtin", "abs", tuple(args), (a,))
+            return abs_result(a)
+        if _member(NP_PREDICATES, value):
+            self.t.calls[id(node)] = CallInfo("mathpred", NP_PREDICATES[value], tuple(args),
+                                              (a,), target=BOOL)
+            return BOOL
+        if _member(NP_ROUNDING, value):
+            if not a.is_float:
+                raise self.fail(node, f"{dotted}() of a {a!r}", "NumPy 2 keeps an int's type "
+                                "here", "Leave the int as it is, or round a float.")
+            self.t.calls[id(node)] = CallInfo("math", NP_ROUNDING[value], tuple(args), (a,),
+                                              target=a)
+            return a
+        res = a if a.is_float else FLOAT64
+        self.t.calls[id(node)] = CallInfo("math", NP_UNARY[value], tuple(args), (a,),
+                                          target=res)
+        return res
 
     def _helper(self, node, value, dotted, allow_void):
         callee_src = self.ctx.source_of(value)

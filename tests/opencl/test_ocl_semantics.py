@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings
 
-from hpu._opencl._translate import FLOAT32, FLOAT64, INT32, INT64, UINT32, UINT64, Array, translate
+from hpu._opencl._translate import (BOOL, FLOAT32, FLOAT64, INT8, INT32, INT64, UINT32, UINT64,
+                                    Array, translate)
 from ocl_support import (FLOATS, FLOATS32, INTS, SMALL_INTS, Differential, backends, columns,
                          numba_version, same, st)
 
@@ -149,6 +150,28 @@ def float_power(x, y):
     return x ** y
 
 
+def literal_square(x):
+    s = x
+    s **= 2
+    return x ** 2, s, x ** 2 + 1.0     # x * x, as LLVM compiles Numba's power, on every path
+
+
+@FAST
+@given(columns(FLOATS))
+@example([[0.1, 1.0000000000000002, 3.3, -7.77, 1e200, math.nan, -0.0]])
+def test_a_literal_square_is_the_product_numba_and_numpys_arrays_give(cols):
+    """``x ** 2`` (and ``x **= 2``) is ``x * x`` on the device: bit for bit Numba's (LLVM
+    writes the product) and NumPy's square of an array -- the device's ``pow`` differed in
+    the last bit (``np.sum(a ** 2)`` of the functional paths)."""
+    d = diff(literal_square, FLOAT64)
+    assert "hpu_sq_d(" in d.prog.source and "pow(" not in d.prog.source
+    d.check(cols, python=False)        # Python's scalar pow() is within 0.52 ulp of it
+    for be in backends():
+        got = [r[0] for r in d.device_results(be, cols)]
+        want = np.array(cols[0], dtype=np.float64) ** 2
+        assert same(tuple(want.tolist()), tuple(float(g) for g in got)), be.name
+
+
 @FAST
 @given(columns(st.one_of(SMALL_INTS, INTS), SMALL_INTS))
 @example([[2, 2, 3, -1, -1, 0, 1, 7], [10, 63, 41, -3, -4, -2, -9, 0]])
@@ -225,6 +248,87 @@ def int_minmax(x, y, z):
 @given(columns(INTS, INTS, INTS))
 def test_min_max_of_ints(cols):
     diff(int_minmax, INT64, INT64, INT64).check(cols)
+
+
+# --- NumPy's scalar functions: NumPy's answers, NaN and signed zeros included ---------------
+
+def np_extrema(x, y):
+    return np.maximum(x, y), np.minimum(x, y), np.fmax(x, y), np.fmin(x, y)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's, of log(-1)...
+@FAST
+@given(columns(FLOATS, FLOATS))
+@example([[math.nan, 1.0, -0.0, 0.0, math.nan, 2.0], [1.0, math.nan, 0.0, -0.0, math.nan, 2.0]])
+def test_numpys_extrema_are_numpys_with_nan_and_signed_zeros(cols):
+    """maximum/minimum keep a NaN from either side, fmax/fmin drop it; of two zeros
+    NumPy's loops give ``np.maximum(-0.0, 0.0) == 0.0`` (b unless a is larger) and
+    ``np.fmax(-0.0, 0.0) == -0.0`` (a unless b is larger).  The reference is NumPy itself:
+    Numba's ``np.maximum`` keeps ``a`` of equal values (-0.0 there)."""
+    Differential(np_extrema, (FLOAT64, FLOAT64), numba_fn=np_extrema).check(cols)
+
+
+@FAST
+@given(columns(INTS, INTS))
+@example([[LMIN, LMAX, 0, -1], [LMAX, LMIN, 0, 1]])
+def test_numpys_extrema_of_ints_and_of_an_int_and_a_float(cols):
+    diff(np_extrema, INT64, INT64).check(cols)
+    d = Differential(np_extrema, (INT64, FLOAT64), numba_fn=np_extrema)
+    assert d.ret_types == (FLOAT64,) * 4
+    d.check([cols[0], [float(v) / 3 for v in cols[1]]])
+
+
+def np_unary(x):
+    return (np.sqrt(x), np.fabs(x), np.abs(x), np.absolute(x), np.isnan(x), np.isinf(x),
+            np.isfinite(x))
+
+
+def np_rounding(x):
+    return np.floor(x), np.ceil(x)
+
+
+def np_transcendental(x):
+    return np.exp(x), np.log(x), np.log2(x), np.log10(x), np.sin(x), np.cos(x), np.tan(x), \
+        np.arctan(x)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's, of log(-1)...
+@FAST
+@given(columns(FLOATS))
+@example([[math.nan, math.inf, -math.inf, -0.0, 0.0, -4.0, 2.0, 1e-310]])
+def test_numpys_exact_scalar_functions_are_bit_exact(cols):
+    """sqrt, fabs, abs, the predicates and the roundings are exact on every path; of a
+    float32 they stay float32, of an int64 (sqrt) a float64, as NumPy and Numba type them."""
+    diff(np_unary, FLOAT64).check(cols)
+    diff(np_rounding, FLOAT64).check(cols)
+    d32 = diff(np_unary, FLOAT32)
+    assert d32.ret_types[:4] == (FLOAT32,) * 4
+    d32.check([[float(np.float32(v)) for v in cols[0]]], python=False)  # Python: float64
+    assert diff(np_unary, INT64).ret_types[:3] == (FLOAT64, FLOAT64, INT64)
+    diff(np_unary, INT64).check([[LMIN + 1, -7, 0, 4, LMAX]])
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's, of log(-1)...
+@FAST
+@given(columns(FLOATS))
+@example([[math.nan, math.inf, -0.0, 0.5, 1e300, -1e-300]])
+def test_numpys_transcendental_functions_are_the_devices_within_ulps(cols):
+    """exp, log, sin and their kin are the device's, which OpenCL allows a few units in
+    the last place (as for ``math``'s, guide §7)."""
+    diff(np_transcendental, FLOAT64).check(cols, ulps=4)
+
+
+def np_narrow(x):
+    return np.sqrt(x)
+
+
+def test_numpys_functions_of_narrow_ints_and_int_roundings_are_left_to_the_cpu():
+    """``np.sqrt`` of an int8 is float16 in NumPy and float64 in Numba; ``np.floor`` of an
+    int64 is an int64 in NumPy 2: the translator refuses them (the CPU runs them)."""
+    from hpu._errors import TranslationError
+    for fn, ty in ((np_narrow, INT8), (np_narrow, BOOL), (np_rounding, INT64)):
+        with pytest.raises(TranslationError, match="is not supported"):
+            translate([(fn, (ty,))])
 
 
 # --- round half to even --------------------------------------------------------------------
@@ -561,3 +665,31 @@ def test_int64_uint64_comparisons_as_numba(cols):
 @example([[-1, 7], [5, 7]])
 def test_int32_uint32_comparisons_are_exact(cols):
     diff(signed_unsigned, INT32, UINT32).check(cols)
+
+
+# --- NumPy's scalar functions in a divide-and-conquer function, end to end --------------
+
+def _np_peak(a, lo, hi):
+    if hi - lo == 1:
+        return np.sqrt(np.fabs(a[lo])) if np.isfinite(a[lo]) else a[lo]
+    mid = (lo + hi) // 2
+    return np.maximum(_np_peak(a, lo, mid), _np_peak(a, mid, hi))
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64),
+                          st.sampled_from([0.0, -0.0])), min_size=1, max_size=300),
+       st.integers(0, 2))
+def test_numpys_scalar_functions_run_on_the_device_as_numpy_gives_them(values, path):
+    """``np.maximum`` of the halves' ``np.sqrt(np.fabs(x))``: the device runs the tasks (no
+    fallback) and gives NumPy's answer, a NaN anywhere winning."""
+    import hpu
+
+    device, kw = [("cpu", {}), ("gpu", {}), ("hybrid", {"alpha": 0.5, "y": 2})][path]
+    xs = np.array(values * (1 + 3000 // len(values)))
+    want = _np_peak(xs, 0, len(xs))
+    run = hpu.divide_and_conquer(_np_peak).options(device=device, **kw).run(xs, 0, len(xs))
+    assert same((float(want),), (run.value,)) or (math.isnan(want) and math.isnan(run.value)) \
+        or (want == run.value and device == "cpu"), (want, run.value)  # cpu: Numba's zeros
+    assert not run.fallbacks, run.fallbacks
+    assert (run.gpu_tasks > 0) == (device != "cpu"), run.gpu_tasks
