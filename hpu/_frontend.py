@@ -1095,6 +1095,7 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
     _functional.math_in_double(tree, fn.__globals__)  # math.sqrt(x32) in double, as Python
     _functional.pow_as_operator(tree, fn.__globals__)  # pow(x, n): x ** n, checked as it is
     _functional.digits_counted(tree, fn.__globals__)  # len(str(x)): hpu__ndigits(x)
+    _functional.array_splits_as_slices(tree, fn.__globals__)  # np.array_split(a, 2): slices
     _defaults_passed(tree, fn)  # f(a[:m]) of def f(a, cut=8): f(a[:m], cut=8), as Python
     guard_unbound(tree)  # a local read before any assignment raises (hpu._unbound)
     lower_raises(tree, fn.__globals__)  # assert -> if/raise; raise E("...") marked

@@ -347,6 +347,90 @@ def digits_counted(tree, glb: dict) -> None:
     ast.fix_missing_locations(tree)
 
 
+#: the most parts :func:`array_splits_as_slices` writes out (a wider split is a loop)
+SPLIT_PARTS = 16
+
+
+def array_splits_as_slices(tree, glb: dict) -> None:
+    """``np.array_split(a, k)`` of a name and a literal ``k`` becomes the tuple of ``k``
+    slices NumPy's parts are, in place: part ``i`` starts at ``i * (n // k) + min(i, n %
+    k)`` (the first ``n % k`` parts one longer), ``n = len(a)``.  NumPy's parts are views
+    of ``a`` -- exactly these slices -- and slices are what the recursion's subproblems
+    are made of, so ``l, r = np.array_split(a, 2)`` and ``for part in np.array_split(a,
+    4):`` (a loop hpu then writes out, one copy per part) split as ``a[:m], a[m:]`` does."""
+    mods = {k for k, v in glb.items() if v is np}
+    if not mods:
+        return
+    local = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+             and isinstance(n.ctx, ast.Store)} | {a.arg for a in ast.walk(tree)
+                                                  if isinstance(a, ast.arg)}
+
+    def parts(c):
+        if not (isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                and c.func.attr == "array_split" and isinstance(c.func.value, ast.Name)
+                and c.func.value.id in mods and c.func.value.id not in local
+                and len(c.args) == 2 and not c.keywords
+                and isinstance(c.args[0], ast.Name)
+                and isinstance(c.args[1], ast.Constant) and type(c.args[1].value) is int
+                and 1 <= c.args[1].value <= SPLIT_PARTS):
+            return None
+        a, k = c.args[0].id, c.args[1].value
+
+        def start(i):
+            if i in (0, k):
+                return ""                     # the first part's start, the last's end
+            return f"{i} * (len({a}) // {k}) + min({i}, len({a}) % {k})"
+
+        text = "(" + ", ".join(f"{a}[{start(i)}:{start(i + 1)}]"
+                               for i in range(k)) + ("," if k == 1 else "") + ")"
+        out = ast.parse(text, mode="eval").body
+        for n in ast.walk(out):
+            ast.copy_location(n, c)
+        for i, part in enumerate(out.elts):     # messages quote the part as written
+            part.hpu_text = f"{ast.unparse(c)}[{i}]"
+        return out
+
+    def unpacked(st):
+        """``l, r = np.array_split(a, 2)``: ``l = a[:...]``, ``r = a[...:]`` (a view bound
+        to a name each; ``a`` itself, if a target, bound last, after every part is read)."""
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1
+                and isinstance(st.targets[0], (ast.Tuple, ast.List))
+                and all(isinstance(t, ast.Name) for t in st.targets[0].elts)):
+            return None
+        new = parts(st.value)
+        if new is None or len(new.elts) != len(st.targets[0].elts):
+            return None
+        src = st.value.args[0].id
+        pairs = sorted(zip(st.targets[0].elts, new.elts), key=lambda p: p[0].id == src)
+        if len({t.id for t, _ in pairs}) != len(pairs):
+            return None
+        return [ast.copy_location(ast.Assign([ast.Name(t.id, ast.Store())], v), st)
+                for t, v in pairs]
+
+    for n in ast.walk(tree):
+        for field, value in ast.iter_fields(n):
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                k = 0
+                while k < len(value):
+                    split = unpacked(value[k])
+                    if split is not None:
+                        value[k:k + 1] = split
+                        k += len(split)
+                    else:
+                        k += 1
+    for n in ast.walk(tree):
+        for field, value in ast.iter_fields(n):
+            items = value if isinstance(value, list) else [value]
+            for j, c in enumerate(items):
+                new = parts(c)
+                if new is not None:
+                    if isinstance(value, list):
+                        value[j] = new
+                    else:
+                        setattr(n, field, new)
+    ast.fix_missing_locations(tree)
+
+
 def array_truths(fn) -> list[tuple[str, int]]:
     """``(file, line)`` of each place the function or a helper reads the truth of an array
     parameter (``if not arr``, ``while left and right``, ``bool(a)``): the emptiness a

@@ -246,6 +246,10 @@ ACCEPTED: tuple[tuple[str, str, str], ...] = (
      "unrolled; the loop variable is replaced by each value, evaluated where it is used (a "
      "value may not read a name the loop assigns, nor call anything but len, min, max, abs, "
      "int, float)"),
+    ("NumPy's parts", "l, r = np.array_split(a, 2)\nfor part in np.array_split(a, 4): "
+     "s += f(part)",
+     "the slices NumPy's parts are (views of a: part i starts at i * (n // k) + min(i, n % "
+     "k)), each bound to its name, or looped over as above; k a literal from 1 to 16"),
     ("the children named once, then looped over",
      "parts = [a[:t], a[t:2*t], a[2*t:]]\nfor p in parts: best = max(best, f(p))",
      "the values written out in the loop, then unrolled as above, where the name is assigned "

@@ -278,7 +278,7 @@ def _assigned_views(tree: ast.FunctionDef, params, views: dict[str, str], where)
                         where.refuse(sub, f"reassigning the array parameter {t!r} to a view",
                                      "hpu passes every parameter's value per task",
                                      f"bind the view to a new name: {t}_part = "
-                                     f"{ast.unparse(sub.value)}")
+                                     f"{shown_as(sub.value) or ast.unparse(sub.value)}")
                     local[t] = _view_base(sub.value, scope)
                     changed = True
     # every assignment of a view name is a view of the same array

@@ -1271,3 +1271,70 @@ def test_a_refusal_quotes_a_views_subscript_as_written():
     with pytest.raises(hpu.TranslationError) as err:
         hpu.divide_and_conquer(nested_tuples)
     assert "`(a[0], 1)` outside a return" in str(err.value) and "__" not in str(err.value)
+
+
+def split_sum(a):
+    if len(a) <= 2:
+        return a.sum()
+    left, right = np.array_split(a, 2)
+    return split_sum(left) + split_sum(right)
+
+
+def split_max(a):
+    if len(a) <= 3:
+        return np.max(a)
+    best = a[0]
+    for part in np.array_split(a, 3):
+        best = max(best, split_max(part))
+    return best
+
+
+def split_self(a):
+    if len(a) <= 1:
+        return a[0] * 2 if len(a) else 0
+    a, b = np.array_split(a, 2)  # refused
+    return split_self(a) + split_self(b) * 3
+
+
+@pytest.mark.parametrize("device, alpha, y", [("cpu", None, None), ("gpu", None, None),
+                                              ("hybrid", 0.5, 2)])
+@settings(deadline=None, max_examples=8, suppress_health_check=[HealthCheck.too_slow])
+@given(xs=st.lists(st.integers(-50, 50), min_size=1, max_size=300), big=st.booleans())
+def test_numpys_array_split_parts_are_the_slices_they_are(device, alpha, y, xs, big):
+    """``l, r = np.array_split(a, 2)`` and ``for part in np.array_split(a, 3)``: NumPy's
+    parts (the first ``n % k`` one longer) as slices, so the function splits as with
+    ``a[:m], a[m:]`` and runs on the device; each answer is the plain function's."""
+    a = np.array(xs * (40 if big else 1), dtype=np.int64)
+    opts = {"device": device} | ({"alpha": alpha, "y": y} if alpha is not None else {})
+    for fn in (split_sum, split_max):
+        run = hpu.divide_and_conquer(fn).options(**opts).run(a)
+        assert run.value == fn(a.copy()), fn.__name__
+        assert not run.fallbacks, run.fallbacks
+        if big and device != "cpu" and len(a) >= 400:
+            assert run.gpu_tasks > 0, fn.__name__
+
+
+def split_by_count(a, k):
+    if len(a) <= 1:
+        return a.sum()
+    l, r = np.array_split(a, k)
+    return split_by_count(l, k) + split_by_count(r, k)  # refused
+
+
+def test_array_split_into_a_variable_count_is_left_as_written():
+    """Only a name split into a literal number of parts is written as slices; otherwise
+    the call stays NumPy's, and a part passed down is not a slice of the array: refused
+    at the call."""
+    with pytest.raises(hpu.TranslationError) as err:
+        hpu.divide_and_conquer(split_by_count)
+    assert err.value.lineno == _marked(split_by_count)[1], str(err.value)
+
+
+def test_the_array_split_into_itself_is_refused_quoting_the_part_as_written():
+    """``a, b = np.array_split(a, 2)`` rebinds the array parameter to a view, which hpu
+    refuses (every task gets its parameters' values): the message quotes NumPy's part."""
+    with pytest.raises(hpu.TranslationError) as err:
+        hpu.divide_and_conquer(split_self)
+    text = str(err.value)
+    assert err.value.lineno == _marked(split_self)[1], text
+    assert "np.array_split(a, 2)[0]" in text and "len(a) % 2" not in text, text
