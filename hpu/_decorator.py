@@ -74,6 +74,7 @@ import numpy as np
 
 from hpu._errors import ArrayMismatchError, HpuError, TranslationError, user_stacklevel
 from hpu._options import DEFAULT_DEVICE, DEVICES, STRATEGIES  # noqa: F401 - re-exported
+from hpu._raises import is_replay
 from hpu._run import LevelRecord, Run
 from hpu._types import ARRAY_DTYPES, dtype_name_list
 
@@ -435,6 +436,8 @@ class DivideAndConquer:
                 raise
             return self._plain_function()(*args, **kwargs)
         except Exception as err:
+            if is_replay(err):      # a raise whose message Python computes (hpu._raises)
+                return self._replayed(err, args, kwargs, True).value
             self._note_raise_site(err)
             raise
         if self._int_results:
@@ -1547,6 +1550,8 @@ class DivideAndConquer:
             return self._python_run(args, kwargs, warned=(
                 f"{err}; the plain Python function ran instead, exactly (slowly)"))
         except Exception as err:
+            if is_replay(err):      # a raise whose message Python computes (hpu._raises)
+                return self._replayed(err, args, kwargs, options.get("keep_inputs", True))
             self._note_raise_site(err)
             raise
         if run.device != "python" and self._int_results:
@@ -1675,6 +1680,20 @@ class DivideAndConquer:
         return self._python_run(args, kwargs, warned=(
             f"{err}: the plain Python function ran instead, exactly (slowly); keep the "
             "values within 64 bits, or use floats, to run it compiled"))
+
+    def _replayed(self, err, args, kwargs, kept: bool) -> Run:
+        """The run of a call whose compiled code reached a ``raise`` with a message computed
+        at run time (``err``, :func:`hpu._raises.is_replay`): the plain function's, from the
+        caller's arguments as they were, which raises that exception with its message (or,
+        should the plain function return, gives its answer).  With ``keep_inputs=False``
+        and arrays written, nothing was kept to rerun from: ``err`` says where."""
+        if not kept and self._writes_arrays():
+            raise err
+        try:
+            return self._python_run(args, kwargs, reason=err.args[0][len("hpu: "):])
+        except BaseException as raised:
+            raised.__suppress_context__ = True   # the user's exception, not hpu's marker
+            raise
 
     def _writes_arrays(self) -> bool:
         closure = getattr(self, "_closure", None)
@@ -2225,6 +2244,8 @@ class DivideAndConquer:
                 run = execute_plan(program, values, plan, device="cpu", t_start=t0)
         except BaseException as err:
             snapshot.restore()  # the device, if any, was stopped on the way out
+            if is_replay(err):  # a raise whose message Python computes: the plain function
+                raise           # runs (_run), its traceback at the user's line
             # the user's error, raised by some task of a level: Python raises the first in
             # its own (depth-first) order, which a level's tasks, side by side, need not
             # meet first -- two merges failing on different subscripts of one line gave

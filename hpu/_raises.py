@@ -10,8 +10,13 @@ What is accepted: ``raise E``, ``raise E(c, ...)`` and ``assert test[, c]``
 where ``E`` is one of Python's built-in exception classes
 (:data:`BUILTIN`) and the arguments are constants (a string, a number,
 ``None``), so that every path can make the very exception Python makes.  A
-message computed at run time (an f-string, ``str(x)``) cannot be built by an
-OpenCL work-item: it is refused at decoration with the rewrite.
+message computed at run time (an f-string, ``str(x)``: ``raise ValueError(f"n must be >= 0,
+got {n}")``, the way Python teaches it) cannot be built by compiled code -- an OpenCL
+work-item has no strings -- so such a ``raise`` becomes one of a constant marker
+(:data:`REPLAY`, naming the line and the statement): whichever path reaches it, hpu runs the
+call again as the plain Python function (from the caller's arguments as they were, as for an
+integer past int64), which raises the very exception with its very message at the user's
+line (:func:`is_replay`).
 
 How each path raises it:
 
@@ -37,7 +42,8 @@ from __future__ import annotations
 import ast
 import builtins
 
-__all__ = ["BUILTIN", "lower_raises", "raise_refusal", "device_raise", "exception_from_site",
+__all__ = ["BUILTIN", "REPLAY", "is_replay", "lower_raises", "raise_refusal", "device_raise",
+           "exception_from_site",
            "add_site_note", "raise_sites"]
 
 #: The exception classes a task may raise: Python's built-in ones that user code raises.
@@ -47,6 +53,18 @@ BUILTIN = frozenset({
     "TypeError", "ValueError", "ZeroDivisionError", "FloatingPointError",
     "NameError", "UnboundLocalError",
 })
+
+#: the start of the message of a ``raise`` whose own message is computed at run time: an
+#: OverflowError with it means "run the call as the plain function" (:func:`is_replay`)
+REPLAY = "hpu: the plain function raises this: "
+
+
+def is_replay(err: BaseException) -> bool:
+    """Whether ``err`` is the marker of a ``raise`` whose message is computed at run time
+    (:data:`REPLAY`): the caller runs the call again as the plain function."""
+    return (type(err) is OverflowError and len(err.args) == 1 and isinstance(err.args[0], str)
+            and err.args[0].startswith(REPLAY))
+
 
 #: mark on a ``raise`` the device and the note can rebuild (its class name and arguments)
 _MARK = "hpu_raise"
@@ -115,8 +133,16 @@ def _normalised(node: ast.Raise, glb) -> str | None:
                 raise ValueError("keywords")
             values = [_folded(a, glb) for a in call.args]
         except ValueError:
-            return (f"the message of `{ast.unparse(exc)}` is computed at run time, and an "
-                    "OpenCL work-item cannot build a string")
+            # computed at run time: a marker every path raises, and hpu replays the call as
+            # the plain function, which raises this one (module docstring)
+            text = getattr(node, "hpu_shown", None) or ast.unparse(node)
+            node.exc = ast.copy_location(ast.Call(
+                ast.Name("OverflowError", ast.Load()),
+                [ast.copy_location(ast.Constant(f"{REPLAY}line {node.lineno}: {text}"), exc)],
+                []), exc)
+            ast.fix_missing_locations(node)
+            setattr(node, _MARK, "OverflowError")
+            return None
         # the constants themselves: what every path (and the device's site text) holds
         call.args = [ast.copy_location(ast.Constant(v), a) if not isinstance(v, (int, float))
                      or isinstance(v, bool) or v >= 0

@@ -220,7 +220,7 @@ def bad_print(a, lo, hi):
 
 def bad_raise(a, lo, hi):
     if hi < lo:
-        raise ValueError(f"hi={hi} < lo={lo}")  # refused: a message made at run time
+        raise ValueError("hi < lo") from None  # refused: a chained exception
     if hi - lo <= 1:
         return
     bad_raise(a, lo, hi)
@@ -492,7 +492,7 @@ MALFORMED = [
     (bad_import, "import"),
     (bad_global, "global"),
     (bad_print, "print"),
-    (bad_raise, "computed at run time"),
+    (bad_raise, "chains exceptions"),
     (bad_recursion_through_helper, "recursion through a helper"),
     (bad_recursive_helper, "a helper that calls itself"),
     (bad_mutual_helpers, "recursion among helpers"),
