@@ -743,6 +743,7 @@ class DivideAndConquer:
                     # (the model's n: hi - lo of the user's slice, or of the task's input)
                     extent = (tuple(rw.span[1:]) if rw.span else
                               ("hpu_lo", "hpu_hi") if rw.partition else None)
+                    dc._inner = True  # hpu's form: a replayed raise is its caller's to run
                     if extent:
                         dc._spec = dataclasses.replace(dc._parse(), extent=extent)
                     # its helpers too (a merge's `(left if ... else right).pop(0)`): a form
@@ -1081,6 +1082,8 @@ class DivideAndConquer:
             self._dps = (None, _refused(err))
             return None
         except Exception as err:
+            if is_replay(err):  # a raise whose message Python computes: the caller's run
+                raise           # replays the plain function (_run), at the user's line
             # the user's error from some task: the one Python meets first is the function's
             # own, compiled, run as written on the same argument (which nothing wrote)
             # hpu's own report of a task's failure counts too: a task of the in-place form
@@ -1551,7 +1554,8 @@ class DivideAndConquer:
                 f"{err}; the plain Python function ran instead, exactly (slowly)"))
         except Exception as err:
             if is_replay(err):      # a raise whose message Python computes (hpu._raises)
-                return self._replayed(err, args, kwargs, options.get("keep_inputs", True))
+                return self._replayed(err, args, kwargs,
+                                      (options or {}).get("keep_inputs", True))
             self._note_raise_site(err)
             raise
         if run.device != "python" and self._int_results:
@@ -1687,7 +1691,7 @@ class DivideAndConquer:
         caller's arguments as they were, which raises that exception with its message (or,
         should the plain function return, gives its answer).  With ``keep_inputs=False``
         and arrays written, nothing was kept to rerun from: ``err`` says where."""
-        if not kept and self._writes_arrays():
+        if getattr(self, "_inner", False) or (not kept and self._writes_arrays()):
             raise err
         try:
             return self._python_run(args, kwargs, reason=err.args[0][len("hpu: "):])

@@ -298,3 +298,38 @@ def test_a_call_python_skips_raises_nothing(name, n, config):
     b[0] = 1 if name == "all_positive" else 0       # now Python makes the call, and raises
     with pytest.raises(ValueError, match="zero key"):
         f.options(**config)(b, 0, n)
+
+
+def _sorted_checked(a):
+    if len(a) <= 1:
+        if len(a) and a[0] != a[0]:
+            raise ValueError(f"a NaN among {len(a)} keys")  # computed-here
+        return a.copy()
+    m = len(a) // 2
+    left, right = _sorted_checked(a[:m]), _sorted_checked(a[m:])
+    out = np.empty(len(a), a.dtype)
+    i = j = 0
+    for k in range(len(a)):
+        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
+            out[k] = left[i]
+            i += 1
+        else:
+            out[k] = right[j]
+            j += 1
+    return out
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=IDS)
+def test_a_computed_message_from_a_functional_sort_is_pythons_at_the_users_line(config):
+    """The functional form (arrays returned, the device's in-place form): the same replay,
+    the traceback ending at the user's ``raise``; without a NaN, the sorted keys."""
+    import traceback
+
+    x = np.random.default_rng(6).random(5000)
+    f = hpu.divide_and_conquer(_sorted_checked).options(**config)
+    assert np.array_equal(f.run(x).value, np.sort(x))
+    x[1234] = np.nan
+    with pytest.raises(ValueError, match="a NaN among 1 keys") as info:
+        f.run(x)
+    last = traceback.extract_tb(info.value.__traceback__)[-1]
+    assert last.filename == __file__ and last.name == "_sorted_checked", last
