@@ -89,11 +89,11 @@ import numpy as np
 
 from hpu import _functional, _views
 from hpu._errors import TranslationError
+from hpu._guard import DIGITS
 from hpu._iteration import array_loops_indexed
 from hpu._normalise import (_is_rec, _rewrite_blocks, children_written_out, normalise,
                             unroll_literal_loops, unroll_value_loops)
 from hpu._raises import lower_raises, raise_refusal
-from hpu._guard import DIGITS
 from hpu._reductions import REDUCE_FIRST, REDUCE_PAIR, reductions_as_loops
 from hpu._subset import EXPR_RULES, STMT_RULES, refuse_with
 from hpu._unbound import guard_unbound

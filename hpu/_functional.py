@@ -308,6 +308,24 @@ def pow_as_operator(tree, glb: dict) -> None:
     ast.fix_missing_locations(tree)
 
 
+class _CallsRewritten(ast.NodeTransformer):
+    """Each call ``c`` for which ``rewrite(c)`` gives a node is replaced by it (inner calls
+    first)."""
+
+    def __init__(self, rewrite):
+        self.rewrite = rewrite
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        return self.rewrite(node) or node
+
+
+def _locals(tree) -> set[str]:
+    from hpu._frontend import _function_locals
+
+    return _function_locals(tree)
+
+
 def digits_counted(tree, glb: dict) -> None:
     """``len(str(x))`` -- the digit count textbook Karatsuba takes of its integers --
     becomes ``hpu__ndigits(x)`` (:func:`hpu._guard.ndigits`), in place: the numbers-only
@@ -320,12 +338,7 @@ def digits_counted(tree, glb: dict) -> None:
     from hpu._guard import DIGITS
 
     if glb.get("len", builtins.len) is not builtins.len or \
-            glb.get("str", builtins.str) is not builtins.str:
-        return
-    local = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
-             and isinstance(n.ctx, ast.Store)} | {a.arg for a in ast.walk(tree)
-                                                  if isinstance(a, ast.arg)}
-    if "len" in local or "str" in local:
+            glb.get("str", builtins.str) is not builtins.str or {"len", "str"} & _locals(tree):
         return
 
     def plain_call(c, name) -> bool:
@@ -333,17 +346,13 @@ def digits_counted(tree, glb: dict) -> None:
                 and len(c.args) == 1 and not c.keywords
                 and not isinstance(c.args[0], ast.Starred))
 
-    for n in ast.walk(tree):
-        for field, value in ast.iter_fields(n):
-            items = value if isinstance(value, list) else [value]
-            for k, c in enumerate(items):
-                if plain_call(c, "len") and plain_call(c.args[0], "str"):
-                    call = ast.copy_location(ast.Call(ast.Name(DIGITS, ast.Load()),
-                                                      [c.args[0].args[0]], []), c)
-                    if isinstance(value, list):
-                        value[k] = call
-                    else:
-                        setattr(n, field, call)
+    def counted(c):
+        if plain_call(c, "len") and plain_call(c.args[0], "str"):
+            return ast.copy_location(ast.Call(ast.Name(DIGITS, ast.Load()),
+                                              [c.args[0].args[0]], []), c)
+        return None
+
+    _CallsRewritten(counted).visit(tree)
     ast.fix_missing_locations(tree)
 
 
@@ -358,18 +367,14 @@ def array_splits_as_slices(tree, glb: dict) -> None:
     of ``a`` -- exactly these slices -- and slices are what the recursion's subproblems
     are made of, so ``l, r = np.array_split(a, 2)`` and ``for part in np.array_split(a,
     4):`` (a loop hpu then writes out, one copy per part) split as ``a[:m], a[m:]`` does."""
-    mods = {k for k, v in glb.items() if v is np}
+    mods = {k for k, v in glb.items() if v is np} - _locals(tree)
     if not mods:
         return
-    local = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
-             and isinstance(n.ctx, ast.Store)} | {a.arg for a in ast.walk(tree)
-                                                  if isinstance(a, ast.arg)}
 
     def parts(c):
         if not (isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
                 and c.func.attr == "array_split" and isinstance(c.func.value, ast.Name)
-                and c.func.value.id in mods and c.func.value.id not in local
-                and len(c.args) == 2 and not c.keywords
+                and c.func.value.id in mods and len(c.args) == 2 and not c.keywords
                 and isinstance(c.args[0], ast.Name)
                 and isinstance(c.args[1], ast.Constant) and type(c.args[1].value) is int
                 and 1 <= c.args[1].value <= SPLIT_PARTS):
@@ -410,24 +415,8 @@ def array_splits_as_slices(tree, glb: dict) -> None:
     for n in ast.walk(tree):
         for field, value in ast.iter_fields(n):
             if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
-                k = 0
-                while k < len(value):
-                    split = unpacked(value[k])
-                    if split is not None:
-                        value[k:k + 1] = split
-                        k += len(split)
-                    else:
-                        k += 1
-    for n in ast.walk(tree):
-        for field, value in ast.iter_fields(n):
-            items = value if isinstance(value, list) else [value]
-            for j, c in enumerate(items):
-                new = parts(c)
-                if new is not None:
-                    if isinstance(value, list):
-                        value[j] = new
-                    else:
-                        setattr(n, field, new)
+                value[:] = [out for st in value for out in (unpacked(st) or [st])]
+    _CallsRewritten(parts).visit(tree)
     ast.fix_missing_locations(tree)
 
 

@@ -13,6 +13,7 @@ from hpu import _raises
 from hpu._errors import TranslationError
 
 import raise_examples as ex
+from functional_examples import merge as merge_new  # the textbook merge into a new array
 
 COMPILES = settings.get_profile("hpu-compiles")
 CONFIGS = [{"device": "cpu"}, {"device": "gpu"}, {"device": "hybrid", "alpha": 0.5, "y": 2},
@@ -306,17 +307,7 @@ def _sorted_checked(a):
             raise ValueError(f"a NaN among {len(a)} keys")  # computed-here
         return a.copy()
     m = len(a) // 2
-    left, right = _sorted_checked(a[:m]), _sorted_checked(a[m:])
-    out = np.empty(len(a), a.dtype)
-    i = j = 0
-    for k in range(len(a)):
-        if j >= len(right) or (i < len(left) and left[i] <= right[j]):
-            out[k] = left[i]
-            i += 1
-        else:
-            out[k] = right[j]
-            j += 1
-    return out
+    return merge_new(_sorted_checked(a[:m]), _sorted_checked(a[m:]))
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=IDS)

@@ -87,9 +87,9 @@ long hpu_ndigits_l(long x)
     }
     return n;
 }""")
-_fixed("hpu_ndigits_m", """
+_fixed("hpu_ndigits_ul", """
 /* len(str(x)) of a uint64: its decimal digits. */
-long hpu_ndigits_m(ulong x)
+long hpu_ndigits_ul(ulong x)
 {
     long n = 1L;
     while (x >= 10UL) {

@@ -973,11 +973,9 @@ class _FunctionEmitter:
                               INT64, res)
         if info.kind == "intrinsic" and info.name == DIGITS:  # len(str(x)) of an integer
             ty = info.arg_types[0]
-            if ty.is_unsigned:
-                return _call(self._helper("hpu_ndigits_m"), self._conv(self._expr(info.args[0]),
-                                                                       ty, UINT64))
-            return _call(self._helper("hpu_ndigits_l"), self._conv(self._expr(info.args[0]), ty,
-                                                                   INT64))
+            wide = UINT64 if ty.is_unsigned else INT64
+            return _call(self._helper(f"hpu_ndigits_{wide.code}"),
+                         self._conv(self._expr(info.args[0]), ty, wide))
         if info.kind == "intrinsic" and info.name == REDUCE_FIRST:
             # min(a), np.max(a) (hpu/_reductions.py): 0, or the empty array's ValueError
             n, kind = (self._conv(self._expr(a), ty, INT64)

@@ -94,7 +94,8 @@ NP_ROUNDING = {np.floor: "floor", np.ceil: "ceil"}
 #: NumPy's two-number extrema: maximum/minimum propagate a NaN, fmax/fmin skip it
 NP_EXTREMA = {np.maximum: "npmax", np.minimum: "npmin", np.fmax: "fmax", np.fmin: "fmin"}
 NP_PREDICATES = {np.isnan: "isnan", np.isinf: "isinf", np.isfinite: "isfinite"}
-NP_ABS = (np.abs, np.absolute)
+#: ``np.abs`` is ``np.absolute``: the builtin ``abs``'s rules
+NP_ABS = np.absolute
 
 _UNSUPPORTED_MATH_HINTS = {
     math.fmod: "Use the % operator (Python's modulo) instead.",
@@ -1210,8 +1211,8 @@ class _Analysis:
         if any(_member(t, value) for t in (MATH_UNARY, MATH_BINARY, MATH_ROUNDING,
                                            MATH_PREDICATES)):
             return self._math(node, value, dotted)
-        if any(_member(t, value) for t in (NP_UNARY, NP_ROUNDING, NP_EXTREMA, NP_PREDICATES)) \
-                or any(value is f for f in NP_ABS):
+        if value is NP_ABS or any(_member(t, value) for t in (NP_UNARY, NP_ROUNDING,
+                                                              NP_EXTREMA, NP_PREDICATES)):
             return self._numpy_scalar(node, value, dotted)
         if isinstance(value, type) and _member(NP_CASTS, value) is not None:
             args = self._positional(node, 1, dotted)
@@ -1343,7 +1344,7 @@ class _Analysis:
             self.t.calls[id(node)] = CallInfo("npext", NP_EXTREMA[value], tuple(args),
                                               tuple(types), target=res)
             return res
-        if any(value is f for f in NP_ABS):
+        if value is NP_ABS:
             self.t.calls[id(node)] = CallInfo("builtin", "abs", tuple(args), (a,))
             return abs_result(a)
         if _member(NP_PREDICATES, value):
