@@ -91,8 +91,9 @@ from hpu import _functional, _views
 from hpu._errors import TranslationError
 from hpu._guard import DIGITS
 from hpu._iteration import array_loops_indexed
-from hpu._normalise import (_is_rec, _rewrite_blocks, children_written_out, normalise,
-                            unroll_literal_loops, unroll_value_loops)
+from hpu._normalise import (_is_rec, _rewrite_blocks, children_written_out,
+                            named_exprs_hoisted, normalise, unroll_literal_loops,
+                            unroll_value_loops)
 from hpu._raises import lower_raises, raise_refusal
 from hpu._reductions import REDUCE_FIRST, REDUCE_PAIR, reductions_as_loops
 from hpu._subset import EXPR_RULES, STMT_RULES, refuse_with
@@ -412,6 +413,7 @@ def _strip(node: ast.FunctionDef) -> ast.FunctionDef:
     for arg in node.args.posonlyargs + node.args.args:
         arg.annotation = None
     node = _Plain().visit(node)
+    named_exprs_hoisted(node)  # if (n := len(a)) <= 1: -> n = len(a); if n <= 1:
     ast.fix_missing_locations(node)
     return node
 

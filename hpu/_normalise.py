@@ -63,7 +63,7 @@ def _shown(node) -> str:
 
     return display(node)
 
-__all__ = ["Normalised", "normalise", "TEMP_PREFIX"]
+__all__ = ["Normalised", "normalise", "named_exprs_hoisted", "TEMP_PREFIX"]
 
 #: Temporaries for hoisted calls; user names may not contain ``__``, so these never clash.
 TEMP_PREFIX = "rec__"
@@ -1511,3 +1511,128 @@ def normalise(tree: ast.FunctionDef, where, glb) -> Normalised:
     ast.fix_missing_locations(tree)
     result.body = body
     return result
+
+
+# --- assignment expressions ------------------------------------------------------------
+
+def _walrus_events(e, cond: bool, out: list) -> None:
+    """``e``'s evaluation in Python's order, as events: ``("load", name)``, ``("call",
+    node)`` (after its arguments), ``("walrus", node, start)`` (``start``: the index of
+    the first event of its value).  ``cond`` marks what Python may skip (an operand of
+    ``and``/``or`` after the first, a branch of ``x if c else y``, a chained comparison's
+    later operands, anything inside a comprehension or a lambda)."""
+    if isinstance(e, ast.NamedExpr):
+        start = len(out)
+        _walrus_events(e.value, cond, out)
+        out.append(("walrus", e, start, cond))
+        return
+    if isinstance(e, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        for n in ast.walk(e):
+            if isinstance(n, ast.NamedExpr):
+                out.append(("walrus", n, len(out), True))
+        out.append(("call", e, cond))
+        return
+    if isinstance(e, ast.BoolOp):
+        _walrus_events(e.values[0], cond, out)
+        for v in e.values[1:]:
+            _walrus_events(v, True, out)
+        return
+    if isinstance(e, ast.IfExp):
+        _walrus_events(e.test, cond, out)
+        _walrus_events(e.body, True, out)
+        _walrus_events(e.orelse, True, out)
+        return
+    if isinstance(e, ast.Compare):
+        _walrus_events(e.left, cond, out)
+        for i, c in enumerate(e.comparators):
+            _walrus_events(c, cond or i > 0, out)
+        return
+    if isinstance(e, ast.Call):
+        for child in [e.func, *e.args, *(k.value for k in e.keywords)]:
+            _walrus_events(child, cond, out)
+        out.append(("call", e, cond))
+        return
+    if isinstance(e, ast.Name):
+        if isinstance(e.ctx, ast.Load):
+            out.append(("load", e.id, cond))
+        return
+    for child in ast.iter_child_nodes(e):
+        _walrus_events(child, cond, out)
+
+
+def _pure_call(node) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in _PURE_CALLS)
+
+
+class _WalrusAsName(ast.NodeTransformer):
+    def visit_NamedExpr(self, node):
+        return ast.copy_location(ast.Name(id=node.target.id, ctx=ast.Load()), node)
+
+
+def _hoisted_walruses(stmt) -> list | None:
+    """The assignments that ``stmt``'s assignment expressions stand for, in order, when
+    each can run before the statement with the same effect (``if (n := len(a)) <= 1:``:
+    ``n = len(a)`` first); None when ``stmt`` has none, or one Python might skip or whose
+    move would change what the statement computes (left to the subset's refusal)."""
+    if isinstance(stmt, ast.If):
+        exprs = [stmt.test]
+    elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Return, ast.Expr)):
+        exprs = [stmt.value] if stmt.value is not None else []
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            exprs = [ast.Name(id=stmt.target.id, ctx=ast.Load()), stmt.value]
+    else:
+        return None
+    out: list = []
+    for e in exprs:
+        _walrus_events(e, False, out)
+    walruses = [ev for ev in out if ev[0] == "walrus"]
+    if not walruses:
+        return None
+    moved = []
+    for kind, node, start, cond in walruses:
+        target = node.target.id
+        if cond:
+            return None
+        for ev in out[:start]:
+            if ev[0] == "call" and not _pure_call(ev[1]):
+                return None             # a call Python makes before the assignment
+            if ev[0] == "load" and ev[1] == target:
+                return None             # the old value is read before it is replaced
+        if isinstance(stmt, ast.Assign) and any(
+                isinstance(n, ast.Name) and n.id == target
+                for t in stmt.targets for n in ast.walk(t) if not isinstance(t, ast.Name)):
+            return None
+        value = _WalrusAsName().visit(copy.deepcopy(node.value))
+        moved.append(ast.copy_location(
+            ast.Assign(targets=[ast.Name(id=target, ctx=ast.Store())], value=value), node))
+    return moved
+
+
+def named_exprs_hoisted(tree: ast.FunctionDef) -> None:
+    """``if (n := len(a)) <= 1:`` becomes ``n = len(a)`` then ``if n <= 1:`` (in place; in
+    every block, an ``elif``'s in its own), and likewise in an assignment, a ``return`` or
+    an expression statement: an assignment expression that Python always evaluates, after
+    nothing that calls a function of the user's or reads the name it assigns, is the
+    assignment before the statement.  Python's order of evaluation is kept, so the rest of
+    hpu sees ordinary assignments; one under a condition (after ``and``, in a comprehension,
+    in a ``while`` test) is left as written, for the subset's refusal, with its line."""
+
+    def block(stmts):
+        new = []
+        for st in stmts:
+            for field_ in ("body", "orelse", "finalbody"):
+                inner = getattr(st, field_, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    setattr(st, field_, block(inner))
+            for h in getattr(st, "handlers", []) or []:
+                h.body = block(h.body)
+            moved = _hoisted_walruses(st)
+            if moved:
+                new.extend(moved)
+                st = _WalrusAsName().visit(st)
+            new.append(st)
+        return new
+
+    tree.body = block(tree.body)
+    ast.fix_missing_locations(tree)

@@ -101,8 +101,12 @@ RULES: dict[str, Rule] = {
     "fstring": Rule("an f-string", "strings are not numbers", "remove it", "f'{x}'"),
     "starred": Rule("a starred expression", "argument and value lists are fixed in a task",
                     "pass each argument explicitly and write the values out", "g(*xs)"),
-    "walrus": Rule("an assignment expression (:=)", "assignments inside expressions are not in "
-                   "the subset", "assign in a separate statement", "if (n := hi - lo) > 1:"),
+    "walrus": Rule("an assignment expression (:=) that Python may skip",
+                   "one after `and`/`or`, in a branch of `x if c else y`, a later operand of a "
+                   "chained comparison, a comprehension or a `while` test assigns only sometimes "
+                   "(or again at each test), or one after a call of yours would move past it",
+                   "assign in a separate statement before the one that uses it",
+                   "if hi > lo and (n := hi - lo) > 1:"),
     "yield": Rule("yield (a generator)", "a generator returns its results lazily, one at a time",
                   "return the result, or write it into an array parameter", "yield x"),
     "slice": Rule("a slice", "a slice makes a new array view, which this part of hpu cannot",
@@ -242,6 +246,11 @@ ACCEPTED: tuple[tuple[str, str, str], ...] = (
      "unrolled; the loop variable is replaced by each value, evaluated where it is used (a "
      "value may not read a name the loop assigns, nor call anything but len, min, max, abs, "
      "int, float)"),
+    ("an assignment expression evaluated first",
+     "if (n := len(a)) <= 1: return n\nleft = f(a[:(m := n // 2)])",
+     "the assignment, written just before the statement (an `if`'s or `elif`'s test, an "
+     "assignment, a `return`), then the name: Python's order, when nothing before it in the "
+     "statement calls a function of yours or reads the name"),
     ("NumPy's parts", "l, r = np.array_split(a, 2)\nfor part in np.array_split(a, 4): "
      "s += f(part)",
      "the slices NumPy's parts are (views of a: part i starts at i * (n // k) + min(i, n % "

@@ -1104,3 +1104,105 @@ def test_nested_unpacking_of_the_calls_runs_on_every_path(device, alpha, y, xs):
     assert run.fallbacks == [] and run.plan is not None
     if device == "gpu" and len(a) > 2:
         assert run.gpu_tasks > 0
+
+
+# --- assignment expressions (:=) ------------------------------------------------------------
+
+def count_walrus(a):
+    if (n := len(a)) <= 1:
+        return n
+    return count_walrus(a[:n // 2]) + count_walrus(a[n // 2:])
+
+
+def sum_walrus(a, lo, hi):
+    if (n := hi - lo) == 1:
+        return a[lo]
+    elif n == 0:
+        return 0
+    left = sum_walrus(a, lo, (mid := lo + n // 2))
+    return left + 3 * sum_walrus(a, mid, hi)
+
+
+def max_walrus(a):
+    if len(a) == 1:
+        return a[0]
+    x = max_walrus(a[:(m := len(a) // 2)])
+    y = max_walrus(a[m:])
+    return (best := x if x > y else y) + best % 2
+
+
+def quotient_walrus(a, lo, hi):
+    if (n := hi - lo) == 1:
+        return (q := 1000 // a[lo]) + q  # LINE_WALRUS_DIV
+    mid = lo + n // 2
+    return quotient_walrus(a, lo, mid) + quotient_walrus(a, mid, hi)
+
+
+def test_an_assignment_expression_evaluated_first_becomes_the_assignment_before():
+    from hpu._normalise import named_exprs_hoisted
+
+    src = ("def f(a, lo, hi):\n"
+           "    if (n := hi - lo) == 1:\n"
+           "        return a[lo]\n"
+           "    elif (h := n // 2) > 3:\n"
+           "        x = g(a, lo, (m := lo + h))\n"
+           "    if lo > 0 and (k := lo) > 1:\n"        # after `and`: may be skipped
+           "        return k\n"
+           "    y = g(a) + (t := 1)\n"                 # after a call of the user's
+           "    z = t + (t := 2)\n"                    # reads t before replacing it
+           "    return [v for v in a if (w := v)]\n")  # in a comprehension
+    tree = ast.parse(src).body[0]
+    named_exprs_hoisted(tree)
+    got = ast.unparse(tree).splitlines()
+    assert got[1:7] == ["    n = hi - lo", "    if n == 1:", "        return a[lo]", "    else:",
+                        "        h = n // 2", "        if h > 3:"]
+    assert got[7:9] == ["            m = lo + h", "            x = g(a, lo, m)"]
+    for kept in ("(k := lo)", "(t := 1)", "(t := 2)", "(w := v)"):
+        assert kept in ast.unparse(tree), kept
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("device, alpha, y", [("cpu", None, None), ("gpu", None, None),
+                                              ("hybrid", 0.5, 2), ("hybrid", 0.0, 1)])
+@settings(COMPILES, max_examples=5)
+@given(xs=st.lists(st.integers(-10**6, 10**6), min_size=1, max_size=300))
+def test_assignment_expressions_give_the_plain_answer_on_every_path(device, alpha, y, xs):
+    """``if (n := len(a)) <= 1:``, ``f(a, lo, (mid := lo + n // 2))``, ``return (b := ...)
+    + b``: refused at decoration before; now the assignment before the statement, on the
+    breadth-first path and the device, the plain function's answers."""
+    a = np.array(xs, dtype=np.int64)
+    opts = {"device": device} if alpha is None else {"device": device, "alpha": alpha, "y": y}
+    for fn, args, splits in ((count_walrus, (a,), True), (sum_walrus, (a, 0, len(a)), True),
+                             (max_walrus, (a,), True), (sum_walrus, (a, 0, 0), False)):
+        f = _DECORATED.setdefault(fn.__name__, hpu.divide_and_conquer(fn))
+        run = f.run(*args, **opts)
+        assert run.value == fn(*args) and run.fallbacks == [], (fn.__name__, run.fallbacks)
+        if device == "gpu" and len(a) > 2 and splits:
+            assert run.gpu_tasks > 0
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+def test_an_error_in_an_assignment_expression_names_the_users_line(device):
+    a = np.array([5, 7, 0, 9, 1, 3], dtype=np.int64)
+    f = _DECORATED.setdefault("quotient_walrus", hpu.divide_and_conquer(quotient_walrus))
+    ok = a + 1
+    assert f.options(device=device)(ok, 0, 6) == quotient_walrus(ok, 0, 6)
+    with pytest.raises(ZeroDivisionError) as err:
+        f.options(device=device)(a, 0, 6)
+    line = _line(quotient_walrus, "LINE_WALRUS_DIV")
+    assert f"{__file__}:{line}:" in str(err.value) and "1000 // a[lo]" in str(err.value)
+
+
+def skipped_walrus(a):
+    if len(a) > 1 and (m := len(a) // 2) > 0:
+        return skipped_walrus(a[:m]) + skipped_walrus(a[m:])
+    return len(a)
+
+
+def test_an_assignment_expression_python_may_skip_is_refused_at_its_line():
+    with pytest.raises(hpu.TranslationError) as err:
+        hpu.divide_and_conquer(skipped_walrus)
+    msg = str(err.value)
+    assert f":{_line(skipped_walrus, 'and (m :=')}:" in msg
+    assert "may skip" in msg and "separate statement" in msg
