@@ -440,11 +440,22 @@ class DivideAndConquer:
                 return self._replayed(err, args, kwargs, True).value
             self._note_raise_site(err)
             raise
+        if self._nested is not None:
+            from hpu._normalise import regrouped
+
+            value = regrouped(value, self._nested)
         if self._int_results:
             from hpu._kinds import restore
 
             value = restore(value, args, kwargs)
         return value
+
+    @property
+    def _nested(self):
+        """The nesting of results written as nested tuples (``return s, (mx, c)``), which
+        the compiled levels return flat; None for any other function."""
+        spec = self._spec
+        return None if spec is None or self._functional is not None else spec.result_shape
 
     def _sequential(self, args, kwargs):
         self._settle()
@@ -1558,6 +1569,12 @@ class DivideAndConquer:
                                       (options or {}).get("keep_inputs", True))
             self._note_raise_site(err)
             raise
+        if run.device != "python" and self._nested is not None:
+            import dataclasses
+
+            from hpu._normalise import regrouped
+
+            run = dataclasses.replace(run, value=regrouped(run.value, self._nested))
         if run.device != "python" and self._int_results:
             import dataclasses
 

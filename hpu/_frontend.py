@@ -92,8 +92,8 @@ from hpu._errors import TranslationError
 from hpu._guard import DIGITS
 from hpu._iteration import array_loops_indexed
 from hpu._normalise import (_is_rec, _rewrite_blocks, children_written_out,
-                            named_exprs_hoisted, normalise, unroll_literal_loops,
-                            unroll_value_loops)
+                            named_exprs_hoisted, nested_results_flattened, normalise,
+                            unroll_literal_loops, unroll_value_loops)
 from hpu._raises import lower_raises, raise_refusal
 from hpu._reductions import REDUCE_FIRST, REDUCE_PAIR, reductions_as_loops
 from hpu._subset import EXPR_RULES, STMT_RULES, refuse_with
@@ -203,6 +203,10 @@ class DCSpec:
     #: the flag hpu added for recursive calls made only when a test holds (``if p - 1 > lo:
     #: qsort(a, lo, p - 1)``): the last parameter, 1 at the root (:func:`_guarded_calls`)
     go: str | None = None
+    #: the nesting of a result written as nested tuples (``return s, (mx, c)``: ``(None,
+    #: (None, None))``), which the levels hold flat; None for any other result
+    #: (:func:`hpu._normalise.nested_results_flattened`, :func:`hpu._normalise.regrouped`)
+    result_shape: tuple | None = None
 
     @property
     def a(self) -> int:
@@ -1093,6 +1097,7 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
                                  f"({', '.join(params)}); pass two of its scalar parameters")
         span = tuple(span)
     tree = _functional.rewrite_values(_strip(node))  # float("inf"), `if not arr`
+    result_shape = nested_results_flattened(tree, name)  # return s, (mx, c): flat, regrouped
     _functional.fold_module_constants(tree, fn.__globals__)  # sys.maxsize, np.iinfo(T).max
     _functional.math_in_double(tree, fn.__globals__)  # math.sqrt(x32) in double, as Python
     _functional.pow_as_operator(tree, fn.__globals__)  # pow(x, n): x ** n, checked as it is
@@ -1275,7 +1280,7 @@ def parse(fn, *, b=2, cost="n", span=None) -> DCSpec:
         b=b, cost=cost, span=span, views=view_info.views, view_info=view_info,
         reordered=tuple((getattr(n, "lineno", None), text) for n, text in norm.reordered),
         conditional=tuple((getattr(n, "lineno", None), text) for n, text in norm.conditional),
-        root_defaults=root_defaults, go=go)
+        root_defaults=root_defaults, go=go, result_shape=result_shape)
     check_array_params(spec, spec.indexed)
     return spec
 

@@ -1636,3 +1636,102 @@ def named_exprs_hoisted(tree: ast.FunctionDef) -> None:
 
     tree.body = block(tree.body)
     ast.fix_missing_locations(tree)
+
+
+# --- nested tuples as results -----------------------------------------------------------
+
+def _tuple_shape(node):
+    """``(s, (mx, c))`` -> ``(None, (None, None))``: where each element is a tuple of its own;
+    None for what is not a tuple display, or holds a starred item or a tuple of fewer than
+    two elements (whose flat form would not say where it was)."""
+    if not isinstance(node, ast.Tuple) or len(node.elts) < 2:
+        return None
+    out = []
+    for e in node.elts:
+        if isinstance(e, ast.Starred):
+            return None
+        if isinstance(e, ast.Tuple):
+            inner = _tuple_shape(e)
+            if inner is None:
+                return None
+            out.append(inner)
+        else:
+            out.append(None)
+    return tuple(out)
+
+
+def _leaves(node) -> list:
+    return [x for e in node.elts for x in (_leaves(e) if isinstance(e, ast.Tuple) else [e])]
+
+
+def shape_leaves(shape) -> int:
+    """How many values a result of ``shape`` holds."""
+    return sum(1 if s is None else shape_leaves(s) for s in shape)
+
+
+def regrouped(value, shape):
+    """A flat tuple of :func:`shape_leaves` values, nested as ``shape`` says; anything else
+    (a value already nested, as Python's or Numba's own run gives it) unchanged."""
+    if (shape is None or not isinstance(value, tuple) or len(value) != shape_leaves(shape)
+            or len(value) == len(shape)):
+        return value
+    it = iter(value)
+
+    def build(s):
+        return tuple(next(it) if e is None else build(e) for e in s)
+
+    return build(shape)
+
+
+def nested_results_flattened(tree: ast.FunctionDef, name: str):
+    """A function whose results are nested tuples, ``return s, (mx, c)``, its recursive
+    calls' unpacked alike (``s1, (mx1, c1) = f(a[:m])``), rewritten in place to return the
+    flat ``s, mx, c`` and unpack ``s1, mx1, c1``: hpu's levels hold a task's values side by
+    side.  Returns the nesting (:func:`_tuple_shape`) for :func:`regrouped` to give the
+    caller the value as Python makes it, or None where the function is not such a function
+    (then nothing is changed, and a tuple kept whole is refused as before): every
+    ``return`` a tuple display of that one nesting or a recursive call, and every recursive
+    call returned or unpacked into targets of the same nesting."""
+    own = [n for st in tree.body for n in _own_walk(st)]
+    returns = [n for n in own if isinstance(n, ast.Return)]
+    shapes = {_tuple_shape(r.value) for r in returns if not _is_rec(r.value, name)}
+    if len(shapes) != 1:
+        return None
+    shape = shapes.pop()
+    if shape is None or all(s is None for s in shape):
+        return None
+    rec_ok = set()
+    targets = []
+    for n in own:
+        if isinstance(n, ast.Return) and _is_rec(n.value, name):
+            rec_ok.add(id(n.value))
+        elif (isinstance(n, ast.Assign) and len(n.targets) == 1 and _is_rec(n.value, name)
+              and isinstance(n.targets[0], ast.Tuple)):
+            if _tuple_shape(n.targets[0]) != shape or not all(
+                    isinstance(x, ast.Name) for x in _leaves(n.targets[0])):
+                return None
+            rec_ok.add(id(n.value))
+            targets.append(n)
+    if any(_is_rec(n, name) and id(n) not in rec_ok for n in own):
+        return None
+    for r in returns:
+        if not _is_rec(r.value, name):
+            r.value = ast.copy_location(ast.Tuple(elts=_leaves(r.value), ctx=ast.Load()),
+                                        r.value)
+    for a in targets:
+        a.targets = [ast.copy_location(ast.Tuple(elts=_leaves(a.targets[0]), ctx=ast.Store()),
+                                       a.targets[0])]
+    ast.fix_missing_locations(tree)
+    return shape
+
+
+def _own_walk(node):
+    """``ast.walk`` without descending into nested functions, lambdas or classes."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        for c in ast.iter_child_nodes(n):
+            if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                  ast.ClassDef)):
+                todo.append(c)

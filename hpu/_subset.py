@@ -246,6 +246,10 @@ ACCEPTED: tuple[tuple[str, str, str], ...] = (
      "unrolled; the loop variable is replaced by each value, evaluated where it is used (a "
      "value may not read a name the loop assigns, nor call anything but len, min, max, abs, "
      "int, float)"),
+    ("results as nested tuples", "return s, (mx, c)\ns1, (mx1, c1) = f(a[:m])",
+     "held flat by the levels (`return s, mx, c`, `s1, mx1, c1 = f(a[:m])`) and given back "
+     "nested, as Python makes it; when every `return` is a tuple of that one nesting (or a "
+     "recursive call) and every recursive call is returned or unpacked alike"),
     ("an assignment expression evaluated first",
      "if (n := len(a)) <= 1: return n\nleft = f(a[:(m := n // 2)])",
      "the assignment, written just before the statement (an `if`'s or `elif`'s test, an "

@@ -1206,3 +1206,88 @@ def test_an_assignment_expression_python_may_skip_is_refused_at_its_line():
     msg = str(err.value)
     assert f":{_line(skipped_walrus, 'and (m :=')}:" in msg
     assert "may skip" in msg and "separate statement" in msg
+
+
+# --- nested tuples as results -------------------------------------------------------------
+
+def sum_max_count(a):
+    if len(a) == 1:
+        return (a[0], (a[0], 1))
+    m = len(a) // 2
+    s1, (mx1, c1) = sum_max_count(a[:m])
+    s2, (mx2, c2) = sum_max_count(a[m:])
+    return (s1 + s2, (max(mx1, mx2), c1 + c2))
+
+
+def range_and_stats(a, lo, hi):
+    if hi - lo == 1:
+        return (a[lo], a[lo]), (a[lo], 0.5)
+    m = (lo + hi) // 2
+    (l1, h1), (s1, w1) = range_and_stats(a, lo, m)
+    (l2, h2), (s2, w2) = range_and_stats(a, m, hi)
+    return (min(l1, l2), max(h1, h2)), (s1 - s2, w1 + w2)
+
+
+def nested_then_flat(a):
+    if len(a) == 1:
+        return a[0], (a[0], 1)
+    m = len(a) // 2
+    s1, (mx1, c1) = nested_then_flat(a[:m])
+    s2, (mx2, c2) = nested_then_flat(a[m:])
+    return s1 + s2, mx1, c1 + c2      # another nesting than the base case's
+
+
+def test_nested_results_are_flattened_with_their_nesting_kept():
+    from hpu._normalise import nested_results_flattened, regrouped
+
+    src = ("def f(a):\n"
+           "    if len(a) == 1:\n"
+           "        return a[0], (a[0], (1, 2.0))\n"
+           "    x, (y, (z, w)) = f(a[:1])\n"
+           "    return f(a[1:])\n")
+    tree = ast.parse(src).body[0]
+    shape = nested_results_flattened(tree, "f")
+    assert shape == (None, (None, (None, None)))
+    assert ast.unparse(tree).splitlines()[2:4] == ["        return (a[0], a[0], 1, 2.0)",
+                                                   "    x, y, z, w = f(a[:1])"]
+    assert regrouped((1, 2, 3, 4.0), shape) == (1, (2, (3, 4.0)))
+    assert regrouped((1, (2, (3, 4.0))), shape) == (1, (2, (3, 4.0)))   # already nested
+    kept = ast.parse("def f(a):\n    r = f(a)\n    return r, (1, 2)\n").body[0]
+    assert nested_results_flattened(kept, "f") is None                  # a tuple kept whole
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("device, alpha, y", [("cpu", None, None), ("gpu", None, None),
+                                              ("hybrid", 0.5, 2), ("hybrid", 0.0, 1)])
+@settings(COMPILES, max_examples=5)
+@given(xs=st.lists(st.integers(-10**6, 10**6), min_size=1, max_size=300))
+def test_nested_tuple_results_give_the_plain_answer_on_every_path(device, alpha, y, xs):
+    """``return s, (mx, c)`` with ``s1, (mx1, c1) = f(a[:m])`` was refused at decoration
+    ("a tuple outside a return"): the levels hold it flat, the caller gets Python's nesting,
+    from ``.run``, the call and ``.sequential``."""
+    a = np.array(xs, dtype=np.int64)
+    opts = {"device": device} if alpha is None else {"device": device, "alpha": alpha, "y": y}
+    for fn, args in ((sum_max_count, (a,)), (range_and_stats, (a, 0, len(a)))):
+        f = _DECORATED.setdefault(fn.__name__, hpu.divide_and_conquer(fn))
+        want = fn(*args)
+        run = f.run(*args, **opts)
+        assert run.value == want and run.fallbacks == [], (fn.__name__, run.value, want)
+        assert type(run.value[1]) is tuple and type(run.value[1][1]) is type(float(want[1][1])
+                                                                         if fn is range_and_stats
+                                                                         else int(want[1][1]))
+        assert f.options(**opts)(*args) == want
+        if device == "cpu":
+            assert f.sequential(*args) == want
+        if device == "gpu" and len(a) > 2:
+            assert run.gpu_tasks > 0
+
+
+def test_nested_results_of_a_bool_array_and_of_two_nestings():
+    """Compiled as written (a bool array: Numba's own nested tuple) the value is not nested
+    twice; results of two nestings keep the refusal, with the line."""
+    f = _DECORATED.setdefault("sum_max_count", hpu.divide_and_conquer(sum_max_count))
+    mask = np.array([True, False, True, True, False])
+    assert f(mask) == (3, (True, 5))
+    with pytest.raises(hpu.TranslationError) as err:
+        hpu.divide_and_conquer(nested_then_flat)
+    assert f":{_line(nested_then_flat, 'return a[0], (a[0], 1)')}:" in str(err.value)
