@@ -16,6 +16,7 @@ import math
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from hpu._opencl._translate import (BOOL, FLOAT32, FLOAT64, INT8, INT32, INT64, UINT32, UINT64,
                                     Array, translate)
@@ -180,21 +181,47 @@ def test_int_power_is_int64_with_numbas_negative_exponents(cols):
 
 
 @FAST
-@given(columns(FLOATS, SMALL_INTS))
-@example([[1.1, 1.1, -2.5, 0.0, 10.0], [3, -3, 7, -1, 300]])
-def test_float_to_int_power_is_pow(cols):
-    # Python's pow(), not Numba's repeated squaring (10.0 ** 300 differs in the last bit):
-    # OpenCL's pow is within 16 ulp (PoCL: 1) of it, and so of Numba's
+@given(columns(FLOATS, st.one_of(SMALL_INTS, st.integers(-3000, 3000))))
+@example([[1.1, 1.1, -2.5, 0.0, 10.0, 1e-300, 1.83068619792418, 69.22569154784225, 0.999,
+           2.0, 1e-5, -0.5],
+          [3, -3, 7, -1, 300, -1, -31, 7, 6, -1074, -70, 1075]])
+def test_float_to_int_power_is_the_correctly_rounded_power(cols):
+    """Python's ``x ** n`` is glibc's pow(), within 0.52 ulp of the exact power; OpenCL's
+    pow() is allowed 16 ulp, and PoCL's differed from Python's in the last bit for 8 % of
+    random ``x ** k`` (a polynomial evaluated by halves then differed in its last digits).
+    The device computes it in double-double: the exact power correctly rounded wherever the
+    result is a normal double (``1.83068619792418 ** -31``: glibc's is the one an ulp off),
+    so it is Python's but where glibc misrounds (about 1 in 1400)."""
+    from fractions import Fraction
+
     d = diff(float_int_power, FLOAT64, INT64)
     assert "hpu_pown_d(" in d.prog.source and "hpu_powi_d" not in d.prog.source
     for be in backends():
         for x, n, (got,) in zip(*cols, d.device_results(be, cols)):
-            want = 0.0
-            try:
-                want = float(x) ** int(n)
-            except (OverflowError, ZeroDivisionError):
-                continue                # Python raises; the device gives inf
-            assert same(want, float(got), 16), (x, n, want, got, be.name)
+            x, n, got = float(x), int(n), float(got)
+            if math.isnan(x) or math.isinf(x) or x == 0.0:
+                continue
+            exact = Fraction(x) ** n
+            if not (2.0 ** -1022 <= abs(exact) < 2.0 ** 1023):
+                continue                # subnormal or past the doubles: pow(), as before
+            assert got == float(exact), (x, n, got, float(exact), be.name)   # one rounding
+
+
+def test_float_to_int_power_agrees_with_python_but_where_glibc_misrounds():
+    """On 20 000 random ``x ** k`` the device gives Python's value in all but a few
+    (PoCL's own pow() differed in 8 % of them), each of those being glibc's misrounding."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(11)
+    xs = rng.uniform(0.5, 2.0, 20000)
+    ks = rng.integers(-60, 61, 20000)
+    d = diff(float_int_power, FLOAT64, INT64)
+    cols = [xs.tolist(), ks.tolist()]
+    for be in backends():
+        got = [float(r[0]) for r in d.device_results(be, cols)]
+        differ = [(x, k, g) for x, k, g in zip(xs.tolist(), ks.tolist(), got) if g != x ** k]
+        assert len(differ) < 40, (len(differ), be.name)
+        assert all(g == float(Fraction(x) ** k) for x, k, g in differ)
 
 
 def test_power_result_types_follow_the_operands():
