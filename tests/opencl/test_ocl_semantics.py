@@ -16,7 +16,6 @@ import math
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
-from hypothesis import strategies as st
 
 from hpu._opencl._translate import (BOOL, FLOAT32, FLOAT64, INT8, INT32, INT64, UINT32, UINT64,
                                     Array, translate)
