@@ -1307,11 +1307,11 @@ def _guarded_calls(tree: ast.FunctionDef, name: str) -> str | None:
     ``else`` or more statements, or a call's arguments could raise when evaluated under a
     false test (only names, numbers, ``+ - *``, ``//`` by a nonzero constant and slices of
     them are taken)."""
-    if any(isinstance(n, ast.Return) and not _is_none(n.value) for n in ast.walk(tree)):
-        return None
     if any(isinstance(n, ast.Name) and n.id == GO for n in ast.walk(tree)) or any(
             a.arg == GO for a in tree.args.args):
         return None
+    if any(isinstance(n, ast.Return) and not _is_none(n.value) for n in ast.walk(tree)):
+        return _guarded_value_calls(tree, name)
 
     def safe(e) -> bool:
         if isinstance(e, ast.Name):
@@ -1372,6 +1372,176 @@ def _guarded_calls(tree: ast.FunctionDef, name: str) -> str | None:
     # a default (1) too: the parameters' defaults stay aligned with the names they follow
     tree.args.defaults.append(ast.copy_location(ast.Constant(1), tree))
     first = ast.parse(f"if {GO} == 0:\n    return").body[0]
+    for x in ast.walk(first):
+        ast.copy_location(x, tree.body[0] if tree.body else tree)
+    tree.body.insert(0, first)
+    ast.fix_missing_locations(tree)
+    return GO
+
+
+#: the names that hold a guarded call's value (:func:`_guarded_value_calls`)
+GUARDED_VALUE = "hpu_rec"
+
+#: what a guarded call's test and the rest of its statement may call: they are evaluated
+#: again (the test) or after the call (the rest), so they must not depend on when
+_PURE_TEST_CALLS = frozenset({"len", "abs", "min", "max", "int", "float"})
+
+
+def _pure_scalar_expr(e, params_ok: bool = True) -> bool:
+    """Names, numbers, arithmetic, comparisons, ``and``/``or``/``not``, conditional
+    expressions and ``len``/``abs``/``min``/``max``/``int``/``float`` of them: what gives
+    the same value evaluated twice, or after a recursive call of a function whose calls
+    do not write what it reads (no element reads: an array may be written by the call)."""
+    if isinstance(e, ast.Name):
+        return True
+    if isinstance(e, ast.Constant):
+        return type(e.value) in (int, float, bool)
+    if isinstance(e, ast.UnaryOp):
+        return _pure_scalar_expr(e.operand)
+    if isinstance(e, ast.BinOp):
+        return _pure_scalar_expr(e.left) and _pure_scalar_expr(e.right)
+    if isinstance(e, ast.BoolOp):
+        return all(_pure_scalar_expr(v) for v in e.values)
+    if isinstance(e, ast.Compare):
+        return _pure_scalar_expr(e.left) and all(_pure_scalar_expr(c) for c in e.comparators)
+    if isinstance(e, ast.IfExp):
+        return all(_pure_scalar_expr(x) for x in (e.test, e.body, e.orelse))
+    if isinstance(e, ast.Call):
+        return (isinstance(e.func, ast.Name) and e.func.id in _PURE_TEST_CALLS
+                and not e.keywords and all(_pure_scalar_expr(a) for a in e.args))
+    return False
+
+
+def _boolish(e) -> bool:
+    """Whether ``e`` is certainly a bool (a comparison, ``not``, ``True``): a skipped call's
+    stand-in 0 would make such a result an int."""
+    return (isinstance(e, (ast.Compare, ast.BoolOp))
+            or (isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not))
+            or (isinstance(e, ast.Constant) and type(e.value) is bool))
+
+
+def _guarded_value_calls(tree: ast.FunctionDef, name: str) -> str | None:
+    """:func:`_guarded_calls` for a function that returns values: ``if m > lo: s +=
+    f(a, lo, m)`` -- a call made only when a test holds, its value used under the same
+    test -- becomes::
+
+        hpu_rec1 = f(a, lo, m, 1 if m > lo else 0)
+        if m > lo:
+            s += hpu_rec1
+
+    and the callee returns a stand-in at once when its flag is 0 (``if hpu_go == 0: return
+    0``, or a tuple of zeros), which nothing reads: the value is used only where the test
+    holds, as in Python, and every call is made, so the tree's branching is fixed.  Only
+    where that is the same program: the test and the rest of the statement are pure
+    (:func:`_pure_scalar_expr`: evaluated again, or after the call), the call's arguments
+    could not raise under a false test (:func:`_guarded_calls`'s rule), and each guarded
+    ``if`` holds that one statement with one call.  The stand-in is ``False`` for a value
+    every ``return`` gives as a comparison or a bool (0 would make it an int), 0 for one
+    none does; a value that is a bool in one ``return`` only keeps the refusal.  Returns the
+    flag's name, or None (nothing changed)."""
+    own = [n for n in ast.walk(tree)]
+    returns = [n for n in own if isinstance(n, ast.Return)]
+    if any(_is_none(r.value) for r in returns):
+        return None
+    values = [r.value for r in returns if not _is_rec(r.value, name)]
+    arities = {len(v.elts) if isinstance(v, ast.Tuple) else 1 for v in values}
+    if len(arities) != 1:
+        return None
+    arity = arities.pop()
+    stand_ins = []      # per value: False where every return's is a bool, 0 where none is
+    for k in range(arity):
+        kinds = {_boolish(v.elts[k] if isinstance(v, ast.Tuple) else v) for v in values}
+        if len(kinds) != 1:
+            return None
+        stand_ins.append("False" if kinds.pop() else "0")
+    if any(isinstance(n, ast.Name) and n.id.startswith(GUARDED_VALUE) for n in own):
+        return None
+
+    def safe_arg(e) -> bool:
+        if isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Slice) \
+                and isinstance(e.value, ast.Name) and e.slice.step is None:
+            return all(b is None or safe_arg(b) for b in (e.slice.lower, e.slice.upper))
+        if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.FloorDiv, ast.Mod)):
+            return (safe_arg(e.left) and isinstance(e.right, ast.Constant)
+                    and type(e.right.value) is int and e.right.value != 0)
+        if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult)):
+            return safe_arg(e.left) and safe_arg(e.right)
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+            return safe_arg(e.operand)
+        return isinstance(e, ast.Name) or (isinstance(e, ast.Constant)
+                                           and type(e.value) in (int, float, bool))
+
+    class Stand(ast.NodeTransformer):
+        def __init__(self, call, tmp):
+            self.call, self.tmp = call, tmp
+
+        def visit_Call(self, n):
+            if n is self.call or getattr(n, "hpu_standin", None) == self.tmp:
+                return ast.copy_location(ast.Name(self.tmp, ast.Load()), n)
+            return self.generic_visit(n)
+
+    guarded = {}        # id(if) -> (call, its stand-in's name)
+    for n in own:
+        if not (isinstance(n, ast.If) and len(n.body) == 1 and not n.orelse
+                and not _recursive_calls(n.test, name)):
+            continue
+        st = n.body[0]
+        calls = _recursive_calls(st, name)
+        if len(calls) != 1 or not isinstance(st, (ast.Assign, ast.AugAssign, ast.Expr)):
+            continue
+        call = calls[0]
+        if (call.keywords or any(isinstance(a, ast.Starred) for a in call.args)
+                or not all(safe_arg(a) for a in call.args)
+                or not _pure_scalar_expr(n.test)):
+            return None
+        tmp = f"{GUARDED_VALUE}{len(guarded) + 1}"
+        call.hpu_standin = tmp          # (found again in a copy)
+        rest = Stand(call, tmp).visit(copy.deepcopy(st.value))
+        if not _pure_scalar_expr(rest) or (isinstance(st, ast.Assign) and not all(
+                isinstance(t, ast.Name) or (isinstance(t, ast.Tuple) and all(
+                    isinstance(e, ast.Name) for e in t.elts)) for t in st.targets)) or (
+                isinstance(st, ast.AugAssign) and not isinstance(st.target, ast.Name)):
+            return None
+        guarded[id(n)] = (call, tmp)
+    if not guarded:
+        return None
+    flagged = {id(c): (g, tmp) for g, (c, tmp) in
+               ((n, guarded[id(n)]) for n in own if id(n) in guarded)}
+    for c in _recursive_calls(tree, name):
+        hit = flagged.get(id(c))
+        flag = (ast.IfExp(copy.deepcopy(hit[0].test), ast.Constant(1), ast.Constant(0))
+                if hit is not None else ast.Constant(1))
+        flag.hpu_guard = hit is not None
+        ast.copy_location(flag, c)
+        if c.keywords:
+            c.keywords.append(ast.copy_location(ast.keyword(GO, flag), c))
+        else:
+            c.args.append(flag)
+
+    class Hoist(ast.NodeTransformer):
+        def generic_visit(self, node):
+            super().generic_visit(node)
+            for field_ in ("body", "orelse"):
+                block = getattr(node, field_, None)
+                if not (isinstance(block, list) and block and isinstance(block[0], ast.stmt)):
+                    continue
+                new = []
+                for st in block:
+                    hit = guarded.get(id(st))
+                    if hit is not None:
+                        call, tmp = hit
+                        new.append(ast.copy_location(
+                            ast.Assign([ast.Name(tmp, ast.Store())], call), st))
+                        st.body[0] = Stand(call, tmp).visit(st.body[0])
+                    new.append(st)
+                setattr(node, field_, new)
+            return node
+
+    Hoist().visit(tree)
+    tree.args.args.append(ast.copy_location(ast.arg(GO), tree))
+    tree.args.defaults.append(ast.copy_location(ast.Constant(1), tree))
+    stand_in = stand_ins[0] if arity == 1 else "(" + ", ".join(stand_ins) + ")"
+    first = ast.parse(f"if {GO} == 0:\n    return {stand_in}").body[0]
     for x in ast.walk(first):
         ast.copy_location(x, tree.body[0] if tree.body else tree)
     tree.body.insert(0, first)

@@ -287,7 +287,16 @@ ACCEPTED: tuple[tuple[str, str, str], ...] = (
      "return`): a skipped call is a base case that does nothing. For a function returning "
      "nothing, whose guarded call is the if's only statement, with no else, its arguments "
      "names, numbers, + - *, // by a constant and slices of them (evaluated where Python "
-     "would skip them); a call whose value is used stays refused, with its rewrite"),
+     "would skip them)"),
+    ("a call whose value is used when a test holds",
+     "if mid > lo: s += f(a, lo, mid)\nif hi > mid: best = max(best, f(a, mid, hi))",
+     "the call made first, its test passed as the flag (`hpu_rec1 = f(a, lo, mid, 1 if mid > "
+     "lo else 0)`), then `if mid > lo: s += hpu_rec1`: a skipped call returns a stand-in "
+     "at once (0, or False where every return is a comparison or a bool) that nothing reads. "
+     "When the if holds that one statement, with no else, its test and the rest of the "
+     "statement are names, numbers, arithmetic, comparisons and len/abs/min/max/int/float "
+     "(evaluated again, or after the call), and the arguments are as above; otherwise the "
+     "refusal, with its rewrite"),
     ("a helper called with keywords", "merge(a, tmp, lo=lo, mid=mid, hi=hi)",
      "the arguments by position, as Python binds them (a parameter left out: its default, "
      "a number, bool or None)"),

@@ -92,7 +92,7 @@ def bad_call_in_condition(a, lo, hi):
         return 0
     mid = (lo + hi) // 2
     s = bad_call_in_condition(a, lo, mid)
-    if mid > lo:
+    if a[mid] > 0:      # (a test of names, `mid > lo`, is accepted: _guarded_value_calls)
         s += bad_call_in_condition(a, mid, hi)  # refused
     return s
 
@@ -1043,8 +1043,7 @@ def quicksort_as_advised(a, lo, hi):
 
 
 def guarded_sum(a, lo, hi):
-    """A call made when a test holds, its value added: what a skipped call leaves is the
-    user's to say."""
+    """A call made when a test holds, its value added under the same test."""
     if hi - lo == 1:
         return a[lo]
     mid = (lo + hi) // 2
@@ -1056,13 +1055,101 @@ def guarded_sum(a, lo, hi):
     return s
 
 
+def guarded_max(a, lo, hi):
+    if hi - lo == 1:
+        return a[lo]
+    mid = (lo + hi) // 2
+    best = -math.inf
+    if mid > lo:
+        best = max(best, guarded_max(a, lo, mid))
+    if hi > mid:
+        best = max(best, guarded_max(a, mid, hi))
+    return best
+
+
+def guarded_pairs(a, lo, hi):
+    if hi - lo == 1:
+        return a[lo], 1
+    mid = (lo + hi) // 2
+    s1, c1 = 0, 0
+    s2, c2 = 0, 0
+    if mid - lo >= 1:
+        s1, c1 = guarded_pairs(a, lo, mid)
+    if hi - mid >= 1:
+        s2, c2 = guarded_pairs(a, mid, hi)
+    return s1 - 2 * s2, c1 + c2
+
+
+def guarded_all_positive(a, lo, hi):
+    if hi - lo == 1:
+        return a[lo] > 0
+    mid = (lo + hi) // 2
+    ok = True
+    if mid > lo:
+        ok = ok and guarded_all_positive(a, lo, mid)  # refused
+    if hi > mid:
+        ok = ok and guarded_all_positive(a, mid, hi)
+    return ok
+
+
+def counting_quicksort(a, lo, hi):
+    """Lomuto's quicksort counting its comparisons: it writes the array, and each call is
+    made only when its part has two keys or more."""
+    if hi - lo <= 1:
+        return 0
+    p = a[hi - 1]
+    i = lo
+    for j in range(lo, hi - 1):
+        if a[j] < p:
+            a[i], a[j] = a[j], a[i]
+            i += 1
+    a[i], a[hi - 1] = a[hi - 1], a[i]
+    c = hi - lo - 1
+    if i - lo > 1:
+        c += counting_quicksort(a, lo, i)
+    if hi - i - 1 > 1:
+        c += counting_quicksort(a, i + 1, hi)
+    return c
+
+
+@pytest.mark.parametrize("device, alpha, y", [("cpu", None, None), ("gpu", None, None),
+                                              ("hybrid", 0.5, 2), ("hybrid", 0.0, 1)])
+@settings(deadline=None, max_examples=6, suppress_health_check=[HealthCheck.too_slow])
+@given(xs=st.lists(st.integers(-10**6, 10**6), min_size=1, max_size=400))
+def test_calls_whose_values_are_used_when_a_test_holds_run_on_every_path(device, alpha, y,
+                                                                         xs):
+    """``if mid > lo: s += f(a, lo, mid)``, ``best = max(best, f(...))``, ``s1, c1 =
+    f(...)`` under a test, and a quicksort that writes its array and counts: every call
+    made, its test passed as a flag, the skipped one's stand-in never read
+    (hpu._frontend._guarded_value_calls): Python's answers, and the array Python leaves."""
+    a = np.array(xs, dtype=np.int64)
+    opts = {"device": device} if alpha is None else {"device": device, "alpha": alpha, "y": y}
+    for fn in (guarded_sum, guarded_max, guarded_pairs):
+        f = _GUARDED.setdefault(fn.__name__, hpu.divide_and_conquer(fn))
+        run = f.run(a, 0, len(a), **opts)
+        assert run.value == fn(a, 0, len(a)) and run.fallbacks == [], fn.__name__
+        if device == "gpu" and len(a) > 2:
+            assert run.gpu_tasks > 0
+    f = _GUARDED.setdefault("counting_quicksort", hpu.divide_and_conquer(counting_quicksort))
+    mine, theirs = a.copy(), a.copy()
+    assert f.run(mine, 0, len(a), **opts).value == counting_quicksort(theirs, 0, len(a))
+    assert np.array_equal(mine, theirs)
+    if device == "cpu":
+        assert f.sequential(a.copy(), 0, len(a)) == counting_quicksort(a.copy(), 0, len(a))
+
+
+_GUARDED: dict = {}
+
+
 def test_a_call_guarded_by_its_own_test_gets_the_base_case_as_advice():
-    """A function whose guarded calls give values (`if mid > lo: s += f(...)`) is refused,
-    the advice its test as the base case; the competitive programmer's quicksort as
-    advised runs, and sorts."""
+    """Where the skipped call's stand-in could change the result's type (``ok = ok and
+    f(...)``: `ok` may be a bool or not) the function is refused, the advice its test as
+    the base case; the competitive programmer's quicksort as advised runs, and sorts."""
     with pytest.raises(hpu.TranslationError, match="inside a condition") as err:
-        hpu.divide_and_conquer(guarded_sum)
+        hpu.divide_and_conquer(guarded_all_positive)
     assert "make the test the function's base case" in str(err.value), err.value
+    lines, start = inspect.getsourcelines(guarded_all_positive)
+    assert err.value.lineno == start + next(i for i, t in enumerate(lines) if "# refused" in t)
     f = hpu.divide_and_conquer(quicksort_as_advised)
     x = np.random.default_rng(3).integers(-99, 99, 500)
     y = x.copy()
@@ -1174,7 +1261,19 @@ def sum_of_thirds_as_advised(a):
     return s
 
 
-@pytest.mark.parametrize("fn", [max_of_nonempty_parts, sum_of_nonempty_thirds])
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+def test_a_filter_over_the_children_whose_values_are_added_runs(device):
+    """``for p in (a[:t], ...): if len(p) > 0: s += f(p)``: each call made, the test its
+    flag (hpu._frontend._guarded_value_calls), Python's sum on every path."""
+    f = _GUARDED.setdefault("sum_of_nonempty_thirds",
+                            hpu.divide_and_conquer(sum_of_nonempty_thirds))
+    for n in (0, 1, 2, 5, 3000):
+        x = np.random.default_rng(n).integers(-99, 99, n)
+        run = f.run(x, device=device)
+        assert run.value == sum_of_nonempty_thirds(x) and run.fallbacks == []
+
+
+@pytest.mark.parametrize("fn", [max_of_nonempty_parts])
 def test_a_call_filtered_by_a_test_gets_the_neutral_base_case_as_advice(fn):
     """A filter over the children (`if len(p) > 0: s += f(p)`, a generator's `if`): the
     advice is the test as a base case returning what changes nothing, the calls made
@@ -1257,12 +1356,14 @@ def test_a_list_the_function_only_passes_down_is_taken():
 
 
 def nested_tuples(a):
+    """Results of two nestings (``(x, (y, c))`` and ``(s, m, c)``): still refused (one
+    nesting is accepted: tests/test_normalise.py)."""
     if len(a) == 1:
         return (a[0], (a[0], 1))
     m = len(a) // 2
     x, (y, c) = nested_tuples(a[:m])
     u, (v, d) = nested_tuples(a[m:])
-    return (x + u, (max(y, v), c + d))
+    return x + u, max(y, v), c + d
 
 
 def test_a_refusal_quotes_a_views_subscript_as_written():
