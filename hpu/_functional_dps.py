@@ -1726,6 +1726,91 @@ def _passed_on(node, name: str):
     return node, extras
 
 
+def _named_slices_inlined(node, name: str, a: str) -> None:
+    """``left = a[:mid]`` (or ``left, right = a[:mid], a[mid:]``) then ``left = f(left)`` or
+    ``sl = f(left)`` or ``return merge(f(left), f(right))``: the slice written into the
+    call, ``f(a[:mid])``, and its name's assignment dropped, in place -- the children as
+    the form reads them (a recursive call on a slice of ``a``).  Only in one block, where
+    the name is read once, by that call (as its first argument), before it is bound again
+    (by the call's own statement, or never read afterwards), and nothing in between assigns
+    ``a``, the name, or a name the slice's bounds read: the view the name held is the
+    slice the call is given."""
+    def loads(st, x):
+        return [n for n in ast.walk(st) if isinstance(n, ast.Name) and n.id == x
+                and isinstance(n.ctx, ast.Load)]
+
+    def stores(st):
+        return {n.id for n in ast.walk(st) if isinstance(n, ast.Name)
+                and isinstance(n.ctx, ast.Store)}
+
+    def sliced(e):
+        return (isinstance(e, ast.Subscript) and _is_name(e.value, a)
+                and isinstance(e.slice, ast.Slice) and e.slice.step is None)
+
+    def split(stmts):
+        out = []
+        for st in stmts:
+            if (isinstance(st, ast.Assign) and len(st.targets) == 1
+                    and isinstance(st.targets[0], ast.Tuple) and isinstance(st.value, ast.Tuple)
+                    and len(st.targets[0].elts) == len(st.value.elts)
+                    and all(isinstance(t, ast.Name) for t in st.targets[0].elts)
+                    and all(sliced(v) for v in st.value.elts)
+                    and not {t.id for t in st.targets[0].elts} & {
+                        n.id for v in st.value.elts for n in ast.walk(v)
+                        if isinstance(n, ast.Name)}):
+                out.extend(ast.copy_location(ast.Assign([t], v), st)
+                           for t, v in zip(st.targets[0].elts, st.value.elts))
+            else:
+                out.append(st)
+        return out
+
+    def block(stmts):
+        out = split(stmts)
+        for st in out:
+            for field_ in ("body", "orelse"):
+                inner = getattr(st, field_, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    setattr(st, field_, block(inner))
+        i = 0
+        while i < len(out):
+            st = out[i]
+            if not (isinstance(st, ast.Assign) and len(st.targets) == 1
+                    and isinstance(st.targets[0], ast.Name) and sliced(st.value)):
+                i += 1
+                continue
+            x = st.targets[0].id
+            bounds = {n.id for n in ast.walk(st.value) if isinstance(n, ast.Name)}
+            use = None
+            for j in range(i + 1, len(out)):
+                if loads(out[j], x):
+                    use = j
+                    break
+                if stores(out[j]) & (bounds | {x}):
+                    break
+            if use is None:
+                i += 1
+                continue
+            s2 = out[use]
+            calls = [c for c in ast.walk(s2) if isinstance(c, ast.Call)
+                     and _is_name(c.func, name) and c.args and _is_name(c.args[0], x)]
+            if len(calls) != 1 or len(loads(s2, x)) != 1 or isinstance(
+                    s2, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
+                i += 1
+                continue
+            call = calls[0]
+            rebound = x in stores(s2)
+            later = [n for st2 in out[use + 1:] for n in loads(st2, x)]
+            if not rebound and (later or sum(len(loads(t, x)) for t in node.body) != 1):
+                i += 1
+                continue
+            call.args[0] = copy.deepcopy(st.value)
+            del out[i]
+        return out
+
+    node.body = block(node.body)
+    ast.fix_missing_locations(node)
+
+
 def _rewrite_slices(dc) -> Rewritten:
     """The in-place form on the children's slices (module docstring)."""
     import types
@@ -1741,6 +1826,11 @@ def _rewrite_slices(dc) -> Rewritten:
     node, extras = _passed_on(node, name)
     _lists_returned_as_arrays(node, _numpy_names(fn.__globals__))
     params = [p.arg for p in node.args.args]
+    if len(params) == 1:        # l, r = np.array_split(a, 2); left = a[:m]; left = f(left)
+        from hpu._functional import array_splits_as_slices
+
+        array_splits_as_slices(node, fn.__globals__)
+        _named_slices_inlined(node, name, params[0])
     if node.args.vararg or node.args.kwarg or node.args.kwonlyargs or len(params) not in (1, 3):
         raise NotRewritable("it takes other parameters than one array, or an array and the "
                             "two bounds of its slice, and parameters every recursive call "

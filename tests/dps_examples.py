@@ -1959,3 +1959,54 @@ def pairs_half_filled(a):
         return a
     m = len(a) // 2
     return merge_half_filled(pairs_half_filled(a[:m]), pairs_half_filled(a[m:]))
+
+
+# ------------------------------------- the children named before the calls (named slices)
+def sort_slices_rebound(arr):
+    """``left = arr[:mid]`` then ``left = f(left)``: the name rebound to the sorted half."""
+    if len(arr) <= 1:
+        return arr
+    mid = len(arr) // 2
+    left = arr[:mid]
+    right = arr[mid:]
+    left = sort_slices_rebound(left)
+    right = sort_slices_rebound(right)
+    return merge(left, right)
+
+
+def sort_slices_returned(arr):
+    """``left, right = arr[:mid], arr[mid:]``, the calls inside the return's merge."""
+    if len(arr) <= 1:
+        return arr.copy()
+    mid = len(arr) // 2
+    left, right = arr[:mid], arr[mid:]
+    return merge(sort_slices_returned(left), sort_slices_returned(right))
+
+
+def count_array_split(a):
+    """``np.array_split(a, 2)``'s halves named, each counted and sorted."""
+    if len(a) <= 1:
+        return a.copy(), 0
+    first, second = np.array_split(a, 2)
+    left, x = count_array_split(first)
+    right, y = count_array_split(second)
+    merged, z = merge_count(left, right)
+    return merged, x + y + z
+
+
+def sort_slice_reread(arr):
+    """The half's name read again after its call (its length): left as written."""
+    if len(arr) <= 1:
+        return arr.copy()
+    mid = len(arr) // 2
+    left = arr[:mid]
+    sl = sort_slice_reread(left)
+    sr = sort_slice_reread(arr[mid:])
+    n = len(left) + len(sr)
+    return merge(sl, sr[:n - len(left)])
+
+
+REWRITTEN.update({"sort_slices_rebound": sort_slices_rebound,
+                  "sort_slices_returned": sort_slices_returned,
+                  "count_array_split": count_array_split})
+KEPT["sort_slice_reread"] = ("a recursive call is not on a slice of arr", sort_slice_reread)

@@ -47,7 +47,8 @@ DTYPES = {"sort_ifelse": np.int64, "sort_named": np.int16, "sort_desc": np.float
           "sort_insertion_cutoff": np.float64, "count_insertion_helper": np.int32,
           "sort_copy_sorted": np.float64, "sort_reread_cutoff": np.float64,
           "sort_cutoff_inline": np.int32, "sort_joined_sorted": np.float64,
-          "sort_joined_then_sorted": np.int32}
+          "sort_joined_then_sorted": np.int32, "sort_slices_rebound": np.int64,
+          "sort_slices_returned": np.float64, "count_array_split": np.int32}
 
 
 def decorated(name):
@@ -164,6 +165,21 @@ def test_sizes_up_to_the_devices(name, n):
         run = check(name, x, device, alpha, y)
         if n >= 4099:
             assert run.gpu_tasks > 0 and run.K >= 2
+
+
+@pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
+@settings(COMPILES, max_examples=3)
+@given(xs=st.lists(st.integers(-10**6, 10**6), min_size=1, max_size=300))
+def test_children_named_before_their_calls_run_on_the_device(device, alpha, y, xs):
+    """``left = arr[:mid]; left = f(left)``, ``left, right = arr[:mid], arr[mid:]`` with
+    the calls in the return, and ``np.array_split(a, 2)``'s halves named: the slices are
+    written into the calls (hpu._functional_dps._named_slices_inlined), so the device
+    form applies -- they ran on the CPU only, "a recursive call takes `left`"."""
+    for name in ("sort_slices_rebound", "sort_slices_returned", "count_array_split"):
+        dtype = DTYPES[name]
+        check(name, np.asarray(xs, dtype=dtype), device, alpha, y)
+        big = (np.random.default_rng(len(xs)).standard_normal(5000) * 1000).astype(dtype)
+        assert check(name, big, device, alpha, y).gpu_tasks > 0
 
 
 @pytest.mark.parametrize("device, alpha, y", [("gpu", None, None), ("hybrid", 0.5, 2)])
