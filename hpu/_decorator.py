@@ -917,6 +917,9 @@ class DivideAndConquer:
                 "defines a function inside, which hpu's breadth-first levels cannot run "
                 "(Numba compiles it where it does not escape)"
                 if what.startswith(("def ", "lambda")) else
+                "indexes a 2-D array, which hpu's breadth-first levels and kernels hold as "
+                "1-D (Numba indexes it as written)"
+                if what.startswith("multi-dimensional indexing") else
                 "calls a NumPy function on an array that hpu's breadth-first levels have no "
                 "loop for" if self.__dict__.get("_library_call") else
                 "allocates or returns arrays or lists")

@@ -1831,8 +1831,14 @@ def _refusals_at_once(tree, where: _Where, name: str, sentinel: bool = True,
                                         else "lambda")
         elif (isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Tuple)
               and array_like(n.value)):
+            # tagged `as_written`: Numba indexes a 2-D array as written, so the function
+            # runs so, on the CPU's threads (hpu._decorator._as_written), not refused
+            before = len(found)
             collect(where.refuse, n, f"multi-dimensional indexing `{ast.unparse(n)}`",
                     "hpu's arrays are 1-D", "flatten the array and the index: a[i * width + j]")
+            if len(found) > before:
+                found[-1].as_written = f"multi-dimensional indexing `{ast.unparse(n)}`"
+
     for n in reductions:
         collect(_refuse_conditional_reduction, where, n)
     for n, bound in _float_bounds(tree):

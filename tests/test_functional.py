@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 from functional_examples import REFERENCES, one_line_qsort
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hpu
@@ -394,13 +394,41 @@ def points_sum(P):
     return points_sum(P[:mid]) + points_sum(P[mid:])
 
 
-def test_a_two_dimensional_index_is_named_as_such():
-    """``P[0, 0]`` of a sliced parameter said "the view 'P' used as a value"."""
-    with pytest.raises(TranslationError) as info:
-        hpu.divide_and_conquer(points_sum)
-    text = str(info.value)
-    assert "multi-dimensional indexing `P[0, 0]`" in text and "1-D" in text
-    assert info.value.lineno == _line(points_sum, "two-d")
+def quadrant_count(M, r0, r1, c0, c1):
+    """A quadtree count over a 2-D array: four calls, ``M[r, c]``."""
+    if r1 - r0 <= 1 and c1 - c0 <= 1:
+        return 1 if r1 > r0 and c1 > c0 and M[r0, c0] > 0 else 0
+    rm = (r0 + r1) // 2
+    cm = (c0 + c1) // 2
+    return (quadrant_count(M, r0, rm, c0, cm) + quadrant_count(M, r0, rm, cm, c1)
+            + quadrant_count(M, rm, r1, c0, cm) + quadrant_count(M, rm, r1, cm, c1))
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu", "hybrid"])
+@settings(deadline=None, max_examples=4, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(1, 200), seed=st.integers(0, 2**16))
+def test_a_two_dimensional_index_runs_as_numba_compiles_it(device, n, seed):
+    """``P[0, 0]`` of a 2-D array was refused at decoration ("hpu's arrays are 1-D"): Numba
+    indexes it as written, so the function runs so, on the CPU's threads (a device asked
+    for says why: the levels hold 1-D arrays), with the plain answer."""
+    rng = np.random.default_rng(seed)
+    P = rng.integers(-99, 99, (n, 2))
+    f = _TWO_D.setdefault("points_sum", hpu.divide_and_conquer(points_sum))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = f.run(P, device=device)
+        assert run.value == points_sum(P)
+        M = rng.integers(-5, 5, (n % 37 + 1, n % 23 + 1))
+        g = _TWO_D.setdefault("quadrant_count", hpu.divide_and_conquer(quadrant_count))
+        args = (M, 0, M.shape[0], 0, M.shape[1])
+        assert g(*args) == quadrant_count(*args) == int((M > 0).sum())
+    if device != "cpu":
+        assert "indexes a 2-D array" in run.fallbacks[0] and run.gpu_tasks == 0
+        assert _line(points_sum, "two-d") == int(run.fallbacks[0].split("(line ")[1].split(":")[0])
+        assert any("indexes a 2-D array" in str(w.message) for w in caught)
+
+
+_TWO_D: dict = {}
 
 
 def test_none_sentinel_is_refused_with_the_rewrite():
