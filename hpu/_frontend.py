@@ -687,9 +687,16 @@ class _SubsetChecker(ast.NodeVisitor):
                 _refuse_reduction(self.where, node, shown)
         elif isinstance(f, ast.Attribute):
             if not isinstance(f.value, ast.Name):
-                self.where.refuse(node, f"the call `{_views.display(node)}`",
-                                  "only functions of math and numpy can be called by attribute",
-                                  "call a module-level helper instead")
+                try:
+                    self.where.refuse(node, f"the call `{_views.display(node)}`",
+                                      "only functions of math and numpy can be called by "
+                                      "attribute", "call a module-level helper instead")
+                except TranslationError as err:
+                    if isinstance(f.value, ast.Subscript):
+                        # a row's method, `M[i].sum()`: Numba compiles it as written, so the
+                        # function runs so, on the CPU (hpu._decorator._as_written)
+                        err.as_written = f"the call `{_views.display(node)}`"
+                    raise
         else:
             self.where.refuse(node, f"the call `{_views.display(node)}`",
                               "only named functions can be called", "call a helper by name")

@@ -431,6 +431,26 @@ def test_a_two_dimensional_index_runs_as_numba_compiles_it(device, n, seed):
 _TWO_D: dict = {}
 
 
+def row_max(M, lo, hi):
+    if hi - lo == 1:
+        return M[lo].max()      # a row's method
+    m = (lo + hi) // 2
+    return max(row_max(M, lo, m), row_max(M, m, hi))
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_a_rows_method_runs_as_numba_compiles_it(device):
+    """``M[lo].max()`` was refused ("only functions of math and numpy can be called by
+    attribute"): compiled as written, the plain answer."""
+    M = np.random.default_rng(4).integers(-999, 999, (3001, 3))
+    f = _TWO_D.setdefault("row_max", hpu.divide_and_conquer(row_max))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = f.run(M, 0, len(M), device=device)
+    assert run.value == row_max(M, 0, len(M)) == M.max()
+    assert device == "cpu" or "`M[lo].max()`" in run.fallbacks[0]
+
+
 def test_none_sentinel_is_refused_with_the_rewrite():
     with pytest.raises(TranslationError) as info:
         hpu.divide_and_conquer(none_sentinel)
