@@ -1487,6 +1487,12 @@ def _guarded_value_calls(tree: ast.FunctionDef, name: str) -> str | None:
                 return ast.copy_location(ast.Name(self.tmp, ast.Load()), n)
             return self.generic_visit(n)
 
+    # names a call's value is stored into: a test reading one depends on an earlier call
+    # (the calls then cannot run side by side: the refusal, with its advice)
+    from_calls = {t.id for n in own if isinstance(n, (ast.Assign, ast.AugAssign))
+                  and _recursive_calls(n.value, name)
+                  for tgt in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                  for t in ast.walk(tgt) if isinstance(t, ast.Name)}
     guarded = {}        # id(if) -> (call, its stand-in's name)
     for n in own:
         if not (isinstance(n, ast.If) and len(n.body) == 1 and not n.orelse
@@ -1499,7 +1505,9 @@ def _guarded_value_calls(tree: ast.FunctionDef, name: str) -> str | None:
         call = calls[0]
         if (call.keywords or any(isinstance(a, ast.Starred) for a in call.args)
                 or not all(safe_arg(a) for a in call.args)
-                or not _pure_scalar_expr(n.test)):
+                or not _pure_scalar_expr(n.test)
+                or any(isinstance(x, ast.Name) and x.id in from_calls
+                       for x in ast.walk(n.test))):
             return None
         tmp = f"{GUARDED_VALUE}{len(guarded) + 1}"
         call.hpu_standin = tmp          # (found again in a copy)

@@ -1141,6 +1141,38 @@ def test_calls_whose_values_are_used_when_a_test_holds_run_on_every_path(device,
 _GUARDED: dict = {}
 
 
+def guarded_on_a_result(a, lo, hi):
+    if hi - lo == 1:
+        return a[lo]
+    mid = (lo + hi) // 2
+    left = guarded_on_a_result(a, lo, mid)
+    right = 0
+    if left < 5:
+        right = guarded_on_a_result(a, mid, hi)
+    return left + right
+
+
+def guarded_on_the_sum(a, lo, hi):
+    if hi - lo == 1:
+        return a[lo]
+    mid = (lo + hi) // 2
+    s = 0
+    if mid > lo:
+        s += guarded_on_the_sum(a, lo, mid)
+    if s < 100:
+        s += guarded_on_the_sum(a, mid, hi)
+    return s
+
+
+@pytest.mark.parametrize("fn", [guarded_on_a_result, guarded_on_the_sum])
+def test_a_call_guarded_by_an_earlier_calls_value_keeps_the_refusal(fn):
+    """A test reading what a call returned (``if left < 5:``, ``if s < 100:`` after ``s +=
+    f(...)``) needs that call first: the calls cannot run side by side, and the refusal
+    (with its advice) is the one for a call inside a condition, not one about hpu's flag."""
+    with pytest.raises(hpu.TranslationError, match="a recursive call inside a condition"):
+        hpu.divide_and_conquer(fn)
+
+
 def test_a_call_guarded_by_its_own_test_gets_the_base_case_as_advice():
     """Where the skipped call's stand-in could change the result's type (``ok = ok and
     f(...)``: `ok` may be a bool or not) the function is refused, the advice its test as
