@@ -1630,7 +1630,9 @@ def named_exprs_hoisted(tree: ast.FunctionDef) -> None:
             moved = _hoisted_walruses(st)
             if moved:
                 new.extend(moved)
-                st = _WalrusAsName().visit(st)
+                # only the expression they were taken from: a block inside keeps its own
+                field_ = "test" if isinstance(st, ast.If) else "value"
+                setattr(st, field_, _WalrusAsName().visit(getattr(st, field_)))
             new.append(st)
         return new
 

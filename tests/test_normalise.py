@@ -1159,6 +1159,14 @@ def test_an_assignment_expression_evaluated_first_becomes_the_assignment_before(
     assert got[7:9] == ["            m = lo + h", "            x = g(a, lo, m)"]
     for kept in ("(k := lo)", "(t := 1)", "(t := 2)", "(w := v)"):
         assert kept in ast.unparse(tree), kept
+    # a block inside an `if` whose test was hoisted keeps its own (refused) ones
+    inner = ast.parse("def f(a, lo):\n"
+                      "    if (n := len(a)) > 1:\n"
+                      "        if lo > 0 and (k := lo) > 1:\n"
+                      "            return k\n"
+                      "    return n\n").body[0]
+    named_exprs_hoisted(inner)
+    assert "n = len(a)" in ast.unparse(inner) and "(k := lo)" in ast.unparse(inner)
 
 
 @pytest.mark.opencl
