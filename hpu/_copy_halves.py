@@ -80,8 +80,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpu._functional_dps import (_fresh, _function, _is_name, _self_calls, _store_counts,
-                                 _tree)
+from hpu._functional_dps import (_fresh, _function, _is_name, _self_calls, _split_pairs,
+                                 _store_counts, _tree)
 from hpu._functional_partition import _np_call
 
 __all__ = ["CopyHalvesForm", "NotCopyHalves", "rewrite_copy_halves"]
@@ -165,24 +165,6 @@ def _half(s, arr: str, lengths=frozenset()):
     if lo is not None and end(hi):
         return "hi", lo
     return None
-
-
-def _split_pairs(stmts):
-    """``L, R = x, y`` as ``L = x`` then ``R = y`` (no value reads a name the line sets)."""
-    out = []
-    for st in stmts:
-        if (isinstance(st, ast.Assign) and len(st.targets) == 1
-                and isinstance(st.targets[0], ast.Tuple) and isinstance(st.value, ast.Tuple)
-                and len(st.targets[0].elts) == len(st.value.elts)
-                and all(_is_name(t) for t in st.targets[0].elts)):
-            names = {t.id for t in st.targets[0].elts}
-            if not any(_is_name(n) and n.id in names for v in st.value.elts
-                       for n in ast.walk(v)):
-                for t, v in zip(st.targets[0].elts, st.value.elts):
-                    out.append(ast.copy_location(ast.Assign([t], v), st))
-                continue
-        out.append(st)
-    return out
 
 
 def _middle(m, arr: str, node) -> bool:

@@ -440,10 +440,9 @@ class DivideAndConquer:
                 return self._replayed(err, args, kwargs, True).value
             self._note_raise_site(err)
             raise
-        if self._nested is not None:
-            from hpu._normalise import regrouped
+        from hpu._normalise import regrouped
 
-            value = regrouped(value, self._nested)
+        value = regrouped(value, self._nested)
         if self._int_results:
             from hpu._kinds import restore
 
@@ -1572,18 +1571,16 @@ class DivideAndConquer:
                                       (options or {}).get("keep_inputs", True))
             self._note_raise_site(err)
             raise
-        if run.device != "python" and self._nested is not None:
-            import dataclasses
-
-            from hpu._normalise import regrouped
-
-            run = dataclasses.replace(run, value=regrouped(run.value, self._nested))
-        if run.device != "python" and self._int_results:
+        if run.device != "python" and (self._nested is not None or self._int_results):
             import dataclasses
 
             from hpu._kinds import restore
+            from hpu._normalise import regrouped
 
-            run = dataclasses.replace(run, value=restore(run.value, args, kwargs))
+            value = regrouped(run.value, self._nested)      # return s, (mx, c): nested again
+            if self._int_results:
+                value = restore(value, args, kwargs)
+            run = dataclasses.replace(run, value=value)
         if run.device != "python" and _floats_of_empty(run.value, args, kwargs):
             import dataclasses
 

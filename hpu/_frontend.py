@@ -1320,23 +1320,6 @@ def _guarded_calls(tree: ast.FunctionDef, name: str) -> str | None:
     if any(isinstance(n, ast.Return) and not _is_none(n.value) for n in ast.walk(tree)):
         return _guarded_value_calls(tree, name)
 
-    def safe(e) -> bool:
-        if isinstance(e, ast.Name):
-            return True
-        if isinstance(e, ast.Constant):
-            return type(e.value) in (int, float, bool)
-        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
-            return safe(e.operand)
-        if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult)):
-            return safe(e.left) and safe(e.right)
-        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.FloorDiv):
-            return (safe(e.left) and isinstance(e.right, ast.Constant)
-                    and type(e.right.value) is int and e.right.value != 0)
-        if isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Slice) \
-                and isinstance(e.value, ast.Name) and e.slice.step is None:
-            return all(b is None or safe(b) for b in (e.slice.lower, e.slice.upper))
-        return False
-
     def own_call(st):
         return (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)
                 and isinstance(st.value.func, ast.Name) and st.value.func.id == name
@@ -1349,23 +1332,13 @@ def _guarded_calls(tree: ast.FunctionDef, name: str) -> str | None:
         if (isinstance(n, ast.If) and len(n.body) == 1 and own_call(n.body[0])
                 and not n.orelse and not _recursive_calls(n.test, name)):
             call = n.body[0].value
-            if not all(safe(a) for a in call.args + [k.value for k in call.keywords]):
+            if not all(_safe_when_skipped(a) for a in call.args + [k.value
+                                                                    for k in call.keywords]):
                 return None
             guarded.append(n)
     if not guarded:
         return None
-    calls = _recursive_calls(tree, name)
-    flagged = {id(n.body[0].value): n for n in guarded}
-    for c in calls:
-        g = flagged.get(id(c))
-        flag = (ast.IfExp(copy.deepcopy(g.test), ast.Constant(1), ast.Constant(0))
-                if g is not None else ast.Constant(1))
-        flag.hpu_guard = g is not None      # (a refusal shows the test as written)
-        ast.copy_location(flag, c)
-        if c.keywords:      # (after keywords -- a default passed on -- as a keyword too)
-            c.keywords.append(ast.copy_location(ast.keyword(GO, flag), c))
-        else:
-            c.args.append(flag)
+    _pass_go_flags(tree, name, {id(n.body[0].value): n.test for n in guarded})
 
     ifs = {id(g) for g in guarded}
 
@@ -1375,10 +1348,52 @@ def _guarded_calls(tree: ast.FunctionDef, name: str) -> str | None:
             return n.body[0] if id(n) in ifs else n
 
     Unguard().visit(tree)
+    return _go_parameter(tree, "")
+
+
+def _safe_when_skipped(e) -> bool:
+    """Whether a guarded call's argument can be evaluated where Python would skip the call
+    (its test false) without raising: names, numbers, ``+ - *``, ``//`` and ``%`` by a
+    nonzero int constant, and slices of them."""
+    if isinstance(e, ast.Name):
+        return True
+    if isinstance(e, ast.Constant):
+        return type(e.value) in (int, float, bool)
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+        return _safe_when_skipped(e.operand)
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult)):
+        return _safe_when_skipped(e.left) and _safe_when_skipped(e.right)
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.FloorDiv, ast.Mod)):
+        return (_safe_when_skipped(e.left) and isinstance(e.right, ast.Constant)
+                and type(e.right.value) is int and e.right.value != 0)
+    if isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Slice) \
+            and isinstance(e.value, ast.Name) and e.slice.step is None:
+        return all(b is None or _safe_when_skipped(b) for b in (e.slice.lower, e.slice.upper))
+    return False
+
+
+def _pass_go_flags(tree, name: str, tests: dict) -> None:
+    """Every recursive call of ``tree`` passes the flag: ``1 if TEST else 0`` for a call
+    made only when ``tests[id(call)]`` holds, 1 for the others (in place)."""
+    for c in _recursive_calls(tree, name):
+        test = tests.get(id(c))
+        flag = (ast.IfExp(copy.deepcopy(test), ast.Constant(1), ast.Constant(0))
+                if test is not None else ast.Constant(1))
+        flag.hpu_guard = test is not None      # (a refusal shows the test as written)
+        ast.copy_location(flag, c)
+        if c.keywords:      # (after keywords -- a default passed on -- as a keyword too)
+            c.keywords.append(ast.copy_location(ast.keyword(GO, flag), c))
+        else:
+            c.args.append(flag)
+
+
+def _go_parameter(tree, stand_in: str) -> str:
+    """The flag as the last parameter of ``tree`` (default 1), read first: ``if hpu_go ==
+    0: return <stand_in>`` (in place); returns its name."""
     tree.args.args.append(ast.copy_location(ast.arg(GO), tree))
     # a default (1) too: the parameters' defaults stay aligned with the names they follow
     tree.args.defaults.append(ast.copy_location(ast.Constant(1), tree))
-    first = ast.parse(f"if {GO} == 0:\n    return").body[0]
+    first = ast.parse(f"if {GO} == 0:\n    return {stand_in}".rstrip()).body[0]
     for x in ast.walk(first):
         ast.copy_location(x, tree.body[0] if tree.body else tree)
     tree.body.insert(0, first)
@@ -1394,28 +1409,30 @@ GUARDED_VALUE = "hpu_rec"
 _PURE_TEST_CALLS = frozenset({"len", "abs", "min", "max", "int", "float"})
 
 
-def _pure_scalar_expr(e, params_ok: bool = True) -> bool:
+def _pure_scalar_expr(e, hole=None) -> bool:
     """Names, numbers, arithmetic, comparisons, ``and``/``or``/``not``, conditional
     expressions and ``len``/``abs``/``min``/``max``/``int``/``float`` of them: what gives
     the same value evaluated twice, or after a recursive call of a function whose calls
-    do not write what it reads (no element reads: an array may be written by the call)."""
-    if isinstance(e, ast.Name):
+    do not write what it reads (no element reads: an array may be written by the call).
+    ``hole``: a node taken as pure (the recursive call the statement makes)."""
+    if e is hole or isinstance(e, ast.Name):
         return True
     if isinstance(e, ast.Constant):
         return type(e.value) in (int, float, bool)
     if isinstance(e, ast.UnaryOp):
-        return _pure_scalar_expr(e.operand)
+        return _pure_scalar_expr(e.operand, hole)
     if isinstance(e, ast.BinOp):
-        return _pure_scalar_expr(e.left) and _pure_scalar_expr(e.right)
+        return _pure_scalar_expr(e.left, hole) and _pure_scalar_expr(e.right, hole)
     if isinstance(e, ast.BoolOp):
-        return all(_pure_scalar_expr(v) for v in e.values)
+        return all(_pure_scalar_expr(v, hole) for v in e.values)
     if isinstance(e, ast.Compare):
-        return _pure_scalar_expr(e.left) and all(_pure_scalar_expr(c) for c in e.comparators)
+        return _pure_scalar_expr(e.left, hole) and all(_pure_scalar_expr(c, hole)
+                                                     for c in e.comparators)
     if isinstance(e, ast.IfExp):
-        return all(_pure_scalar_expr(x) for x in (e.test, e.body, e.orelse))
+        return all(_pure_scalar_expr(x, hole) for x in (e.test, e.body, e.orelse))
     if isinstance(e, ast.Call):
         return (isinstance(e.func, ast.Name) and e.func.id in _PURE_TEST_CALLS
-                and not e.keywords and all(_pure_scalar_expr(a) for a in e.args))
+                and not e.keywords and all(_pure_scalar_expr(a, hole) for a in e.args))
     return False
 
 
@@ -1464,26 +1481,12 @@ def _guarded_value_calls(tree: ast.FunctionDef, name: str) -> str | None:
     if any(isinstance(n, ast.Name) and n.id.startswith(GUARDED_VALUE) for n in own):
         return None
 
-    def safe_arg(e) -> bool:
-        if isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Slice) \
-                and isinstance(e.value, ast.Name) and e.slice.step is None:
-            return all(b is None or safe_arg(b) for b in (e.slice.lower, e.slice.upper))
-        if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.FloorDiv, ast.Mod)):
-            return (safe_arg(e.left) and isinstance(e.right, ast.Constant)
-                    and type(e.right.value) is int and e.right.value != 0)
-        if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult)):
-            return safe_arg(e.left) and safe_arg(e.right)
-        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
-            return safe_arg(e.operand)
-        return isinstance(e, ast.Name) or (isinstance(e, ast.Constant)
-                                           and type(e.value) in (int, float, bool))
-
     class Stand(ast.NodeTransformer):
         def __init__(self, call, tmp):
             self.call, self.tmp = call, tmp
 
         def visit_Call(self, n):
-            if n is self.call or getattr(n, "hpu_standin", None) == self.tmp:
+            if n is self.call:
                 return ast.copy_location(ast.Name(self.tmp, ast.Load()), n)
             return self.generic_visit(n)
 
@@ -1494,6 +1497,7 @@ def _guarded_value_calls(tree: ast.FunctionDef, name: str) -> str | None:
                   for tgt in (n.targets if isinstance(n, ast.Assign) else [n.target])
                   for t in ast.walk(tgt) if isinstance(t, ast.Name)}
     guarded = {}        # id(if) -> (call, its stand-in's name)
+    tests = {}          # id(call) -> its test
     for n in own:
         if not (isinstance(n, ast.If) and len(n.body) == 1 and not n.orelse
                 and not _recursive_calls(n.test, name)):
@@ -1504,34 +1508,22 @@ def _guarded_value_calls(tree: ast.FunctionDef, name: str) -> str | None:
             continue
         call = calls[0]
         if (call.keywords or any(isinstance(a, ast.Starred) for a in call.args)
-                or not all(safe_arg(a) for a in call.args)
+                or not all(_safe_when_skipped(a) for a in call.args)
                 or not _pure_scalar_expr(n.test)
                 or any(isinstance(x, ast.Name) and x.id in from_calls
                        for x in ast.walk(n.test))):
             return None
-        tmp = f"{GUARDED_VALUE}{len(guarded) + 1}"
-        call.hpu_standin = tmp          # (found again in a copy)
-        rest = Stand(call, tmp).visit(copy.deepcopy(st.value))
-        if not _pure_scalar_expr(rest) or (isinstance(st, ast.Assign) and not all(
+        targets = (st.targets if isinstance(st, ast.Assign) else
+                   [st.target] if isinstance(st, ast.AugAssign) else [])
+        if not _pure_scalar_expr(st.value, hole=call) or not all(
                 isinstance(t, ast.Name) or (isinstance(t, ast.Tuple) and all(
-                    isinstance(e, ast.Name) for e in t.elts)) for t in st.targets)) or (
-                isinstance(st, ast.AugAssign) and not isinstance(st.target, ast.Name)):
+                    isinstance(e, ast.Name) for e in t.elts)) for t in targets):
             return None
-        guarded[id(n)] = (call, tmp)
+        guarded[id(n)] = (call, f"{GUARDED_VALUE}{len(guarded) + 1}")
+        tests[id(call)] = n.test
     if not guarded:
         return None
-    flagged = {id(c): (g, tmp) for g, (c, tmp) in
-               ((n, guarded[id(n)]) for n in own if id(n) in guarded)}
-    for c in _recursive_calls(tree, name):
-        hit = flagged.get(id(c))
-        flag = (ast.IfExp(copy.deepcopy(hit[0].test), ast.Constant(1), ast.Constant(0))
-                if hit is not None else ast.Constant(1))
-        flag.hpu_guard = hit is not None
-        ast.copy_location(flag, c)
-        if c.keywords:
-            c.keywords.append(ast.copy_location(ast.keyword(GO, flag), c))
-        else:
-            c.args.append(flag)
+    _pass_go_flags(tree, name, tests)
 
     class Hoist(ast.NodeTransformer):
         def generic_visit(self, node):
@@ -1553,15 +1545,7 @@ def _guarded_value_calls(tree: ast.FunctionDef, name: str) -> str | None:
             return node
 
     Hoist().visit(tree)
-    tree.args.args.append(ast.copy_location(ast.arg(GO), tree))
-    tree.args.defaults.append(ast.copy_location(ast.Constant(1), tree))
-    stand_in = stand_ins[0] if arity == 1 else "(" + ", ".join(stand_ins) + ")"
-    first = ast.parse(f"if {GO} == 0:\n    return {stand_in}").body[0]
-    for x in ast.walk(first):
-        ast.copy_location(x, tree.body[0] if tree.body else tree)
-    tree.body.insert(0, first)
-    ast.fix_missing_locations(tree)
-    return GO
+    return _go_parameter(tree, stand_ins[0] if arity == 1 else f"({', '.join(stand_ins)})")
 
 
 def _root_defaults(tree: ast.FunctionDef, where: _Where) -> tuple[tuple[str, str, int], ...]:

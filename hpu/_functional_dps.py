@@ -1726,6 +1726,24 @@ def _passed_on(node, name: str):
     return node, extras
 
 
+def _split_pairs(stmts):
+    """``L, R = x, y`` as ``L = x`` then ``R = y`` (no value reads a name the line sets)."""
+    out = []
+    for st in stmts:
+        if (isinstance(st, ast.Assign) and len(st.targets) == 1
+                and isinstance(st.targets[0], ast.Tuple) and isinstance(st.value, ast.Tuple)
+                and len(st.targets[0].elts) == len(st.value.elts)
+                and all(_is_name(t) for t in st.targets[0].elts)):
+            names = {t.id for t in st.targets[0].elts}
+            if not any(_is_name(n) and n.id in names for v in st.value.elts
+                       for n in ast.walk(v)):
+                for t, v in zip(st.targets[0].elts, st.value.elts):
+                    out.append(ast.copy_location(ast.Assign([t], v), st))
+                continue
+        out.append(st)
+    return out
+
+
 def _named_slices_inlined(node, name: str, a: str) -> None:
     """``left = a[:mid]`` (or ``left, right = a[:mid], a[mid:]``) then ``left = f(left)`` or
     ``sl = f(left)`` or ``return merge(f(left), f(right))``: the slice written into the
@@ -1747,22 +1765,11 @@ def _named_slices_inlined(node, name: str, a: str) -> None:
         return (isinstance(e, ast.Subscript) and _is_name(e.value, a)
                 and isinstance(e.slice, ast.Slice) and e.slice.step is None)
 
-    def split(stmts):
-        out = []
-        for st in stmts:
-            if (isinstance(st, ast.Assign) and len(st.targets) == 1
-                    and isinstance(st.targets[0], ast.Tuple) and isinstance(st.value, ast.Tuple)
-                    and len(st.targets[0].elts) == len(st.value.elts)
-                    and all(isinstance(t, ast.Name) for t in st.targets[0].elts)
-                    and all(sliced(v) for v in st.value.elts)
-                    and not {t.id for t in st.targets[0].elts} & {
-                        n.id for v in st.value.elts for n in ast.walk(v)
-                        if isinstance(n, ast.Name)}):
-                out.extend(ast.copy_location(ast.Assign([t], v), st)
-                           for t, v in zip(st.targets[0].elts, st.value.elts))
-            else:
-                out.append(st)
-        return out
+    def split(stmts):       # the pairs of slices only: other pairs are read as written
+        return [x for st in stmts for x in (
+            _split_pairs([st]) if isinstance(st, ast.Assign)
+            and isinstance(st.value, ast.Tuple) and all(sliced(v) for v in st.value.elts)
+            else [st])]
 
     def block(stmts):
         out = split(stmts)

@@ -1694,7 +1694,7 @@ def nested_results_flattened(tree: ast.FunctionDef, name: str):
     (then nothing is changed, and a tuple kept whole is refused as before): every
     ``return`` a tuple display of that one nesting or a recursive call, and every recursive
     call returned or unpacked into targets of the same nesting."""
-    own = [n for st in tree.body for n in _own_walk(st)]
+    own = list(_own_nodes(tree.body))
     returns = [n for n in own if isinstance(n, ast.Return)]
     shapes = {_tuple_shape(r.value) for r in returns if not _is_rec(r.value, name)}
     if len(shapes) != 1:
@@ -1725,15 +1725,3 @@ def nested_results_flattened(tree: ast.FunctionDef, name: str):
                                        a.targets[0])]
     ast.fix_missing_locations(tree)
     return shape
-
-
-def _own_walk(node):
-    """``ast.walk`` without descending into nested functions, lambdas or classes."""
-    todo = [node]
-    while todo:
-        n = todo.pop()
-        yield n
-        for c in ast.iter_child_nodes(n):
-            if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
-                                  ast.ClassDef)):
-                todo.append(c)
