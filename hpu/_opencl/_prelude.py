@@ -342,10 +342,30 @@ double hpu_pown_d(double x, long n)
     }
     double v = rh + rl;
     if (n < 0L) {
-        /* 1 / (rh + rl): a first quotient, corrected by its residual (exact by fma) */
+        /* 1 / (rh + rl) = q0 * (1 + E + E**2 + ...), E = 1 - (rh + rl) * q0 the residual of
+           a first quotient q0 (1 - rh * q0 exact by fma): v = q0 + q0 * E, rounded once;
+           where that sum is a tie (v exactly half an ulp from q0 + q1), the sign of what it
+           left out -- q0 * E's rounding, E's own, q0 * E**2 -- says which side the quotient
+           lies on (1 / 0.49999999999999994 is 2.0000000000000004, not the tie's 2.0). */
         double q0 = 1.0 / rh;
-        double res = fma(-rh, q0, 1.0) - rl * q0;
-        v = q0 + q0 * res;
+        double e = fma(-rh, q0, 1.0);
+        double rq = rl * q0;
+        double e2 = e - rq;
+        double bb = e2 - e;
+        double d1 = (e - (e2 - bb)) + (-rq - bb);   /* e - rq - e2, exactly */
+        double d2 = fma(rl, q0, -rq);                /* rl * q0 - rq, exactly */
+        double q1 = e2 * q0;
+        v = q0 + q1;
+        double err = (q0 - v) + q1;                  /* q0 + q1 - v, exactly */
+        if (err != 0.0) {
+            double nb = nextafter(v, err > 0.0 ? (double)INFINITY : -(double)INFINITY);
+            if (2.0 * err == nb - v) {
+                double tail = fma(e2, q0, -q1) + q0 * (d1 - d2) + q0 * e2 * e2;
+                if ((tail > 0.0) == (err > 0.0) && tail != 0.0) {
+                    v = nb;
+                }
+            }
+        }
         er = -er;
     }
     long top = er + (long)ilogb(v);
